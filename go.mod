@@ -1,0 +1,14 @@
+module github.com/queuey/queuey
+
+go 1.26.0
+
+require (
+	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+)

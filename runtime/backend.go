@@ -1,0 +1,114 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultGranularity is the default wait granularity: every delay is rounded
+// up to a multiple of it, which bounds how many hold queues exist.
+const DefaultGranularity = time.Second
+
+// MaxDeferral is the longest wait a backend accepts: 2^31-1 ms halved, since
+// a hold queue's x-expires is twice its TTL and both are signed 32-bit
+// millisecond values.
+const MaxDeferral = (1<<31 - 1) * time.Millisecond / 2
+
+// RoundDelay rounds d up to a multiple of granularity (DefaultGranularity
+// when zero or less) and refuses a result above MaxDeferral with
+// ErrDelayTooLong. A delay of zero or less stays zero.
+func RoundDelay(d, granularity time.Duration) (time.Duration, error) {
+	if d <= 0 {
+		return 0, nil
+	}
+	if granularity <= 0 {
+		granularity = DefaultGranularity
+	}
+	if d > MaxDeferral {
+		return 0, fmt.Errorf("%w: %v exceeds MaxDeferral (%v)", ErrDelayTooLong, d, MaxDeferral)
+	}
+	r := (d + granularity - 1) / granularity * granularity
+	if r > MaxDeferral {
+		return 0, fmt.Errorf("%w: %v, rounded up to %v, exceeds MaxDeferral (%v)", ErrDelayTooLong, d, r, MaxDeferral)
+	}
+	return r, nil
+}
+
+// Backend carries envelopes between producers and workers. Implementations
+// must be safe for concurrent use. Every publish returns only once the job
+// is safely stored (for RabbitMQ: confirmed by the broker) and is an error
+// when the job could not be routed.
+type Backend interface {
+	// Declare makes queue q exist with its arguments, and the queues it
+	// needs beside it (such as its dead-letter queue). It is idempotent. A
+	// queue that exists with other arguments is an error naming the queue.
+	Declare(ctx context.Context, q QueueConfig) error
+	// Publish stores env on env.Queue, at once when delay is zero or after
+	// delay, rounded up to the backend's granularity. A wait onto a queue
+	// not declared through this backend is ErrUnknownQueue; one above
+	// MaxDeferral is ErrDelayTooLong.
+	Publish(ctx context.Context, env *Envelope, delay time.Duration) error
+	// Consume starts delivering q's jobs, holding at most q.Prefetch
+	// unsettled deliveries at once. q must have been declared.
+	Consume(ctx context.Context, q QueueConfig) (Subscription, error)
+}
+
+// Subscription is a running consumer of one queue.
+type Subscription interface {
+	// Deliveries yields the queue's jobs. It is closed after Stop, Close or
+	// a failure of the backend; Err then says which.
+	Deliveries() <-chan Delivery
+	// Stop asks for no more deliveries. Deliveries already handed out can
+	// still be settled until Close.
+	Stop() error
+	// Close ends the subscription. Deliveries not settled by then go back
+	// to the queue and are delivered again. Close is safe to call twice.
+	Close() error
+	// Err is nil while the subscription runs or after a Stop or Close, and
+	// the failure that closed Deliveries otherwise.
+	Err() error
+}
+
+// Delivery is one job handed to a consumer. Exactly one of the settling
+// methods should succeed. Those that publish (Retry, Defer, DeadLetter)
+// publish first and settle second, and leave the delivery unsettled when the
+// publish fails, so that a job is never lost, at worst delivered again.
+type Delivery interface {
+	// Envelope is the job. The caller may modify the returned value.
+	Envelope() *Envelope
+	// Ack settles the delivery as done.
+	Ack(ctx context.Context) error
+	// Requeue puts the delivery back on its queue unchanged, to be
+	// delivered again.
+	Requeue(ctx context.Context) error
+	// Retry publishes next to come back to its queue after delay at
+	// next.Priority, then acks this delivery.
+	Retry(ctx context.Context, next *Envelope, delay time.Duration) error
+	// Defer publishes next to come back to its queue after delay ahead of
+	// the queue's backlog (at the queue's maximum priority), then acks.
+	Defer(ctx context.Context, next *Envelope, delay time.Duration) error
+	// DeadLetter moves next to the queue's dead-letter queue with reason,
+	// then acks; a backend without dead-letter queues rejects instead.
+	DeadLetter(ctx context.Context, next *Envelope, reason string) error
+}
+
+// DeadLetter is a job in a dead-letter queue.
+type DeadLetter struct {
+	// Envelope is the dead job, nil when the message was not a valid
+	// envelope.
+	Envelope *Envelope
+	// Reason says why the job is dead: its last error, a permanent error,
+	// or why the message could not be read.
+	Reason string
+	// Body is the raw message body when Envelope is nil.
+	Body []byte
+}
+
+// DeadLetterReader is implemented by backends that can hand dead letters
+// back: for inspection, tests and re-driving.
+type DeadLetterReader interface {
+	// TakeDeadLetters removes and returns up to max dead letters of queue
+	// (the logical queue, not its dead-letter queue's name), oldest first.
+	TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error)
+}

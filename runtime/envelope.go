@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"maps"
+	"time"
+)
+
+// Envelope is a job as it travels through a backend: the msgpack payload of
+// the typed job plus everything the runtime needs to run, retry, defer and
+// dead-letter it.
+type Envelope struct {
+	// ID is unique per job, set at enqueue and kept across retries and
+	// deferrals.
+	ID string
+	// Queue is the logical queue the job belongs to.
+	Queue string
+	// Kind is the Go type name of the job.
+	Kind string
+	// Payload is the msgpack encoding of the job.
+	Payload []byte
+	// Attempt is the 1-based number of the run this envelope is for. A retry
+	// increments it; a deferral does not.
+	Attempt int
+	// MaxAttempts is how many runs the job gets before it is dead-lettered.
+	MaxAttempts int
+	// Priority is the job's own priority, 0 for normal work. A deferred job
+	// travels at its queue's maximum priority but keeps this value.
+	Priority uint8
+	// EnqueuedAt is when the job was first enqueued.
+	EnqueuedAt time.Time
+	// LastError is the error of the previous failed run, if any.
+	LastError string
+	// Headers are string headers carried with the job, such as trace context.
+	Headers map[string]string
+}
+
+// Clone returns a deep copy of e, so that a backend holding the copy shares
+// no memory with the caller.
+func (e *Envelope) Clone() *Envelope {
+	c := *e
+	if e.Payload != nil {
+		c.Payload = append([]byte(nil), e.Payload...)
+	}
+	if e.Headers != nil {
+		c.Headers = maps.Clone(e.Headers)
+	}
+	return &c
+}

@@ -1,0 +1,38 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Info describes the job a handler runs.
+type Info struct {
+	// ID is the job's unique ID.
+	ID string
+	// Queue is the job's queue.
+	Queue string
+	// Attempt is the 1-based number of this run; a deferral does not
+	// change it.
+	Attempt int
+	// MaxAttempts is how many runs the job gets.
+	MaxAttempts int
+	// EnqueuedAt is when the job was first enqueued.
+	EnqueuedAt time.Time
+	// Headers are the job's headers. Handlers must not modify them.
+	Headers map[string]string
+}
+
+type infoKey struct{}
+
+// WithInfo returns ctx carrying info. The worker does this for every run;
+// tests of handlers can too.
+func WithInfo(ctx context.Context, info Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFromContext returns the Info of the job a handler runs, and false
+// outside a handler.
+func InfoFromContext(ctx context.Context) (Info, bool) {
+	info, ok := ctx.Value(infoKey{}).(Info)
+	return info, ok
+}

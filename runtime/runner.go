@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// queueRunner consumes one queue for a Worker.
+type queueRunner struct {
+	w       *Worker
+	queue   QueueConfig
+	handler HandlerFunc
+}
+
+// run consumes until ctx ends, subscribing again with backoff when a
+// subscription fails.
+func (c *queueRunner) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		sub, err := c.w.backend.Consume(ctx, c.queue)
+		if err == nil {
+			c.consume(ctx, sub)
+			backoff = 100 * time.Millisecond
+			err = sub.Err()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.w.log.Error("queuey: consumer stopped; subscribing again", "queue", c.queue.Name, "error", err, "after", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// settleGate lets settles run until shutdown closes it; after that, results
+// of late handlers are dropped and their jobs left for redelivery.
+type settleGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (g *settleGate) enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (g *settleGate) leave() { g.mu.RUnlock() }
+
+func (g *settleGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// consume runs sub's deliveries through Concurrency goroutines until ctx
+// ends or sub fails, then shuts down.
+func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
+	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelHandlers(nil)
+	gate := &settleGate{}
+	var wg sync.WaitGroup
+	for range c.queue.Concurrency {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case d, ok := <-sub.Deliveries():
+					if !ok {
+						return
+					}
+					if ctx.Err() != nil {
+						return // left unsettled: redelivered after Close
+					}
+					c.process(base, gate, d)
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		if err := sub.Stop(); err != nil {
+			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
+		}
+		t := time.NewTimer(c.w.shutdownTimeout)
+		select {
+		case <-finished:
+			t.Stop()
+		case <-t.C:
+			c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
+			cancelHandlers(ErrShutdownTimeout)
+		}
+	}
+	gate.close()
+	if err := sub.Close(); err != nil {
+		c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
+	}
+}
+
+// process runs one delivery's handler and settles it by the outcome.
+func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery) {
+	env := d.Envelope()
+	if env.MaxAttempts <= 0 {
+		env.MaxAttempts = c.queue.MaxAttempts
+	}
+	if env.Attempt <= 0 {
+		env.Attempt = 1
+	}
+	err := c.call(base, env)
+	if !gate.enter() {
+		return
+	}
+	defer gate.leave()
+	if base.Err() != nil {
+		return // shutdown timeout: leave the job for redelivery
+	}
+	if serr := c.settle(base, d, env, err); serr != nil {
+		c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
+		if rerr := d.Requeue(base); rerr != nil {
+			c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
+		}
+	}
+}
+
+// call runs the handler with the job's Info and timeout, turning a panic into
+// an error.
+func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
+	ctx := WithInfo(base, Info{
+		ID:          env.ID,
+		Queue:       env.Queue,
+		Attempt:     env.Attempt,
+		MaxAttempts: env.MaxAttempts,
+		EnqueuedAt:  env.EnqueuedAt,
+		Headers:     env.Headers,
+	})
+	if c.queue.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.queue.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.w.log.Error("queuey: handler panicked", "queue", c.queue.Name, "job_id", env.ID, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.handler(ctx, env)
+}
+
+// settle applies the handler's outcome to d.
+func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, herr error) error {
+	log := c.w.log
+	if herr == nil {
+		return d.Ack(ctx)
+	}
+	var (
+		deferErr  *DeferError
+		decodeErr *DecodeError
+	)
+	switch {
+	case errors.As(herr, &deferErr):
+		if _, err := RoundDelay(deferErr.Delay, 0); err != nil {
+			herr = fmt.Errorf("defer: %w", err)
+			break
+		}
+		log.Debug("queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
+		return d.Defer(ctx, env.Clone(), deferErr.Delay)
+	case errors.As(herr, &decodeErr), IsPermanent(herr):
+		return c.deadLetter(ctx, d, env, herr)
+	}
+	if env.Attempt >= env.MaxAttempts {
+		return c.deadLetter(ctx, d, env, herr)
+	}
+	delay := c.queue.RetryDelay(env.Attempt)
+	log.Warn("queuey: job failed; will retry", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, "retry_in", delay, "error", herr)
+	next := env.Clone()
+	next.Attempt++
+	next.LastError = truncate(herr.Error())
+	return d.Retry(ctx, next, delay)
+}
+
+func (c *queueRunner) deadLetter(ctx context.Context, d Delivery, env *Envelope, herr error) error {
+	reason := truncate(herr.Error())
+	c.w.log.Error("queuey: job dead-lettered", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, slog.String("reason", reason))
+	next := env.Clone()
+	next.LastError = reason
+	return d.DeadLetter(ctx, next, reason)
+}
