@@ -42,9 +42,9 @@ const (
 
 // Limits of the QueueConfig fields.
 const (
-	MaxPrefetch       = 65535
-	MaxPriorityLimit  = 255
-	MaxAttemptsLimit  = 1000
+	MaxPrefetch      = 65535
+	MaxPriorityLimit = 255
+	MaxAttemptsLimit = 1000
 )
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
