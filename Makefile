@@ -1,0 +1,41 @@
+# queuey — run `make help` for the targets.
+
+GO            ?= go
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AMQP_URL is set in the environment)
+	$(GO) run ./examples/emails
+
+.PHONY: test
+test: broker verify ## everything: set-up, verify, unit, golden, conformance and broker tests with -race
+	QUEUEY_REQUIRE_BROKER=1 $(GO) test -race -count=1 -timeout 30m ./...
+
+.PHONY: test-short
+test-short: ## unit tests without the broker and without -race
+	$(GO) test -count=1 ./...
+
+.PHONY: generate
+generate: ## regenerate queuey_gen.go files
+	$(GO) generate ./...
+
+.PHONY: verify
+verify: ## gofmt, go vet, and generated code fresh
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(GO) generate ./...
+	@git diff --exit-code -- ':(glob)**/queuey_gen.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
+
+.PHONY: bench
+bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amqp091-go
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/ ./bench/...
+
+.PHONY: broker
+broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
+	./scripts/broker.sh
