@@ -23,3 +23,7 @@ var (
 	// running when the worker's shutdown timeout passes.
 	ErrShutdownTimeout = errors.New("queuey: shutdown timeout passed")
 )
+
+// ErrQueueMismatch is returned by Declare when the queue exists with other
+// arguments than the config asks for.
+var ErrQueueMismatch = errors.New("queuey: queue exists with other arguments")

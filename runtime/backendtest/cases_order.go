@@ -1,0 +1,140 @@
+package backendtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// testPriorityOrder: jobs waiting on a queue run highest priority first and
+// in publish order within a priority.
+func testPriorityOrder(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	if f.NoPriority {
+		t.Skip("backend queues do not order by priority")
+	}
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	var want []int
+	prios := []int{0, 5, 0, 10, 5, 0, 10, 1}
+	for i, p := range prios {
+		h.enqueue(job{N: i}, runtime.WithPriority(p))
+	}
+	for _, p := range []int{10, 5, 1, 0} {
+		for i, q := range prios {
+			if q == p {
+				want = append(want, i)
+			}
+		}
+	}
+	got := make(chan int, len(prios))
+	h.start(func(ctx context.Context, j job) error { got <- j.N; return nil })
+	var order []int
+	for range prios {
+		order = append(order, recv(t, got, "a job"))
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("run order %v, want %v (priority first, then FIFO)", order, want)
+	}
+
+	// A priority above the queue's maximum is refused before publishing.
+	_, err := runtime.Enqueue(ctxT(t), h.p, h.q, job{}, runtime.WithPriority(h.q.MaxPriority+1))
+	wantErrIs(t, err, runtime.ErrInvalidOption, "priority above max_priority")
+}
+
+// testInfo: handlers see the job's ID, attempt, max attempts, enqueue time
+// and headers; a caller-chosen ID is kept.
+func testInfo(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 7 })
+	before := time.Now().Add(-time.Second)
+	id := h.enqueue(job{N: 1, Text: "héllo"}, runtime.WithHeaders(map[string]string{"traceparent": "00-abc-def-01"}))
+	h.enqueue(job{N: 2}, runtime.WithID("my-own-id"))
+	runs := make(chan run, 2)
+	h.start(func(ctx context.Context, j job) error {
+		r := runOf(ctx, j)
+		r.N = j.N
+		if j.N == 1 && j.Text != "héllo" {
+			return runtime.Permanent(fmt.Errorf("payload text %q", j.Text))
+		}
+		runs <- r
+		return nil
+	})
+	got := map[int]run{}
+	for range 2 {
+		r := recv(t, runs, "a run")
+		got[r.N] = r
+	}
+	r := got[1]
+	if r.Info.ID != id || r.Info.Attempt != 1 || r.Info.MaxAttempts != 7 || r.Info.Queue != h.q.Name {
+		t.Errorf("info = %+v, want ID %s, attempt 1 of 7 on %s", r.Info, id, h.q.Name)
+	}
+	if r.Info.EnqueuedAt.Before(before) || r.Info.EnqueuedAt.After(time.Now()) {
+		t.Errorf("EnqueuedAt = %v, want between %v and now", r.Info.EnqueuedAt, before)
+	}
+	if r.Info.Headers["traceparent"] != "00-abc-def-01" {
+		t.Errorf("headers = %v, want traceparent", r.Info.Headers)
+	}
+	if got[2].Info.ID != "my-own-id" {
+		t.Errorf("ID = %q, want the caller's %q", got[2].Info.ID, "my-own-id")
+	}
+}
+
+// testConcurrency: no more than Concurrency handlers of a queue run at once
+// in one worker, and that many do.
+func testConcurrency(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	const limit = 3
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 10, limit })
+	const n = 30
+	for i := range n {
+		h.enqueue(job{N: i})
+	}
+	var mu sync.Mutex
+	running, peak := 0, 0
+	full := make(chan struct{})
+	done := make(chan int, n)
+	h.start(func(ctx context.Context, j job) error {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		if running == limit && full != nil {
+			close(full)
+			full = nil
+		}
+		mu.Unlock()
+		// The first handlers wait until the limit is reached, so the peak
+		// is reached whatever the scheduling.
+		select {
+		case <-fullOrNil(&mu, &full):
+		case <-time.After(wait):
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		done <- j.N
+		return nil
+	})
+	for range n {
+		recv(t, done, "a job")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != limit {
+		t.Fatalf("peak concurrency %d, want exactly %d", peak, limit)
+	}
+}
+
+// fullOrNil returns the channel that closes when the limit is reached, or a
+// closed one once it has been.
+func fullOrNil(mu *sync.Mutex, full *chan struct{}) <-chan struct{} {
+	mu.Lock()
+	defer mu.Unlock()
+	if *full == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return *full
+}

@@ -1,0 +1,253 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// early is how much sooner than its delay a wait may seem to end, for clock
+// reads on either side of the backend.
+const early = 50 * time.Millisecond
+
+// testRetryBackoff: a failing job runs max_attempts times, each retry no
+// sooner than retry_base*2^(n-1), then is dead-lettered with its last error.
+func testRetryBackoff(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 3 })
+	id := h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		r := runOf(ctx, j)
+		runs <- r
+		return fmt.Errorf("boom %d", r.Attempt)
+	})
+	var rs []run
+	for range 3 {
+		rs = append(rs, recv(t, runs, "a run"))
+	}
+	for i, r := range rs {
+		if r.Attempt != i+1 {
+			t.Fatalf("runs %s, want attempts 1, 2, 3", fmtRuns(rs))
+		}
+	}
+	for i := 1; i < len(rs); i++ {
+		want := h.q.RetryDelay(i)
+		if gap := rs[i].At.Sub(rs[i-1].At); gap < want-early {
+			t.Errorf("retry %d came %v after run %d, want at least %v", i, gap, i, want)
+		}
+	}
+	dl := h.deadLetters(1)
+	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
+	}
+	wantContains(t, dl[0].Reason, "boom 3", "dead-letter reason")
+	wantContains(t, dl[0].Envelope.LastError, "boom 3", "LastError")
+	if dl[0].Envelope.Attempt != 3 {
+		t.Errorf("dead envelope attempt %d, want 3", dl[0].Envelope.Attempt)
+	}
+	select {
+	case r := <-runs:
+		t.Errorf("a run after the last attempt: %+v", r)
+	default:
+	}
+}
+
+// testRetryThenSuccess: a job that fails once and then succeeds is acked
+// with no dead letter, and sees its previous attempt's number.
+func testRetryThenSuccess(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		r := runOf(ctx, j)
+		runs <- r
+		if r.Attempt == 1 {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	r1, r2 := recv(t, runs, "first run"), recv(t, runs, "second run")
+	if r1.Attempt != 1 || r2.Attempt != 2 {
+		t.Fatalf("attempts %d, %d, want 1, 2", r1.Attempt, r2.Attempt)
+	}
+	if r, ok := h.b.(runtime.DeadLetterReader); ok {
+		dl, err := r.TakeDeadLetters(ctxT(t), h.q.Name, 10)
+		if err != nil || len(dl) != 0 {
+			t.Errorf("dead letters %v (err %v), want none", dl, err)
+		}
+	}
+}
+
+// testPanicRetries: a panic counts as a failed run.
+func testPanicRetries(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 2 })
+	h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		runs <- runOf(ctx, j)
+		panic("handler exploded")
+	})
+	recv(t, runs, "first run")
+	if r := recv(t, runs, "second run"); r.Attempt != 2 {
+		t.Fatalf("second run attempt %d, want 2", r.Attempt)
+	}
+	dl := h.deadLetters(1)
+	wantContains(t, dl[0].Reason, "panic: handler exploded", "dead-letter reason")
+}
+
+// testDeferNoAttempt: a deferral holds the job at least its delay and does
+// not burn an attempt, even with max_attempts=1.
+func testDeferNoAttempt(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 1 })
+	h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	var n atomic.Int32
+	h.start(func(ctx context.Context, j job) error {
+		runs <- runOf(ctx, j)
+		if n.Add(1) < 3 {
+			return runtime.Defer(1200 * time.Millisecond)
+		}
+		return nil
+	})
+	var rs []run
+	for range 3 {
+		rs = append(rs, recv(t, runs, "a run"))
+	}
+	for i, r := range rs {
+		if r.Attempt != 1 {
+			t.Fatalf("runs %s: deferral burned an attempt", fmtRuns(rs))
+		}
+		if i > 0 {
+			// 1.2s rounds up to the 1s granularity: 2s.
+			if gap := r.At.Sub(rs[i-1].At); gap < 2*time.Second-early {
+				t.Errorf("deferred run %d came after %v, want at least 2s (1.2s rounded up)", i, gap)
+			}
+		}
+	}
+}
+
+// testDeferAhead: a deferred job comes back ahead of the jobs still waiting
+// on its queue.
+func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	if f.NoPriority {
+		t.Skip("backend queues do not order by priority")
+	}
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	h.enqueue(job{N: 0})
+	const backlog = 20
+	for i := 1; i <= backlog; i++ {
+		h.enqueue(job{N: i})
+	}
+	var (
+		mu       sync.Mutex
+		order    []int
+		deferred time.Time
+	)
+	done := make(chan struct{})
+	h.start(func(ctx context.Context, j job) error {
+		mu.Lock()
+		order = append(order, j.N)
+		if j.N == 0 && deferred.IsZero() {
+			deferred = time.Now()
+			mu.Unlock()
+			return runtime.Defer(time.Second)
+		}
+		at := deferred
+		if j.N == 0 {
+			close(done)
+		}
+		mu.Unlock()
+		if j.N == 1 {
+			// Hold the first backlog job until the deferral is due and
+			// back on the queue: from then on it must be next.
+			select {
+			case <-time.After(time.Until(at.Add(1500 * time.Millisecond))):
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	recv(t, done, "the deferred job's return")
+	mu.Lock()
+	defer mu.Unlock()
+	// Runs: 0 (defers), 1 (held), then at most prefetch more backlog jobs
+	// already handed to the consumer, then 0 again.
+	for i, n := range order[1:] {
+		if n == 0 {
+			if i > 1+h.q.Prefetch {
+				t.Fatalf("deferred job came back at position %d of %v, want within %d", i+1, order, 2+h.q.Prefetch)
+			}
+			return
+		}
+	}
+	t.Fatalf("order %v has no second run of the deferred job", order)
+}
+
+// testShortWaitFirst: a short wait published after a long one ends first.
+func testShortWaitFirst(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	start := time.Now()
+	h.enqueue(job{N: 3}, runtime.WithDelay(3*time.Second))
+	h.enqueue(job{N: 1}, runtime.WithDelay(time.Second))
+	runs := make(chan run, 2)
+	h.start(func(ctx context.Context, j job) error { runs <- runOf(ctx, j); return nil })
+	a, b := recv(t, runs, "first"), recv(t, runs, "second")
+	if a.N != 1 || b.N != 3 {
+		t.Fatalf("order %d, %d, want the 1s wait before the 3s one", a.N, b.N)
+	}
+	if b.At.Sub(start) < 3*time.Second-early {
+		t.Errorf("3s wait ended after %v", b.At.Sub(start))
+	}
+}
+
+// testDelayedEnqueue: a job enqueued with a delay does not run sooner.
+func testDelayedEnqueue(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	start := time.Now()
+	h.enqueue(job{N: 1}, runtime.WithDelay(1500*time.Millisecond))
+	runs := make(chan run, 1)
+	h.start(func(ctx context.Context, j job) error { runs <- runOf(ctx, j); return nil })
+	r := recv(t, runs, "the delayed job")
+	if got := r.At.Sub(start); got < 2*time.Second-early {
+		t.Fatalf("delayed job ran after %v, want at least 2s (1.5s rounded up)", got)
+	}
+	if r.Attempt != 1 {
+		t.Errorf("attempt %d, want 1", r.Attempt)
+	}
+}
+
+// testWaitRefusals: waits above MaxDeferral after rounding up, and waits
+// onto undeclared queues, are refused.
+func testWaitRefusals(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	ctx := ctxT(t)
+	env := &runtime.Envelope{ID: "x", Queue: h.q.Name, Kind: "job", Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
+	for _, d := range []time.Duration{
+		runtime.MaxDeferral + time.Millisecond,
+		runtime.MaxDeferral.Truncate(time.Second) + time.Millisecond, // rounds up past the limit
+		1000 * 24 * time.Hour,
+	} {
+		wantErrIs(t, h.b.Publish(ctx, env, d), runtime.ErrDelayTooLong, fmt.Sprintf("wait of %v", d))
+	}
+	other := *env
+	other.Queue = h.q.Name + ".never-declared"
+	wantErrIs(t, h.b.Publish(ctx, &other, time.Second), runtime.ErrUnknownQueue, "wait onto an undeclared queue")
+	if err := h.b.Publish(ctx, &other, 0); err == nil {
+		t.Errorf("publish to an undeclared queue succeeded, want an error")
+	}
+	// A handler's too-long deferral is a failed run, not a lost job.
+	h2 := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 1 })
+	id := h2.enqueue(job{N: 1})
+	h2.start(func(ctx context.Context, j job) error { return runtime.Defer(runtime.MaxDeferral + time.Hour) })
+	dl := h2.deadLetters(1)
+	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
+	}
+	wantContains(t, dl[0].Reason, "delay too long", "dead-letter reason")
+}

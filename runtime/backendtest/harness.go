@@ -1,0 +1,198 @@
+package backendtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// Features says what a backend under test offers beyond the Backend
+// interface. Optional capabilities that are interfaces (DeadLetterReader,
+// RawPublisher) are found by type assertion instead.
+type Features struct {
+	// NoPriority is set when the backend's queues do not order by priority
+	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
+	NoPriority bool
+	// QueueType is the queue type the suite declares. Empty means classic.
+	QueueType runtime.QueueType
+	// Delay is the delay mode the suite declares. Empty means the backend's
+	// default.
+	Delay runtime.DelayMode
+	// OnlyWaits runs only the cases about waits (retries, deferrals, delayed
+	// enqueues), for a second delay mode of the same backend.
+	OnlyWaits bool
+}
+
+// RawPublisher is implemented by backends that can put arbitrary bytes on a
+// queue, as a foreign producer might. The suite uses it to inject poison.
+type RawPublisher interface {
+	PublishRaw(ctx context.Context, queue string, body []byte) error
+}
+
+// wait bounds every wait of the suite on an event.
+const wait = 30 * time.Second
+
+type job struct {
+	N    int
+	Text string
+}
+
+// harness is one test's queue, producer and backend.
+type harness struct {
+	t *testing.T
+	b runtime.Backend
+	q runtime.QueueConfig
+	p *runtime.Producer
+}
+
+func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend, mod func(q *runtime.QueueConfig)) *harness {
+	t.Helper()
+	b := newBackend(t)
+	q := runtime.DefaultQueueConfig(uniqueName(t))
+	q.Kind = "job"
+	q.RetryBase = time.Second
+	q.RetryMax = 4 * time.Second
+	q.QueueType = runtime.QueueClassic
+	if f.QueueType != "" {
+		q.QueueType = f.QueueType
+	}
+	q.Delay = f.Delay
+	if mod != nil {
+		mod(&q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	return &harness{t: t, b: b, q: q, p: p}
+}
+
+func uniqueName(t *testing.T) string {
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	name := []byte("queuey-test." + t.Name())
+	for i, c := range name {
+		ok := c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !ok {
+			name[i] = '_'
+		}
+	}
+	return string(name) + "." + hex.EncodeToString(buf[:])
+}
+
+func (h *harness) enqueue(j job, opts ...runtime.EnqueueOption) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	id, err := runtime.Enqueue(ctx, h.p, h.q, j, opts...)
+	if err != nil {
+		h.t.Fatalf("Enqueue: %v", err)
+	}
+	return id
+}
+
+// start runs a worker with handler h until the test ends or the returned
+// stop is called; stop returns Run's error.
+func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...runtime.WorkerOption) (stop func() error) {
+	h.t.Helper()
+	opts = append([]runtime.WorkerOption{runtime.WithLogger(quietLogger())}, opts...)
+	w := runtime.NewWorker(h.b, opts...)
+	runtime.Handle(w, h.q, handler)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-errc:
+			case <-time.After(wait):
+				runErr = errors.New("worker did not stop")
+				h.t.Errorf("worker of %q did not stop within %v", h.q.Name, wait)
+			}
+		})
+		return runErr
+	}
+	h.t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// deadLetters waits until n dead letters of the queue are readable and
+// returns them; it skips the test when the backend cannot hand them back.
+func (h *harness) deadLetters(n int) []runtime.DeadLetter {
+	h.t.Helper()
+	r, ok := h.b.(runtime.DeadLetterReader)
+	if !ok {
+		h.t.Skip("backend does not implement runtime.DeadLetterReader")
+	}
+	var got []runtime.DeadLetter
+	deadline := time.Now().Add(wait)
+	for len(got) < n {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		more, err := r.TakeDeadLetters(ctx, h.q.Name, n-len(got))
+		cancel()
+		if err != nil {
+			h.t.Fatalf("TakeDeadLetters: %v", err)
+		}
+		got = append(got, more...)
+		if len(got) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("got %d dead letters of %q within %v, want %d: %+v", len(got), h.q.Name, wait, n, got)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	return got
+}
+
+// recv receives from c within the suite's bound or fails the test.
+func recv[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("timed out after %v waiting for %s", wait, what)
+		panic("unreachable")
+	}
+}
+
+// quietLogger drops the worker's logs below error level, which the suite
+// provokes on purpose.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type run struct {
+	N       int
+	Attempt int
+	At      time.Time
+	Info    runtime.Info
+}
+
+func runOf(ctx context.Context, j job) run {
+	info, _ := runtime.InfoFromContext(ctx)
+	return run{N: j.N, Attempt: info.Attempt, At: time.Now(), Info: info}
+}
+
+func fmtRuns(rs []run) string {
+	s := ""
+	for _, r := range rs {
+		s += fmt.Sprintf("(n=%d attempt=%d) ", r.N, r.Attempt)
+	}
+	return s
+}

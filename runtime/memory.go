@@ -1,0 +1,285 @@
+package runtime
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MemoryBackend is a Backend that keeps every queue in process. It follows
+// the same rules as the RabbitMQ backend: waits rounded up to
+// DefaultGranularity and refused above MaxDeferral, one FIFO per priority
+// with higher priorities first, deferred jobs returning at the queue's
+// maximum priority, prefetch limits, redelivery of unsettled deliveries when
+// a subscription closes, dead letters with reasons, and poison messages moved
+// aside. It is safe for concurrent use. What it holds is lost when the
+// process ends.
+type MemoryBackend struct {
+	log *slog.Logger
+
+	mu     sync.Mutex
+	queues map[string]*memQueue
+	timers map[*time.Timer]struct{}
+	seq    uint64
+	closed bool
+}
+
+var (
+	_ Backend          = (*MemoryBackend)(nil)
+	_ DeadLetterReader = (*MemoryBackend)(nil)
+)
+
+// NewMemoryBackend returns an empty MemoryBackend.
+func NewMemoryBackend() *MemoryBackend {
+	return &MemoryBackend{
+		log:    slog.Default(),
+		queues: map[string]*memQueue{},
+		timers: map[*time.Timer]struct{}{},
+	}
+}
+
+// SetLogger sets the logger that poison messages are reported to.
+func (b *MemoryBackend) SetLogger(l *slog.Logger) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.log = l
+}
+
+type memQueue struct {
+	cfg   QueueConfig
+	ready memHeap
+	dead  []DeadLetter
+	subs  []*memSub
+	next  int // round-robin start among subs
+}
+
+// memMsg is a message on a queue: a valid envelope or a raw body that is not
+// one.
+type memMsg struct {
+	env  *Envelope
+	raw  []byte
+	prio uint8
+	seq  uint64
+}
+
+// Declare creates q, or checks that it exists with the same arguments.
+func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	q = q.WithDefaults()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if old, ok := b.queues[q.Name]; ok {
+		if old.cfg.MaxPriority != q.MaxPriority || old.cfg.QueueType != q.QueueType {
+			return fmt.Errorf("%w: queue %q has max_priority=%d queue_type=%s, declared with max_priority=%d queue_type=%s",
+				ErrQueueMismatch, q.Name, old.cfg.MaxPriority, old.cfg.QueueType, q.MaxPriority, q.QueueType)
+		}
+		return nil
+	}
+	b.queues[q.Name] = &memQueue{cfg: q}
+	return nil
+}
+
+// Publish stores env on its queue, at once or after delay.
+func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false)
+}
+
+// publish stores env (owned by the backend from here on) at wire priority
+// prio; atMax raises it to the queue's maximum.
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, err := RoundDelay(delay, DefaultGranularity)
+	if err != nil {
+		return fmt.Errorf("queue %q: %w", env.Queue, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	q, ok := b.queues[env.Queue]
+	if !ok {
+		return fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, env.Queue)
+	}
+	if atMax {
+		prio = uint8(q.cfg.MaxPriority)
+	}
+	b.seq++
+	m := &memMsg{env: env, prio: min(prio, uint8(q.cfg.MaxPriority)), seq: b.seq}
+	if d == 0 {
+		b.pushLocked(q, m)
+		return nil
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, live := b.timers[t]; !live {
+			return
+		}
+		delete(b.timers, t)
+		b.seq++
+		m.seq = b.seq // a wait ends at the back of its priority, as a dead-lettered hold-queue message does
+		b.pushLocked(q, m)
+	})
+	b.timers[t] = struct{}{}
+	return nil
+}
+
+// PublishRaw puts body on queue as a message of its own, as a foreign
+// producer might. A body that is not a msgpack Envelope of this queue is
+// poison: it is moved to the dead letters when it reaches a consumer.
+func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
+	m := &memMsg{raw: append([]byte(nil), body...)}
+	var env Envelope
+	if err := msgpack.Unmarshal(body, &env); err == nil && env.ID != "" && env.Queue == queue {
+		m.env, m.raw = &env, nil
+		m.prio = env.Priority
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[queue]
+	if !ok {
+		return fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+	}
+	b.seq++
+	m.seq = b.seq
+	m.prio = min(m.prio, uint8(q.cfg.MaxPriority))
+	b.pushLocked(q, m)
+	return nil
+}
+
+func (b *MemoryBackend) pushLocked(q *memQueue, m *memMsg) {
+	heap.Push(&q.ready, m)
+	b.dispatchLocked(q)
+}
+
+// dispatchLocked hands ready messages to subscriptions with room under
+// their prefetch, round robin.
+func (b *MemoryBackend) dispatchLocked(q *memQueue) {
+	for q.ready.Len() > 0 {
+		sub := q.pickLocked()
+		if sub == nil {
+			return
+		}
+		m := heap.Pop(&q.ready).(*memMsg)
+		if m.env == nil {
+			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
+			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
+			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
+			continue
+		}
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: m.env.Clone()}
+		sub.unacked[d] = struct{}{}
+		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked
+	}
+}
+
+func (q *memQueue) pickLocked() *memSub {
+	n := len(q.subs)
+	for i := range n {
+		s := q.subs[(q.next+i)%n]
+		if !s.stopped && len(s.unacked) < s.prefetch {
+			q.next = (q.next + i + 1) % n
+			return s
+		}
+	}
+	return nil
+}
+
+// Consume subscribes to q.
+func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscription, error) {
+	q = q.WithDefaults()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	mq, ok := b.queues[q.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, q.Name)
+	}
+	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}}
+	mq.subs = append(mq.subs, s)
+	b.dispatchLocked(mq)
+	return s, nil
+}
+
+// TakeDeadLetters removes and returns up to max dead letters of queue.
+func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[queue]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+	}
+	n := min(max, len(q.dead))
+	out := append([]DeadLetter(nil), q.dead[:n]...)
+	q.dead = q.dead[n:]
+	return out, nil
+}
+
+// Len returns how many jobs wait ready on queue, not counting those handed
+// to consumers or held in waits.
+func (b *MemoryBackend) Len(queue string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q, ok := b.queues[queue]; ok {
+		return q.ready.Len()
+	}
+	return 0
+}
+
+// Close stops every wait and subscription. Jobs still held are dropped.
+// Close is safe to call twice.
+func (b *MemoryBackend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for t := range b.timers {
+		t.Stop()
+	}
+	clear(b.timers)
+	for _, q := range b.queues {
+		for _, s := range q.subs {
+			s.closeLocked(false)
+		}
+		q.subs = nil
+	}
+	return nil
+}
+
+// memHeap orders messages by priority, highest first, then by arrival.
+type memHeap []*memMsg
+
+func (h memHeap) Len() int { return len(h) }
+func (h memHeap) Less(i, j int) bool {
+	if h[i].prio != h[j].prio {
+		return h[i].prio > h[j].prio
+	}
+	return h[i].seq < h[j].seq
+}
+func (h memHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *memHeap) Push(x any)   { *h = append(*h, x.(*memMsg)) }
+func (h *memHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return m
+}

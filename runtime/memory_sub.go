@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// memSub is a MemoryBackend subscription.
+type memSub struct {
+	b        *MemoryBackend
+	q        *memQueue
+	prefetch int
+	ch       chan Delivery
+	unacked  map[*memDelivery]struct{}
+	stopped  bool
+	closed   bool
+}
+
+func (s *memSub) Deliveries() <-chan Delivery { return s.ch }
+func (s *memSub) Err() error                  { return nil }
+
+// Stop hands out no more deliveries and closes the channel.
+func (s *memSub) Stop() error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.ch)
+	}
+	return nil
+}
+
+// Close requeues every unsettled delivery at its old place.
+func (s *memSub) Close() error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.closeLocked(true)
+	return nil
+}
+
+func (s *memSub) closeLocked(requeue bool) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if !s.stopped {
+		s.stopped = true
+		close(s.ch)
+	}
+	s.q.subs = slices.DeleteFunc(s.q.subs, func(o *memSub) bool { return o == s })
+	if requeue {
+		for d := range s.unacked {
+			heap.Push(&s.q.ready, d.msg)
+		}
+	}
+	clear(s.unacked)
+	if requeue {
+		s.b.dispatchLocked(s.q)
+	}
+}
+
+// memDelivery is one message handed to a memSub.
+type memDelivery struct {
+	b   *MemoryBackend
+	q   *memQueue
+	sub *memSub
+	msg *memMsg
+	env *Envelope
+}
+
+func (d *memDelivery) Envelope() *Envelope { return d.env }
+
+// settle removes d from its subscription's unacked set, then runs then
+// (under the lock) if given. It fails when d is no longer held.
+func (d *memDelivery) settle(then func(*memQueue)) error {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if _, ok := d.sub.unacked[d]; !ok {
+		if d.sub.closed {
+			return fmt.Errorf("%w: subscription to %q", ErrClosed, d.q.cfg.Name)
+		}
+		return fmt.Errorf("queuey: delivery of job %s already settled", d.env.ID)
+	}
+	delete(d.sub.unacked, d)
+	if then != nil {
+		then(d.q)
+	}
+	d.b.dispatchLocked(d.q)
+	return nil
+}
+
+func (d *memDelivery) Ack(ctx context.Context) error { return d.settle(nil) }
+
+func (d *memDelivery) Requeue(ctx context.Context) error {
+	return d.settle(func(q *memQueue) { heap.Push(&q.ready, d.msg) })
+}
+
+// held reports whether d is still unsettled, so a publish-then-ack does not
+// publish a copy for a delivery that can no longer be acked.
+func (d *memDelivery) held() error {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if _, ok := d.sub.unacked[d]; !ok {
+		return fmt.Errorf("%w: delivery of job %s is no longer held", ErrClosed, d.env.ID)
+	}
+	return nil
+}
+
+func (d *memDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {
+	return d.wait(ctx, next, delay, false)
+}
+
+func (d *memDelivery) Defer(ctx context.Context, next *Envelope, delay time.Duration) error {
+	return d.wait(ctx, next, delay, true)
+}
+
+func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Duration, ahead bool) error {
+	if err := d.held(); err != nil {
+		return err
+	}
+	if err := d.b.publish(ctx, next.Clone(), next.Priority, delay, ahead); err != nil {
+		return err
+	}
+	return d.settle(nil)
+}
+
+func (d *memDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
+	dl := DeadLetter{Envelope: next.Clone(), Reason: reason}
+	return d.settle(func(q *memQueue) { q.dead = append(q.dead, dl) })
+}
