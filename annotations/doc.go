@@ -1,0 +1,32 @@
+// Package annotations finds and validates the //queuey:queue directives of
+// a Go package and resolves each into the runtime.QueueConfig of its job
+// type.
+//
+// A directive is a line of the doc comment directly above a struct type
+// declaration, alone or in a grouped type (...) declaration:
+//
+//	//queuey:queue prefetch=20 max_attempts=3 retry_base=2s
+//	type SendEmail struct {
+//		To string
+//	}
+//
+// Keys, with their defaults and accepted values:
+//
+//	name          <package>.<snake_case(Type)>   [A-Za-z0-9._-]+, at most 255 bytes
+//	prefetch      10                             1..65535
+//	concurrency   = prefetch                     1..prefetch
+//	max_priority  10                             0..255 (0 declares no priority)
+//	max_attempts  5                              1..1000
+//	retry_base    1s                             a Go duration above 0
+//	retry_max     1h, or retry_base if longer    a Go duration from retry_base up to runtime.MaxDeferral
+//	timeout       none                           a Go duration above 0
+//	queue_type    classic                        classic or quorum
+//	delay         queue                          queue or plugin
+//
+// Parsing never falls back to a default for something it cannot read: an
+// unknown key (with a suggestion when one is close), a key without a value,
+// a value out of range, a duplicate key, a directive that is not on a
+// struct type and two jobs with one queue name are each an *Error that
+// starts with file:line:col. This package reads syntax only; the generator
+// checks field types.
+package annotations

@@ -1,0 +1,133 @@
+package annotations
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// Keys of the //queuey:queue directive, in the order messages list them.
+const (
+	KeyName        = "name"
+	KeyPrefetch    = "prefetch"
+	KeyConcurrency = "concurrency"
+	KeyMaxPriority = "max_priority"
+	KeyMaxAttempts = "max_attempts"
+	KeyRetryBase   = "retry_base"
+	KeyRetryMax    = "retry_max"
+	KeyTimeout     = "timeout"
+	KeyQueueType   = "queue_type"
+	KeyDelay       = "delay"
+)
+
+// Keys lists every key the directive accepts.
+var Keys = []string{
+	KeyName, KeyPrefetch, KeyConcurrency, KeyMaxPriority, KeyMaxAttempts,
+	KeyRetryBase, KeyRetryMax, KeyTimeout, KeyQueueType, KeyDelay,
+}
+
+// MaxNameLen is the longest queue name accepted, AMQP's limit on a queue
+// name.
+const MaxNameLen = 255
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// validName reports whether s is an acceptable queue name.
+func validName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+
+const acceptedName = "a queue name of [A-Za-z0-9._-]+, at most 255 bytes"
+
+// A keySpec reads one key's value into a config.
+type keySpec struct {
+	// accepted describes the values accepted, for messages.
+	accepted string
+	// apply sets the value on q and reports whether it was acceptable.
+	apply func(q *runtime.QueueConfig, v string) bool
+	// enum lists the accepted words of an enumerated key, for suggestions.
+	enum []string
+}
+
+var maxDeferral = runtime.MaxDeferral.String()
+
+var keySpecs = map[string]keySpec{
+	KeyName: {
+		accepted: acceptedName,
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			q.Name = v
+			return validName(v)
+		},
+	},
+	KeyPrefetch: intKey(1, runtime.MaxPrefetch, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
+	KeyConcurrency: {
+		accepted: "an integer in 1..prefetch",
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > runtime.MaxPrefetch {
+				return false
+			}
+			q.Concurrency = n
+			return true
+		},
+	},
+	KeyMaxPriority: intKey(0, runtime.MaxPriorityLimit, " (0 declares no priority)", func(q *runtime.QueueConfig, n int) { q.MaxPriority = n }),
+	KeyMaxAttempts: intKey(1, runtime.MaxAttemptsLimit, "", func(q *runtime.QueueConfig, n int) { q.MaxAttempts = n }),
+	KeyRetryBase: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 500ms, 1s or 1m30s",
+		func(q *runtime.QueueConfig, d time.Duration) { q.RetryBase = d }),
+	KeyRetryMax: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 30s, 10m or 1h",
+		func(q *runtime.QueueConfig, d time.Duration) { q.RetryMax = d }),
+	KeyTimeout: durationKey(0, "a Go duration above 0, such as 30s or 5m",
+		func(q *runtime.QueueConfig, d time.Duration) { q.Timeout = d }),
+	KeyQueueType: enumKey([]string{string(runtime.QueueClassic), string(runtime.QueueQuorum)},
+		func(q *runtime.QueueConfig, v string) { q.QueueType = runtime.QueueType(v) }),
+	KeyDelay: enumKey([]string{string(runtime.DelayQueue), string(runtime.DelayPlugin)},
+		func(q *runtime.QueueConfig, v string) { q.Delay = runtime.DelayMode(v) }),
+}
+
+func intKey(lo, hi int, note string, set func(*runtime.QueueConfig, int)) keySpec {
+	return keySpec{
+		accepted: fmt.Sprintf("an integer in %d..%d%s", lo, hi, note),
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo || n > hi {
+				return false
+			}
+			set(q, n)
+			return true
+		},
+	}
+}
+
+// durationKey accepts a Go duration above 0 and, when hi > 0, at most hi.
+func durationKey(hi time.Duration, accepted string, set func(*runtime.QueueConfig, time.Duration)) keySpec {
+	return keySpec{
+		accepted: accepted,
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || (hi > 0 && d > hi) {
+				return false
+			}
+			set(q, d)
+			return true
+		},
+	}
+}
+
+func enumKey(words []string, set func(*runtime.QueueConfig, string)) keySpec {
+	return keySpec{
+		accepted: strings.Join(words, " or "),
+		enum:     words,
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			for _, w := range words {
+				if v == w {
+					set(q, v)
+					return true
+				}
+			}
+			return false
+		},
+	}
+}

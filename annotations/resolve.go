@@ -1,0 +1,132 @@
+package annotations
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strings"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// setting is one key=value of a directive.
+type setting struct {
+	key, value     string
+	keyPos, valPos token.Pos
+}
+
+// settings splits the keys of directive c, reporting tokens that are not
+// key=value.
+func (p *parser) settings(c *ast.Comment) ([]setting, bool) {
+	ok := true
+	var out []setting
+	text := c.Text
+	i := len(Directive)
+	for i < len(text) {
+		if text[i] == ' ' || text[i] == '\t' {
+			i++
+			continue
+		}
+		start := i
+		for i < len(text) && text[i] != ' ' && text[i] != '\t' {
+			i++
+		}
+		tok := text[start:i]
+		pos := c.Slash + token.Pos(start)
+		key, value, _ := strings.Cut(tok, "=")
+		switch {
+		case key == "":
+			p.errorf(pos, "", "%q has no key; want key=value with a key of %s", tok, strings.Join(Keys, ", "))
+			ok = false
+		case value == "":
+			if _, known := keySpecs[key]; !known {
+				p.unknownKey(pos, key)
+			} else {
+				p.errorf(pos, key, "key %s has no value; want %s=<%s>", key, key, keySpecs[key].accepted)
+			}
+			ok = false
+		default:
+			out = append(out, setting{key: key, value: value, keyPos: pos, valPos: pos + token.Pos(len(key)+1)})
+		}
+	}
+	return out, ok
+}
+
+func (p *parser) unknownKey(pos token.Pos, key string) {
+	msg := fmt.Sprintf("unknown key %s", key)
+	if s := suggest(key, Keys); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	p.errorf(pos, key, "%s; want one of %s", msg, strings.Join(Keys, ", "))
+}
+
+// resolve turns directive c on type typeName into a config, reporting every
+// problem with it.
+func (p *parser) resolve(typeName string, c *ast.Comment) (runtime.QueueConfig, bool) {
+	before := len(p.errs)
+	settings, _ := p.settings(c)
+
+	q := runtime.DefaultQueueConfig(p.pkg + "." + SnakeCase(typeName))
+	q.Kind = typeName
+	given := map[string]setting{}
+	bad := map[string]bool{}
+	for _, s := range settings {
+		spec, known := keySpecs[s.key]
+		if !known {
+			p.unknownKey(s.keyPos, s.key)
+			continue
+		}
+		if first, dup := given[s.key]; dup {
+			p.errorf(s.keyPos, s.key, "duplicate key %s; it is already set at column %d", s.key, p.position(first.keyPos).Column)
+			continue
+		}
+		given[s.key] = s
+		if !spec.apply(&q, s.value) {
+			msg := fmt.Sprintf("bad %s=%s: want %s", s.key, s.value, spec.accepted)
+			if sug := suggest(s.value, spec.enum); sug != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", sug)
+			}
+			p.errorf(s.valPos, s.key, "%s", msg)
+			bad[s.key] = true
+		}
+	}
+
+	if _, ok := given[KeyName]; !ok && !validName(q.Name) {
+		p.errorf(c.Pos(), KeyName, "the default queue name %q of %s is not %s; set name=", q.Name, typeName, acceptedName)
+	}
+
+	// Defaults that follow other keys, then checks across keys.
+	// A key with a bad value is not checked against others: it is
+	// reported once.
+	conc, concGiven := given[KeyConcurrency]
+	if !concGiven || bad[KeyConcurrency] {
+		q.Concurrency = q.Prefetch
+	} else if !bad[KeyPrefetch] && q.Concurrency > q.Prefetch {
+		p.errorf(conc.valPos, KeyConcurrency, "concurrency=%d is above %s; want 1..%d", q.Concurrency, describe(given, KeyPrefetch, fmt.Sprint(q.Prefetch)), q.Prefetch)
+	}
+	rmax, rmaxGiven := given[KeyRetryMax]
+	if !rmaxGiven || bad[KeyRetryMax] {
+		q.RetryMax = max(runtime.DefaultRetryMax, q.RetryBase)
+	} else if !bad[KeyRetryBase] && q.RetryMax < q.RetryBase {
+		p.errorf(rmax.valPos, KeyRetryMax, "retry_max=%s is below %s; want at least %v", rmax.value, describe(given, KeyRetryBase, q.RetryBase.String()), q.RetryBase)
+	}
+
+	if len(p.errs) > before {
+		return q, false
+	}
+	if err := q.Validate(); err != nil {
+		// The checks above should have caught everything Validate does.
+		p.errorf(c.Pos(), "", "resolved queue of %s is invalid: %v", typeName, err)
+		return q, false
+	}
+	return q, true
+}
+
+// describe names key and its value in a message: "prefetch=10" when given,
+// "prefetch (default 10)" when not.
+func describe(given map[string]setting, key, value string) string {
+	if s, ok := given[key]; ok {
+		return key + "=" + s.value
+	}
+	return key + " (default " + value + ")"
+}
