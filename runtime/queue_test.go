@@ -1,0 +1,114 @@
+package runtime_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestQueueConfigValidate(t *testing.T) {
+	ok := runtime.DefaultQueueConfig("emails.send_email")
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	cases := []struct {
+		name string
+		mod  func(*runtime.QueueConfig)
+		want string
+	}{
+		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a non-empty name of [A-Za-z0-9._-]`},
+		{"bad name", func(q *runtime.QueueConfig) { q.Name = "a b" }, `Name = "a b"`},
+		{"prefetch", func(q *runtime.QueueConfig) { q.Prefetch = 70000 }, "Prefetch = 70000, want 1..65535"},
+		{"concurrency", func(q *runtime.QueueConfig) { q.Concurrency = 11 }, "Concurrency = 11, want 1..Prefetch (10)"},
+		{"priority", func(q *runtime.QueueConfig) { q.MaxPriority = 256 }, "MaxPriority = 256, want 0..255"},
+		{"attempts", func(q *runtime.QueueConfig) { q.MaxAttempts = 1001 }, "MaxAttempts = 1001, want 1..1000"},
+		{"retry max", func(q *runtime.QueueConfig) { q.RetryBase, q.RetryMax = time.Minute, time.Second }, "RetryMax = 1s, want at least RetryBase (1m0s)"},
+		{"retry too long", func(q *runtime.QueueConfig) { q.RetryMax = 1000 * time.Hour }, "RetryMax = 1000h0m0s, want at most MaxDeferral"},
+		{"timeout", func(q *runtime.QueueConfig) { q.Timeout = -1 }, "Timeout = -1ns"},
+		{"queue type", func(q *runtime.QueueConfig) { q.QueueType = "stream" }, `QueueType = "stream", want "classic" or "quorum"`},
+		{"delay", func(q *runtime.QueueConfig) { q.Delay = "later" }, `Delay = "later", want "queue" or "plugin"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := ok
+			c.mod(&q)
+			err := q.Validate()
+			if !errors.Is(err, runtime.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Validate() = %q, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestQueueConfigZeroValueDefaults(t *testing.T) {
+	q := runtime.QueueConfig{Name: "q"}.WithDefaults()
+	if q.Prefetch != 10 || q.Concurrency != 10 || q.MaxAttempts != 5 || q.RetryBase != time.Second || q.RetryMax != time.Hour || q.MaxPriority != 0 || q.QueueType != runtime.QueueClassic {
+		t.Errorf("WithDefaults() = %+v", q)
+	}
+	if err := (runtime.QueueConfig{Name: "q"}).Validate(); err != nil {
+		t.Errorf("zero config with a name: %v", err)
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	q := runtime.QueueConfig{Name: "q", RetryBase: time.Second, RetryMax: 10 * time.Second}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i, w := range want {
+		if got := q.RetryDelay(i + 1); got != w {
+			t.Errorf("RetryDelay(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+	if got := q.RetryDelay(1000); got != 10*time.Second {
+		t.Errorf("RetryDelay(1000) = %v, want the cap", got)
+	}
+}
+
+func TestRoundDelay(t *testing.T) {
+	cases := []struct {
+		in, gran, want time.Duration
+		tooLong        bool
+	}{
+		{0, 0, 0, false},
+		{-time.Second, 0, 0, false},
+		{time.Nanosecond, 0, time.Second, false},
+		{time.Second, 0, time.Second, false},
+		{1001 * time.Millisecond, 0, 2 * time.Second, false},
+		{1500 * time.Millisecond, 100 * time.Millisecond, 1500 * time.Millisecond, false},
+		{runtime.MaxDeferral.Truncate(time.Second), 0, runtime.MaxDeferral.Truncate(time.Second), false},
+		{runtime.MaxDeferral.Truncate(time.Second) + 1, 0, 0, true},
+		{runtime.MaxDeferral + 1, time.Millisecond, 0, true},
+	}
+	for _, c := range cases {
+		got, err := runtime.RoundDelay(c.in, c.gran)
+		if c.tooLong {
+			if !errors.Is(err, runtime.ErrDelayTooLong) {
+				t.Errorf("RoundDelay(%v, %v) = %v, %v; want ErrDelayTooLong", c.in, c.gran, got, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("RoundDelay(%v, %v) = %v, %v; want %v", c.in, c.gran, got, err, c.want)
+		}
+	}
+}
+
+func TestOutcomeErrors(t *testing.T) {
+	base := errors.New("card declined")
+	p := runtime.Permanent(base)
+	if !runtime.IsPermanent(p) || !errors.Is(p, base) {
+		t.Errorf("Permanent(%v) = %v: not matched", base, p)
+	}
+	var de *runtime.DeferError
+	if !errors.As(runtime.Defer(3*time.Second), &de) || de.Delay != 3*time.Second {
+		t.Errorf("Defer(3s) not matched as DeferError{3s}")
+	}
+	if runtime.IsPermanent(base) {
+		t.Errorf("plain error matched as permanent")
+	}
+}

@@ -1,0 +1,151 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+type ping struct{ N int }
+
+func quiet() runtime.WorkerOption {
+	return runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func recvT[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out")
+		panic("unreachable")
+	}
+}
+
+func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	w := runtime.NewWorker(b, quiet())
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop before Run: %v", err)
+	}
+	ran := make(chan int, 1)
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- p.N; return nil })
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background()) }()
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if n := recvT(t, ran); n != 7 {
+		t.Fatalf("handled %d, want 7", n)
+	}
+	if err := w.Run(context.Background()); !errors.Is(err, runtime.ErrWorkerRunning) {
+		t.Errorf("second Run = %v, want ErrWorkerRunning", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := recvT(t, errc); err != nil {
+		t.Errorf("Run after Stop = %v, want nil", err)
+	}
+}
+
+func TestWorkerRegistrationErrors(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	w := runtime.NewWorker(b, quiet())
+	h := func(ctx context.Context, p ping) error { return nil }
+	runtime.Handle(w, runtime.QueueConfig{Name: "a"}, h)
+	runtime.Handle(w, runtime.QueueConfig{Name: "a"}, h)
+	runtime.Handle(w, runtime.QueueConfig{Name: "b", Prefetch: 2, Concurrency: 3}, h)
+	err := w.Run(context.Background())
+	for _, want := range []string{`queue "a" registered twice`, `Concurrency = 3, want 1..Prefetch (2)`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run = %v, want it to mention %q", err, want)
+		}
+	}
+	if err := runtime.NewWorker(b, quiet()).Run(context.Background()); !errors.Is(err, runtime.ErrInvalidOption) {
+		t.Errorf("Run without handlers = %v, want ErrInvalidOption", err)
+	}
+}
+
+
+func TestMiddlewareOrder(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "mw", Kind: "ping"}
+	var mu sync.Mutex
+	var trail []string
+	mark := func(s string) { mu.Lock(); trail = append(trail, s); mu.Unlock() }
+	mw := func(name string) runtime.Middleware {
+		return func(next runtime.HandlerFunc) runtime.HandlerFunc {
+			return func(ctx context.Context, env *runtime.Envelope) error {
+				mark(name + ">")
+				err := next(ctx, env)
+				mark("<" + name)
+				return err
+			}
+		}
+	}
+	w := runtime.NewWorker(b, quiet(), runtime.WithMiddleware(mw("outer"), mw("inner")))
+	done := make(chan struct{})
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error { mark("handler"); close(done); return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	p, _ := runtime.NewProducer(ctx, b, q)
+	if _, err := runtime.Enqueue(ctx, p, q, ping{}); err != nil {
+		t.Fatal(err)
+	}
+	recvT(t, done)
+	cancel()
+	if err := recvT(t, errc); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	want := []string{"outer>", "inner>", "handler", "<inner", "<outer"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(trail, want) {
+		t.Errorf("trail %v, want %v", trail, want)
+	}
+}
+
+func TestEnqueueOptionErrors(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "opts", Kind: "ping", MaxPriority: 3}
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []runtime.EnqueueOption{runtime.WithPriority(4), runtime.WithPriority(-1), runtime.WithDelay(-time.Second)} {
+		if _, err := runtime.Enqueue(context.Background(), p, q, ping{}, opt); !errors.Is(err, runtime.ErrInvalidOption) {
+			t.Errorf("Enqueue = %v, want ErrInvalidOption", err)
+		}
+	}
+	if _, err := runtime.NewProducer(context.Background(), b, runtime.QueueConfig{Name: "opts", MaxPriority: 5}); !errors.Is(err, runtime.ErrQueueMismatch) {
+		t.Errorf("redeclare with other max priority = %v, want ErrQueueMismatch", err)
+	}
+	if b.Len("opts") != 0 {
+		t.Errorf("refused enqueues left %d jobs", b.Len("opts"))
+	}
+}
