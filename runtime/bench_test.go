@@ -74,4 +74,3 @@ func BenchmarkMemoryEnqueue(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
-

@@ -88,7 +88,6 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 	}
 }
 
-
 func TestMiddlewareOrder(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
