@@ -1,0 +1,144 @@
+package topology
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+var v3 = Version{3, 10, 8}
+var v4 = Version{4, 0, 1}
+
+func TestWork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		q      runtime.QueueConfig
+		broker Version
+		want   amqp.Table
+		prioOK bool
+	}{
+		{"classic with priority", runtime.QueueConfig{Name: "q", MaxPriority: 10}, v3,
+			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, true},
+		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: 0, QueueType: runtime.QueueClassic}, v3,
+			amqp.Table{"x-queue-type": "classic"}, true},
+		{"quorum on 3.x drops priority", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v3,
+			amqp.Table{"x-queue-type": "quorum"}, false},
+		{"quorum on 4.x keeps priority", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v4,
+			amqp.Table{"x-queue-type": "quorum", "x-max-priority": int32(5)}, true},
+		{"quorum without priority", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
+			amqp.Table{"x-queue-type": "quorum"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Work(tc.q, tc.broker)
+			if got.Name != tc.q.Name {
+				t.Errorf("name = %q, want %q", got.Name, tc.q.Name)
+			}
+			if diff := cmp.Diff(tc.want, got.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if ok != tc.prioOK {
+				t.Errorf("priorities available = %v, want %v", ok, tc.prioOK)
+			}
+		})
+	}
+}
+
+func TestDead(t *testing.T) {
+	if got := (Names{}).Dead("emails.send").Name; got != "emails.send.dead" {
+		t.Errorf("default dead queue = %q", got)
+	}
+	if got := (Names{DeadSuffix: "-dlq"}).Dead("q").Name; got != "q-dlq" {
+		t.Errorf("custom dead queue = %q", got)
+	}
+	if got := (Names{}).Dead("q").Args; len(got) != 0 {
+		t.Errorf("dead queue args = %v, want none", got)
+	}
+}
+
+func TestHold(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		names       Names
+		kind        HoldKind
+		delay, gran time.Duration
+		wantName    string
+		wantTTL     int32
+	}{
+		{"retry exact", Names{}, Retry, 2 * time.Second, 0, "q.retry.2000", 2000},
+		{"deferred rounds up", Names{}, Deferred, 1500 * time.Millisecond, time.Second, "q.deferred.2000", 2000},
+		{"tiny rounds to one unit", Names{}, Deferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000},
+		{"finer granularity", Names{}, Retry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300},
+		{"custom suffix", Names{RetrySuffix: "-wait"}, Retry, time.Minute, 0, "q-wait.60000", 60000},
+		{"longest accepted", Names{}, Deferred, 1073741823 * time.Millisecond, time.Millisecond, "q.deferred.1073741823", 1073741823},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, d, err := tc.names.Hold("q", tc.kind, tc.delay, tc.gran)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Name != tc.wantName {
+				t.Errorf("name = %q, want %q", got.Name, tc.wantName)
+			}
+			if d != time.Duration(tc.wantTTL)*time.Millisecond {
+				t.Errorf("rounded delay = %v, want %dms", d, tc.wantTTL)
+			}
+			want := amqp.Table{
+				"x-queue-type":              "classic",
+				"x-message-ttl":             tc.wantTTL,
+				"x-dead-letter-exchange":    "",
+				"x-dead-letter-routing-key": "q",
+				"x-expires":                 2 * tc.wantTTL,
+			}
+			if diff := cmp.Diff(want, got.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if err := got.Args.Validate(); err != nil {
+				t.Errorf("args are not a valid AMQP table: %v", err)
+			}
+		})
+	}
+}
+
+func TestHoldRefuses(t *testing.T) {
+	_, _, err := Names{}.Hold("q", Deferred, runtime.MaxDeferral+time.Millisecond, time.Millisecond)
+	if !errors.Is(err, runtime.ErrDelayTooLong) {
+		t.Errorf("above MaxDeferral: err = %v, want ErrDelayTooLong", err)
+	}
+	// Rounding up can push a delay just under the limit over it: refused,
+	// never clamped.
+	_, _, err = Names{}.Hold("q", Deferred, runtime.MaxDeferral-time.Millisecond, time.Hour)
+	if !errors.Is(err, runtime.ErrDelayTooLong) {
+		t.Errorf("rounded above MaxDeferral: err = %v, want ErrDelayTooLong", err)
+	}
+	if _, _, err := (Names{}).Hold("q", Retry, 0, time.Second); err == nil {
+		t.Error("zero delay got a hold queue")
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string]Version{
+		"3.10.8":       {3, 10, 8},
+		"4.0.1":        {4, 0, 1},
+		"4.1.0-beta.2": {4, 1, 0},
+		"3.13":         {3, 13, 0},
+		"4":            {4, 0, 0},
+	} {
+		got, err := ParseVersion(in)
+		if err != nil || got != want {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x.1", "abc"} {
+		if _, err := ParseVersion(in); err == nil {
+			t.Errorf("ParseVersion(%q) succeeded", in)
+		}
+	}
+	if (Version{3, 13, 0}).QuorumPriorities() || !(Version{4, 0, 0}).QuorumPriorities() {
+		t.Error("QuorumPriorities: want false on 3.x, true on 4.x")
+	}
+}
