@@ -1,0 +1,76 @@
+package plugin
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestExchangeName(t *testing.T) {
+	if got := ExchangeName(runtime.QueueConfig{Name: "emails.send"}); got != "emails.send.delay" {
+		t.Errorf("default exchange %q, want emails.send.delay", got)
+	}
+	if got := ExchangeName(runtime.QueueConfig{Name: "emails.send", DelayExchange: "shared.delay"}); got != "shared.delay" {
+		t.Errorf("named exchange %q, want shared.delay", got)
+	}
+	if got := ExchangeArgs()[ArgDelayedType]; got != "direct" {
+		t.Errorf("x-delayed-type %v, want direct", got)
+	}
+}
+
+func TestPublishing(t *testing.T) {
+	orig := amqp.Publishing{Headers: amqp.Table{"x-queuey-attempt": int32(2)}, Priority: 7, Body: []byte("x")}
+	p, err := Publishing(orig, 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Headers[HeaderDelay] != int32(1500) {
+		t.Errorf("x-delay %v (%T), want int32 1500", p.Headers[HeaderDelay], p.Headers[HeaderDelay])
+	}
+	if p.Headers["x-queuey-attempt"] != int32(2) || p.Priority != 7 || string(p.Body) != "x" {
+		t.Errorf("publishing lost its fields: %+v", p)
+	}
+	if _, ok := orig.Headers[HeaderDelay]; ok {
+		t.Errorf("the caller's headers were modified")
+	}
+	if err := p.Headers.Validate(); err != nil {
+		t.Errorf("headers not valid AMQP: %v", err)
+	}
+}
+
+func TestDelayHeaderLimits(t *testing.T) {
+	if ms, err := DelayHeader(MaxDelay); err != nil || ms != 1<<31-1 {
+		t.Errorf("DelayHeader(MaxDelay) = %d, %v", ms, err)
+	}
+	if ms, err := DelayHeader(time.Microsecond); err != nil || ms != 1 {
+		t.Errorf("DelayHeader(1µs) = %d, %v; want 1 (rounded up, never early)", ms, err)
+	}
+	for _, d := range []time.Duration{MaxDelay + time.Millisecond, 1000 * 24 * time.Hour} {
+		if _, err := DelayHeader(d); !errors.Is(err, runtime.ErrDelayTooLong) {
+			t.Errorf("DelayHeader(%v) = %v, want ErrDelayTooLong", d, err)
+		}
+	}
+	if _, err := DelayHeader(-time.Second); err == nil {
+		t.Errorf("negative delay accepted")
+	}
+}
+
+func TestIsPluginMissing(t *testing.T) {
+	// The broker's answer, as amqp091-go reports it.
+	missing := &amqp.Error{Code: amqp.CommandInvalid, Reason: "COMMAND_INVALID - unknown exchange type 'x-delayed-message'", Server: true}
+	if !IsPluginMissing(missing) {
+		t.Errorf("IsPluginMissing(%v) = false", missing)
+	}
+	if IsPluginMissing(&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND"}) || IsPluginMissing(errors.New("x")) {
+		t.Errorf("IsPluginMissing matched another error")
+	}
+	err := MissingError("emails.send", missing)
+	if !errors.Is(err, ErrPluginMissing) || !strings.Contains(err.Error(), EnableCommand) || !strings.Contains(err.Error(), `"emails.send"`) {
+		t.Errorf("MissingError = %v", err)
+	}
+}
