@@ -181,7 +181,9 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
 			continue
 		}
-		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: m.env.Clone()}
+		// The message's envelope is handed over as is: the backend never
+		// changes it, and what the consumer changes travels no further.
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: m.env}
 		sub.unacked[d] = struct{}{}
 		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked
 	}
