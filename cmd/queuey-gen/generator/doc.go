@@ -1,0 +1,30 @@
+// Package generator is queuey-gen: it loads Go packages, finds their
+// //queuey:queue annotated struct types (package annotations) and writes a
+// queuey_gen.go beside them with typed Enqueue and Handle functions.
+//
+// The work is in three steps, so that the middle one can be tested in
+// process: Load type-checks the packages, Generate turns them into file
+// contents without touching the disk, and Write puts the files in place
+// atomically. Run is the command line around them.
+//
+// # Field types
+//
+// A job travels as msgpack (github.com/vmihailenco/msgpack/v5), so every
+// exported field of a job, and of the structs it holds, must survive an
+// encode and a decode unchanged. Generate refuses, naming the field path
+// and why:
+//
+//   - chan, func and unsafe.Pointer: there is no value to encode;
+//   - complex64, complex128 and uintptr: msgpack/v5 has no encoder for them;
+//   - interface types, including any and error: a value decodes into
+//     generic types (map[string]any, int8, ...), not the one enqueued;
+//   - a type with an encoding method (EncodeMsgpack, MarshalMsgpack,
+//     MarshalBinary, MarshalText) but not the matching decoding one;
+//   - an embedded unexported non-struct type, or an embedded pointer to an
+//     unexported struct, which msgpack cannot set when decoding.
+//
+// Everything else is carried: booleans, numbers, strings, []byte, arrays,
+// slices, maps, pointers, structs of any package, embedded structs, and
+// types with matching encoding methods such as time.Time. Unexported fields
+// and fields tagged msgpack:"-" are not carried and not checked.
+package generator

@@ -1,0 +1,139 @@
+package generator
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/queuey/queuey/annotations"
+	"github.com/queuey/queuey/runtime"
+)
+
+const runtimePath = "github.com/queuey/queuey/runtime"
+
+// emit renders the generated file of package pkgName at pkgPath.
+func emit(pkgPath, pkgName string, jobs []annotations.Job) ([]byte, error) {
+	f := jen.NewFilePathName(pkgPath, pkgName)
+	f.HeaderComment(Header[len("// "):])
+	f.ImportName(runtimePath, "runtime")
+	f.ImportName("context", "context")
+	f.ImportName("time", "time")
+
+	queueVars := make([]jen.Code, len(jobs))
+	for i, j := range jobs {
+		n := generatedNames(j.Type)
+		queueVars[i] = jen.Id(n.queue)
+
+		comment(f, "%s is the queue of %s jobs: its %s\nannotation, resolved.", n.queue, j.Type, annotations.Directive)
+		f.Var().Id(n.queue).Op("=").Qual(runtimePath, "QueueConfig").Custom(multi, queueFields(j.Queue)...)
+		f.Line()
+
+		comment(f, "%s encodes job with msgpack and enqueues it onto\n%s through p. It returns the job's ID once the backend\nhas stored the job.", n.enqueue, n.queue)
+		f.Func().Id(n.enqueue).Params(
+			jen.Id("ctx").Qual("context", "Context"),
+			jen.Id("p").Op("*").Qual(runtimePath, "Producer"),
+			jen.Id("job").Id(j.Type),
+			jen.Id("opts").Op("...").Qual(runtimePath, "EnqueueOption"),
+		).Params(jen.String(), jen.Error()).Block(
+			jen.Return(jen.Qual(runtimePath, "Enqueue").Call(jen.Id("ctx"), jen.Id("p"), jen.Id(n.queue), jen.Id("job"), jen.Id("opts").Op("..."))),
+		)
+		f.Line()
+
+		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s is dead-lettered\nwithout running h.", n.handle, n.queue, j.Type)
+		f.Func().Id(n.handle).Params(
+			jen.Id("w").Op("*").Qual(runtimePath, "Worker"),
+			jen.Id("h").Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("job").Id(j.Type)).Error(),
+		).Block(
+			jen.Qual(runtimePath, "Handle").Call(jen.Id("w"), jen.Id(n.queue), jen.Id("h")),
+		)
+		f.Line()
+	}
+
+	comment(f, "%s returns the queue of every job of package %s, in source\norder: for runtime.NewProducer, and for tools that declare or inspect\nqueues.", queuesFunc, pkgName)
+	f.Func().Id(queuesFunc).Params().Index().Qual(runtimePath, "QueueConfig").Block(
+		jen.Return(jen.Index().Qual(runtimePath, "QueueConfig").Custom(multi, queueVars...)),
+	)
+
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, fmt.Errorf("render %s: %w", OutputName, err)
+	}
+	// jennifer sorts imports in one group; put the standard library first,
+	// as goimports would.
+	return bytes.Replace(buf.Bytes(), []byte(jenImports), []byte(groupedImports), 1), nil
+}
+
+const (
+	jenImports     = "import (\n\t\"context\"\n\t\"" + runtimePath + "\"\n\t\"time\"\n)\n"
+	groupedImports = "import (\n\t\"context\"\n\t\"time\"\n\n\t\"" + runtimePath + "\"\n)\n"
+)
+
+// comment adds a doc comment of one or more lines.
+func comment(f *jen.File, format string, args ...any) {
+	for _, line := range strings.Split(fmt.Sprintf(format, args...), "\n") {
+		f.Comment(line)
+	}
+}
+
+// multi renders a composite literal one element per line.
+var multi = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
+
+// queueFields returns the keyed fields of a QueueConfig literal for q,
+// leaving out only a zero Timeout and an empty DelayExchange, which the
+// annotation cannot set.
+func queueFields(q runtime.QueueConfig) []jen.Code {
+	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
+	fields := []jen.Code{
+		kv("Name", jen.Lit(q.Name)),
+		kv("Kind", jen.Lit(q.Kind)),
+		kv("Prefetch", jen.Lit(q.Prefetch)),
+		kv("Concurrency", jen.Lit(q.Concurrency)),
+		kv("MaxPriority", jen.Lit(q.MaxPriority)),
+		kv("MaxAttempts", jen.Lit(q.MaxAttempts)),
+		kv("RetryBase", duration(q.RetryBase)),
+		kv("RetryMax", duration(q.RetryMax)),
+	}
+	if q.Timeout > 0 {
+		fields = append(fields, kv("Timeout", duration(q.Timeout)))
+	}
+	fields = append(fields,
+		kv("QueueType", jen.Qual(runtimePath, queueTypeConst[q.QueueType])),
+		kv("Delay", jen.Qual(runtimePath, delayConst[q.Delay])),
+	)
+	if q.DelayExchange != "" {
+		fields = append(fields, kv("DelayExchange", jen.Lit(q.DelayExchange)))
+	}
+	return fields
+}
+
+var queueTypeConst = map[runtime.QueueType]string{
+	runtime.QueueClassic: "QueueClassic",
+	runtime.QueueQuorum:  "QueueQuorum",
+}
+
+var delayConst = map[runtime.DelayMode]string{
+	runtime.DelayQueue:  "DelayQueue",
+	runtime.DelayPlugin: "DelayPlugin",
+}
+
+// duration renders d in the largest unit that divides it: time.Hour,
+// 90 * time.Second, time.Duration(1500) for odd values.
+func duration(d time.Duration) jen.Code {
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"Hour", time.Hour}, {"Minute", time.Minute}, {"Second", time.Second}, {"Millisecond", time.Millisecond}, {"Microsecond", time.Microsecond}} {
+		if d%u.d != 0 {
+			continue
+		}
+		if d == u.d {
+			return jen.Qual("time", u.name)
+		}
+		return jen.Id(strconv.FormatInt(int64(d/u.d), 10)).Op("*").Qual("time", u.name)
+	}
+	return jen.Qual("time", "Duration").Call(jen.Id(strconv.FormatInt(int64(d), 10)))
+}

@@ -1,0 +1,138 @@
+package generator
+
+import (
+	"fmt"
+	"go/types"
+	"reflect"
+)
+
+// problem is one field msgpack cannot carry.
+type problem struct {
+	path string     // field path from the job, such as Items[].Ref
+	typ  types.Type // the offending type
+	why  string
+}
+
+// fieldChecker walks a job's type for fields msgpack cannot carry.
+type fieldChecker struct {
+	seen     map[*types.Named]bool // structs entered, against recursive types
+	problems []problem
+}
+
+// Encoding and decoding methods msgpack/v5 looks for, in its order of
+// preference; the i-th encoder pairs with the i-th decoder.
+var (
+	encodeMethods = []string{"EncodeMsgpack", "MarshalMsgpack", "MarshalBinary", "MarshalText"}
+	decodeMethods = []string{"DecodeMsgpack", "UnmarshalMsgpack", "UnmarshalBinary", "UnmarshalText"}
+)
+
+// checkStruct checks every carried field of struct st, whose fields are
+// named from prefix.
+func (c *fieldChecker) checkStruct(st *types.Struct, prefix string) {
+	for i := range st.NumFields() {
+		f := st.Field(i)
+		if reflect.StructTag(st.Tag(i)).Get("msgpack") == "-" || f.Name() == "_msgpack" {
+			continue
+		}
+		path := prefix + f.Name()
+		if f.Embedded() {
+			c.checkEmbedded(f, path)
+			continue
+		}
+		if !f.Exported() {
+			continue
+		}
+		c.check(f.Type(), path)
+	}
+}
+
+func (c *fieldChecker) checkEmbedded(f *types.Var, path string) {
+	t := f.Type()
+	ptr, isPtr := t.(*types.Pointer)
+	if isPtr {
+		t = ptr.Elem()
+	}
+	_, isStruct := t.Underlying().(*types.Struct)
+	switch {
+	case f.Exported():
+		c.check(f.Type(), path)
+	case isPtr && isStruct:
+		c.add(path, f.Type(), "msgpack cannot allocate an embedded pointer to an unexported type when it decodes; embed the struct itself, or export its type")
+	case isStruct:
+		// msgpack inlines the exported fields of an embedded struct,
+		// exported type or not.
+		c.check(t, path)
+	default:
+		c.add(path, f.Type(), "msgpack encodes an embedded field of an unexported type but cannot set it when it decodes; export the type, or make it a named unexported field")
+	}
+}
+
+func (c *fieldChecker) add(path string, t types.Type, format string, args ...any) {
+	c.problems = append(c.problems, problem{path: path, typ: t, why: fmt.Sprintf(format, args...)})
+}
+
+// check checks a value of type t found at path.
+func (c *fieldChecker) check(t types.Type, path string) {
+	if _, isIface := t.Underlying().(*types.Interface); !isIface {
+		if enc, dec := codecMethod(t, encodeMethods), codecMethod(t, decodeMethods); enc >= 0 || dec >= 0 {
+			switch {
+			case dec < 0:
+				c.add(path, t, "it has %s but no %s, so it would encode but not decode", encodeMethods[enc], decodeMethods[enc])
+			case enc < 0:
+				c.add(path, t, "it has %s but no %s, so it would decode but not encode", decodeMethods[dec], encodeMethods[dec])
+			case enc != dec:
+				c.add(path, t, "it encodes with %s but decodes with %s; give it %s", encodeMethods[enc], decodeMethods[dec], decodeMethods[enc])
+			}
+			return
+		}
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch u.Kind() {
+		case types.Complex64, types.Complex128:
+			c.add(path, t, "msgpack/v5 has no encoding for complex numbers; use two floats")
+		case types.Uintptr:
+			c.add(path, t, "msgpack/v5 has no encoder for uintptr; use uint64")
+		case types.UnsafePointer:
+			c.add(path, t, "an unsafe.Pointer has no value to encode")
+		}
+	case *types.Pointer:
+		c.check(u.Elem(), path)
+	case *types.Slice:
+		c.check(u.Elem(), path+"[]")
+	case *types.Array:
+		c.check(u.Elem(), path+"[]")
+	case *types.Map:
+		c.check(u.Key(), path+"[key]")
+		c.check(u.Elem(), path+"[value]")
+	case *types.Chan:
+		c.add(path, t, "a channel has no value to encode")
+	case *types.Signature:
+		c.add(path, t, "a function has no value to encode")
+	case *types.Interface:
+		c.add(path, t, "an interface decodes into generic values (map[string]any, int8, ...), not the type that was enqueued; use a concrete type")
+	case *types.Struct:
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			if c.seen[n] {
+				return
+			}
+			c.seen[n] = true
+		}
+		c.checkStruct(u, path+".")
+	}
+}
+
+// codecMethod returns the index in names of the first method that t or *t
+// has, or -1.
+func codecMethod(t types.Type, names []string) int {
+	if _, isPtr := t.(*types.Pointer); !isPtr {
+		t = types.NewPointer(t)
+	}
+	ms := types.NewMethodSet(t)
+	for i, name := range names {
+		if ms.Lookup(nil, name) != nil {
+			return i
+		}
+	}
+	return -1
+}
