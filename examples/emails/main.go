@@ -1,0 +1,162 @@
+// Command emails runs the jobs of package emails through a worker and
+// prints what happens to each: a success, a failure retried after its
+// backoff, a 429 deferred without burning an attempt, and a permanent
+// failure dead-lettered. It exits once it has seen all four.
+//
+// It runs on the in-memory backend:
+//
+//	go run ./examples/emails
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/queuey/queuey/examples/emails/emails"
+	"github.com/queuey/queuey/runtime"
+)
+
+// runTimeout bounds the whole run: every outcome is due within a few
+// seconds.
+const runTimeout = 30 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if err := run(ctx, os.Stdout, log); err != nil {
+		fmt.Fprintln(os.Stderr, "emails:", err)
+		os.Exit(1)
+	}
+}
+
+// run enqueues the jobs, works them until every expected outcome is seen,
+// and shuts the worker down.
+func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	start := time.Now()
+
+	b, name, closeBackend, err := openBackend(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	fmt.Fprintf(out, "backend: %s\n", name)
+
+	p := &printer{out: out}
+	app := newApp(p)
+	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))
+	emails.HandleSendEmail(w, app.sendEmail)
+	emails.HandleChargeCard(w, app.chargeCard)
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(workerCtx) }()
+
+	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)
+	if err != nil {
+		return err
+	}
+	jobs := []emails.SendEmail{
+		{To: "ada@example.com", Subject: "Welcome", Body: "Hello Ada."},
+		{To: "flaky@example.com", Subject: "Receipt", Body: "Thanks."},
+		{To: "nobody@bounce.example", Subject: "Newsletter", Body: "News."},
+	}
+	for _, job := range jobs {
+		id, err := emails.EnqueueSendEmail(ctx, producer, job)
+		if err != nil {
+			return err
+		}
+		p.printf("enqueued", "SendEmail to %s (job %s)", job.To, id)
+	}
+	charge := emails.ChargeCard{CustomerID: "cus_42", Cents: 1999, Currency: "USD"}
+	id, err := emails.EnqueueChargeCard(ctx, producer, charge)
+	if err != nil {
+		return err
+	}
+	p.printf("enqueued", "ChargeCard of %d %s cents to %s (job %s)", charge.Cents, charge.Currency, charge.CustomerID, id)
+
+	// Success, retried success, deferred success: three jobs done.
+	for done := 0; done < 3; {
+		select {
+		case <-app.done:
+			done++
+		case err := <-ran:
+			return fmt.Errorf("worker stopped early: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("not every job finished within %v: %w", runTimeout, ctx.Err())
+		}
+	}
+	if err := printDeadLetters(ctx, b, p, emails.SendEmailQueue.Name, 1); err != nil {
+		return err
+	}
+	p.printf("done", "all outcomes seen in %.1fs; shutting down", time.Since(start).Seconds())
+
+	stopWorker()
+	select {
+	case err := <-ran:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("worker: %w", err)
+		}
+	case <-time.After(10 * time.Second):
+		return errors.New("worker did not stop within 10s")
+	}
+	return nil
+}
+
+// printDeadLetters waits until n dead letters of queue can be taken from b,
+// and prints them.
+func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue string, n int) error {
+	dlr, ok := b.(runtime.DeadLetterReader)
+	if !ok {
+		p.printf("dead", "this backend cannot hand dead letters back; see queue %s.dead", queue)
+		return nil
+	}
+	// The worker dead-letters a job just after its handler returns, so
+	// look a few times.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for n > 0 {
+		dls, err := dlr.TakeDeadLetters(ctx, queue, n)
+		if err != nil {
+			return fmt.Errorf("take dead letters of %s: %w", queue, err)
+		}
+		for _, dl := range dls {
+			if dl.Envelope == nil {
+				p.printf("dead", "%s: unreadable message: %s", queue, dl.Reason)
+				continue
+			}
+			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.Envelope.ID, dl.Envelope.Attempt, dl.Envelope.MaxAttempts, dl.Reason)
+		}
+		n -= len(dls)
+		if n == 0 {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("no dead letter on %s within %v: %w", queue, runTimeout, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// printer writes one labelled line per event; handlers run concurrently.
+type printer struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (p *printer) printf(label, format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "%-11s %s\n", label+":", fmt.Sprintf(format, args...))
+}
