@@ -1,0 +1,229 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+var (
+	_ runtime.Backend          = (*Backend)(nil)
+	_ runtime.DeadLetterReader = (*Backend)(nil)
+)
+
+// Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
+type Backend struct {
+	opts     Options
+	log      *slog.Logger
+	names    topology.Names
+	version  topology.Version
+	pubConn  *connection
+	conConn  *connection
+	pub      *publisher
+	decl     *declarer
+	delayers map[runtime.DelayMode]delayer
+
+	mu     sync.RWMutex
+	queues map[string]runtime.QueueConfig // declared through this backend
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Dial connects to the broker at url with two connections, one for
+// publishing and one for consuming, so that a publisher blocked by a
+// resource alarm does not stop acks.
+func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pubConn, err := dialConnection(ctx, url, opts.ConnectionName+" publish")
+	if err != nil {
+		return nil, err
+	}
+	conConn, err := dialConnection(ctx, url, opts.ConnectionName+" consume")
+	if err != nil {
+		_ = pubConn.close()
+		return nil, err
+	}
+	b := &Backend{
+		opts:    opts,
+		log:     opts.Logger,
+		names:   opts.names(),
+		pubConn: pubConn,
+		conConn: conConn,
+		pub:     newPublisher(pubConn, opts.PublishChannels, opts.Logger),
+		decl:    &declarer{conn: pubConn},
+		queues:  map[string]runtime.QueueConfig{},
+		closed:  make(chan struct{}),
+	}
+	b.delayers = map[runtime.DelayMode]delayer{
+		runtime.DelayQueue:  queueDelayer{b: b},
+		runtime.DelayPlugin: pluginDelayer{},
+	}
+	v := pubConn.serverVersion()
+	b.version, err = topology.ParseVersion(v)
+	if err != nil {
+		b.version = topology.Version{Major: 3}
+		b.log.Warn("queuey: unknown RabbitMQ version; assuming 3.x", "version", v, "error", err)
+	}
+	return b, nil
+}
+
+// ServerVersion is the broker's version as it reported it when dialled.
+func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
+
+// QuorumPriorities reports whether the broker's quorum queues take
+// x-max-priority (RabbitMQ 4.x). On 3.x a quorum queue is declared without
+// it, and deferred jobs return FIFO instead of ahead of the backlog.
+func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
+
+// Close closes both connections. Unsettled deliveries go back to their
+// queues; publishes waiting for a confirm fail with ErrNotConfirmed. Close
+// is safe to call twice.
+func (b *Backend) Close() error {
+	var err error
+	b.once.Do(func() {
+		close(b.closed)
+		b.decl.close()
+		err = errors.Join(b.pubConn.close(), b.conConn.close())
+		b.pub.wait()
+	})
+	return err
+}
+
+func (b *Backend) isClosed() bool {
+	select {
+	case <-b.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Declare declares q, its dead-letter queue unless Options.NoDeadLetterQueues
+// is set, and what its delay mode needs. Hold queues are declared later,
+// right before each publish to them.
+func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
+	if b.isClosed() {
+		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	q = q.WithDefaults()
+	d, err := b.delayer(q)
+	if err != nil {
+		return err
+	}
+	work, prioritiesOK := topology.Work(q, b.version)
+	if !prioritiesOK {
+		b.log.Warn("queuey: RabbitMQ 3.x quorum queues have no priorities: declared without x-max-priority, so deferred jobs return in FIFO order, not ahead of the backlog (RabbitMQ 4.x has them)",
+			"queue", q.Name, "max_priority", q.MaxPriority, "broker_version", b.version.String())
+	}
+	if err := b.decl.declare(ctx, work); err != nil {
+		if isCode(err, amqp.PreconditionFailed) {
+			return mismatchError(work, err)
+		}
+		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
+	}
+	if !b.opts.NoDeadLetterQueues {
+		dead := b.names.Dead(q.Name)
+		if err := b.decl.declare(ctx, dead); err != nil {
+			if isCode(err, amqp.PreconditionFailed) {
+				return mismatchError(dead, err)
+			}
+			return brokerError(fmt.Sprintf("declare dead-letter queue %q", dead.Name), err)
+		}
+	}
+	if err := d.declare(ctx, q); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.queues[q.Name] = q
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *Backend) delayer(q runtime.QueueConfig) (delayer, error) {
+	mode := q.Delay
+	if mode == "" {
+		mode = b.opts.Delay
+	}
+	d, ok := b.delayers[mode]
+	if !ok {
+		return nil, fmt.Errorf("%w: queue %q: delay mode %q", runtime.ErrInvalidConfig, q.Name, mode)
+	}
+	return d, nil
+}
+
+// declared returns the config q was declared with through this backend.
+func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
+	b.mu.RLock()
+	q, ok := b.queues[name]
+	b.mu.RUnlock()
+	if !ok {
+		return q, fmt.Errorf("%w: %q was not declared through this backend in this process", runtime.ErrUnknownQueue, name)
+	}
+	return q, nil
+}
+
+// Publish publishes env to env.Queue, confirmed and mandatory: at once when
+// delay is zero or less, else through the queue's deferred hold queue at the
+// job's own priority.
+func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time.Duration) error {
+	if env == nil {
+		return errors.New("rabbitmq: publish: nil envelope")
+	}
+	if b.isClosed() {
+		return fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
+	}
+	if delay > 0 {
+		return b.wait(ctx, env.Queue, topology.Deferred, env, env.Priority, delay)
+	}
+	msg, err := codec.Encode(env, codec.Options{Priority: env.Priority})
+	if err != nil {
+		return err
+	}
+	return b.pub.publish(ctx, "", env.Queue, msg)
+}
+
+// wait publishes env to come back to queue after delay at wire priority
+// prio. A delay that is too long or a queue not declared here is refused
+// before anything is published.
+func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, prio uint8, delay time.Duration) error {
+	rounded, err := runtime.RoundDelay(delay, b.opts.Granularity)
+	if err != nil {
+		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
+	}
+	q, err := b.declared(queue)
+	if err != nil {
+		return fmt.Errorf("%s wait: %w", kind, err)
+	}
+	d, err := b.delayer(q)
+	if err != nil {
+		return err
+	}
+	msg, err := codec.Encode(env, codec.Options{Priority: prio})
+	if err != nil {
+		return err
+	}
+	if rounded <= 0 {
+		return b.pub.publish(ctx, "", q.Name, msg)
+	}
+	return d.wait(ctx, q, kind, msg, rounded)
+}
+
+// maxPriority is the wire priority a deferred job of q travels at.
+func maxPriority(q runtime.QueueConfig) uint8 {
+	return uint8(min(max(q.MaxPriority, 0), 255))
+}

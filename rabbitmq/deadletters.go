@@ -1,0 +1,84 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/runtime"
+)
+
+// TakeDeadLetters removes and returns up to max messages of queue's
+// dead-letter queue, oldest first, with basic.get. A message that is not a
+// valid envelope comes back with a nil Envelope and its raw Body. The
+// messages are acked only once all were read; if that fails they stay in the
+// dead-letter queue.
+func (b *Backend) TakeDeadLetters(ctx context.Context, queue string, max int) ([]runtime.DeadLetter, error) {
+	if b.opts.NoDeadLetterQueues {
+		return nil, fmt.Errorf("take dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
+	}
+	if b.isClosed() {
+		return nil, fmt.Errorf("take dead letters of %q: %w", queue, runtime.ErrClosed)
+	}
+	dead := b.names.Dead(queue).Name
+	ch, err := b.conConn.channel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take dead letters of %q: %w", queue, err)
+	}
+	defer ch.Close()
+	var (
+		out  []runtime.DeadLetter
+		last uint64
+	)
+	for len(out) < max {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("take dead letters of %q: %w", queue, err)
+		}
+		m, ok, err := ch.Get(dead, false)
+		if err != nil {
+			if isCode(err, amqp.NotFound) {
+				return nil, fmt.Errorf("take dead letters of %q: %w: dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
+			}
+			return nil, brokerError(fmt.Sprintf("take dead letters of %q from %q", queue, dead), err)
+		}
+		if !ok {
+			break
+		}
+		last = m.DeliveryTag
+		out = append(out, deadLetter(&m))
+	}
+	if last > 0 {
+		if err := ch.Ack(last, true); err != nil {
+			return nil, brokerError(fmt.Sprintf("take dead letters of %q: ack", queue), err)
+		}
+	}
+	return out, nil
+}
+
+func deadLetter(m *amqp.Delivery) runtime.DeadLetter {
+	reason := codec.DeadReason(m.Headers)
+	env, err := codec.Decode(m)
+	if err != nil {
+		if reason == "" {
+			reason = err.Error()
+		}
+		return runtime.DeadLetter{Reason: reason, Body: m.Body}
+	}
+	if reason == "" {
+		reason = env.LastError
+	}
+	return runtime.DeadLetter{Envelope: env, Reason: reason}
+}
+
+// PublishRaw publishes body to queue as it is, without properties or
+// headers, confirmed and mandatory: the way a foreign producer might. It
+// exists to put messages that are not envelopes on a queue, such as in
+// tests of poison handling.
+func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) error {
+	if b.isClosed() {
+		return fmt.Errorf("publish raw to %q: %w", queue, runtime.ErrClosed)
+	}
+	return b.pub.publishSerial(ctx, "", queue, amqp.Publishing{Body: body})
+}

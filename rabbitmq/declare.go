@@ -1,0 +1,73 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+)
+
+// declarer declares queues on a channel of its own, since a refused declare
+// closes the channel it was made on: publishes in flight elsewhere are not
+// hit, and the next declare opens a fresh channel.
+type declarer struct {
+	conn *connection
+	mu   sync.Mutex
+	ch   *amqp.Channel
+}
+
+func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("declare queue %q: %w", q.Name, err)
+	}
+	if d.ch == nil || d.ch.IsClosed() {
+		ch, err := d.conn.channel(ctx)
+		if err != nil {
+			return fmt.Errorf("declare queue %q: %w", q.Name, err)
+		}
+		d.ch = ch
+	}
+	if _, err := d.ch.QueueDeclare(q.Name, true, false, false, false, q.Args); err != nil {
+		_ = d.ch.Close()
+		d.ch = nil
+		return err
+	}
+	return nil
+}
+
+func (d *declarer) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch != nil {
+		_ = d.ch.Close()
+		d.ch = nil
+	}
+}
+
+// mismatchError explains a work queue that exists with other arguments.
+func mismatchError(q topology.Queue, err error) error {
+	return fmt.Errorf("%w: queue %q already exists with arguments other than %s (broker: %v). "+
+		"Either drain and delete the queue so that it is declared again with these arguments, "+
+		"or declare it as it was (for a queue without x-max-priority: max_priority=0; "+
+		"deferral still works then, but deferred jobs return in FIFO order, behind the backlog)",
+		ErrQueueMismatch, q.Name, describeArgs(q.Args), err)
+}
+
+func describeArgs(args amqp.Table) string {
+	if len(args) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(args))
+	for k, v := range args {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,52 @@
+package rabbitmq
+
+import (
+	"errors"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+var (
+	// ErrUnroutable is returned for a publish the broker returned
+	// (basic.return) because no queue took it: the queue does not exist.
+	ErrUnroutable = errors.New("rabbitmq: unroutable publish")
+	// ErrNacked is returned for a publish the broker refused to store
+	// (basic.nack).
+	ErrNacked = errors.New("rabbitmq: publish nacked by the broker")
+	// ErrNotConfirmed is returned for a publish whose confirm never came
+	// because its channel or connection closed. The job may or may not be
+	// stored; it is reported as failed, never as a success.
+	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
+	// ErrQueueMismatch is returned when a queue exists with arguments other
+	// than those its QueueConfig asks for.
+	ErrQueueMismatch = errors.New("rabbitmq: queue exists with other arguments")
+	// ErrNotImplemented is returned for a feature this backend does not
+	// offer yet: the delayed-message-exchange plugin delay mode.
+	ErrNotImplemented = errors.New("rabbitmq: not implemented")
+	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
+	// was told not to declare dead-letter queues.
+	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")
+)
+
+// brokerError wraps err from doing what, adding the broker's reply code
+// meaning when err is a channel or connection exception.
+func brokerError(what string, err error) error {
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case amqp.NotFound:
+			return fmt.Errorf("%s: not found (404): %w", what, err)
+		case amqp.PreconditionFailed:
+			return fmt.Errorf("%s: precondition failed (406): %w", what, err)
+		case amqp.AccessRefused:
+			return fmt.Errorf("%s: access refused (403): %w", what, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func isCode(err error, code int) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == code
+}

@@ -1,0 +1,152 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"go.uber.org/goleak"
+
+	"github.com/queuey/queuey/rabbitmq"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// wait bounds every wait of these tests on an event.
+const wait = 30 * time.Second
+
+func amqpURL() string {
+	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+// requireBroker skips t when no broker answers, or fails it when CI or
+// QUEUEY_REQUIRE_BROKER is set.
+func requireBroker(t testing.TB) {
+	t.Helper()
+	u, err := amqp.ParseURI(amqpURL())
+	if err != nil {
+		t.Fatalf("QUEUEY_AMQP_URL: %v", err)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, itoa(u.Port)), 2*time.Second)
+	if err == nil {
+		conn.Close()
+		return
+	}
+	msg := "no RabbitMQ answers at " + u.Host + ": " + err.Error() + " (is rabbitmq-server running? make broker starts one)"
+	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{digits[n%10]}, b...)
+	}
+	return string(b)
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// dial returns a backend closed when t ends.
+func dial(t *testing.T, opts rabbitmq.Options) *rabbitmq.Backend {
+	t.Helper()
+	requireBroker(t)
+	if opts.Logger == nil {
+		opts.Logger = quiet()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	b, err := rabbitmq.Dial(ctx, amqpURL(), opts)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return b
+}
+
+// rawChannel returns a plain amqp091-go channel on its own connection, for
+// setting up and inspecting broker state behind the backend's back.
+func rawChannel(t *testing.T) *amqp.Channel {
+	t.Helper()
+	requireBroker(t)
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("channel: %v", err)
+	}
+	return ch
+}
+
+// queueName returns a name unique to this test run, and deletes the queue
+// and the given companions (suffixes) when t ends.
+func queueName(t *testing.T, companions ...string) string {
+	t.Helper()
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	name := "queuey-rmq-test." + strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + "." + hex.EncodeToString(buf[:])
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(amqpURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for _, suffix := range append([]string{"", ".dead"}, companions...) {
+			ch, err := conn.Channel()
+			if err != nil {
+				return
+			}
+			_, _ = ch.QueueDelete(name+suffix, false, false, false)
+			ch.Close()
+		}
+	})
+	return name
+}
+
+// within receives from c, failing t after the bound.
+func within[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("timed out after %v waiting for %s", wait, what)
+		panic("unreachable")
+	}
+}
+
+// queueLen is the number of ready messages of queue, via a passive declare.
+func queueLen(t *testing.T, ch *amqp.Channel, queue string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("inspect queue %q: %v", queue, err)
+	}
+	return q.Messages
+}

@@ -1,0 +1,109 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+// DefaultPublishChannels is how many confirm-mode channels publishes are
+// spread over when Options.PublishChannels is zero.
+const DefaultPublishChannels = 4
+
+// Default suffixes of the queues beside a logical queue q.
+const (
+	DefaultRetrySuffix    = topology.DefaultRetrySuffix    // q.retry.{ttl_ms}
+	DefaultDeferredSuffix = topology.DefaultDeferredSuffix // q.deferred.{ttl_ms}
+	DefaultDeadSuffix     = topology.DefaultDeadSuffix     // q.dead
+)
+
+// Options configure a Backend. The zero value is the default.
+type Options struct {
+	// RetrySuffix names retry hold queues "<q><RetrySuffix>.<ttl_ms>".
+	// Empty means DefaultRetrySuffix (".retry").
+	RetrySuffix string
+	// DeferredSuffix names deferral hold queues "<q><DeferredSuffix>.<ttl_ms>".
+	// Empty means DefaultDeferredSuffix (".deferred").
+	DeferredSuffix string
+	// DeadSuffix names dead-letter queues "<q><DeadSuffix>". Empty means
+	// DefaultDeadSuffix (".dead").
+	DeadSuffix string
+	// Granularity is what every wait is rounded up to; it bounds how many
+	// hold queues exist. Zero means runtime.DefaultGranularity (1s).
+	Granularity time.Duration
+	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
+	// job is rejected (requeue=false) instead, for a broker policy to route.
+	// False (zero) declares "<q><DeadSuffix>" beside every queue.
+	NoDeadLetterQueues bool
+	// Delay is how waits are held for queues whose QueueConfig.Delay is
+	// empty. Empty means runtime.DelayQueue (hold queues).
+	// runtime.DelayPlugin is not implemented yet.
+	Delay runtime.DelayMode
+	// Logger receives warnings (quorum queues without priorities) and
+	// errors (poison messages). Nil means slog.Default().
+	Logger *slog.Logger
+	// PublishChannels is how many confirm-mode channels publishes are
+	// spread over, each carrying many publishes in flight. Zero means
+	// DefaultPublishChannels.
+	PublishChannels int
+	// ConnectionName is shown in the broker's management UI, suffixed with
+	// " publish" and " consume". Empty means "queuey".
+	ConnectionName string
+}
+
+var suffixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// withDefaults validates o and returns it with every zero field set to its
+// default.
+func (o Options) withDefaults() (Options, error) {
+	if o.RetrySuffix == "" {
+		o.RetrySuffix = DefaultRetrySuffix
+	}
+	if o.DeferredSuffix == "" {
+		o.DeferredSuffix = DefaultDeferredSuffix
+	}
+	if o.DeadSuffix == "" {
+		o.DeadSuffix = DefaultDeadSuffix
+	}
+	if o.Granularity == 0 {
+		o.Granularity = runtime.DefaultGranularity
+	}
+	if o.Delay == "" {
+		o.Delay = runtime.DelayQueue
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PublishChannels == 0 {
+		o.PublishChannels = DefaultPublishChannels
+	}
+	if o.ConnectionName == "" {
+		o.ConnectionName = "queuey"
+	}
+	for field, v := range map[string]string{"RetrySuffix": o.RetrySuffix, "DeferredSuffix": o.DeferredSuffix, "DeadSuffix": o.DeadSuffix} {
+		if !suffixRE.MatchString(v) {
+			return o, fmt.Errorf("%w: rabbitmq.Options.%s = %q, want [A-Za-z0-9._-]+", runtime.ErrInvalidOption, field, v)
+		}
+	}
+	if o.RetrySuffix == o.DeferredSuffix || o.RetrySuffix == o.DeadSuffix || o.DeferredSuffix == o.DeadSuffix {
+		return o, fmt.Errorf("%w: rabbitmq.Options suffixes %q, %q and %q must differ", runtime.ErrInvalidOption, o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
+	}
+	if o.Granularity < time.Millisecond || o.Granularity > time.Hour {
+		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want 1ms..1h (or 0 for %v)", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
+	}
+	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
+		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)
+	}
+	if o.PublishChannels < 1 || o.PublishChannels > 64 {
+		return o, fmt.Errorf("%w: rabbitmq.Options.PublishChannels = %d, want 1..64 (or 0 for %d)", runtime.ErrInvalidOption, o.PublishChannels, DefaultPublishChannels)
+	}
+	return o, nil
+}
+
+func (o Options) names() topology.Names {
+	return topology.Names{RetrySuffix: o.RetrySuffix, DeferredSuffix: o.DeferredSuffix, DeadSuffix: o.DeadSuffix}
+}

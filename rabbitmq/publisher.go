@@ -1,0 +1,251 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// seqHeader carries a publish's sequence number on its channel, so that a
+// basic.return is paired with exactly the publish it belongs to even with
+// many publishes in flight.
+const seqHeader = "x-queuey-publish-seq"
+
+// publisher publishes over a pool of confirm-mode channels, each with many
+// publishes in flight. Every publish is mandatory and waits for its confirm.
+type publisher struct {
+	conn  *connection
+	log   *slog.Logger
+	slots []*slot
+	next  atomic.Uint32
+	// serial carries publishes one at a time, so that a publish without a
+	// correlation header (PublishRaw) can still be paired with its return.
+	serial *slot
+}
+
+func newPublisher(conn *connection, channels int, log *slog.Logger) *publisher {
+	p := &publisher{conn: conn, log: log, serial: &slot{}}
+	for range channels {
+		p.slots = append(p.slots, &slot{})
+	}
+	return p
+}
+
+// slot holds one confirm channel and replaces it once it has died.
+type slot struct {
+	mu sync.Mutex
+	pc *pubChannel
+}
+
+func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pc != nil && !s.pc.isBroken() {
+		return s.pc, nil
+	}
+	ch, err := p.conn.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return nil, brokerError("rabbitmq: put channel in confirm mode", err)
+	}
+	s.pc = newPubChannel(ch, p.log)
+	return s.pc, nil
+}
+
+// publish publishes msg to exchange with routing key key, mandatory, and
+// returns once the broker confirmed it: nil for an ack, an error wrapping
+// ErrUnroutable for a return, ErrNacked for a nack and ErrNotConfirmed when
+// the channel died first. msg.Headers must be a map the caller owns.
+func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	s := p.slots[int(p.next.Add(1))%len(p.slots)]
+	pc, err := s.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publish(ctx, exchange, key, msg, false)
+}
+
+// publishSerial is publish without a correlation header: one publish at a
+// time on a channel of its own.
+func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	pc, err := p.serial.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publish(ctx, exchange, key, msg, true)
+}
+
+// close waits for every channel's confirm loop to end; the connection must
+// be closed first.
+func (p *publisher) wait() {
+	for _, s := range append(p.slots, p.serial) {
+		s.mu.Lock()
+		pc := s.pc
+		s.mu.Unlock()
+		if pc != nil {
+			<-pc.done
+		}
+	}
+}
+
+// pubChannel is one confirm-mode channel. Publishes take pubMu only around
+// basic.publish; confirms and returns are matched to waiters by one loop
+// goroutine, which never blocks, so amqp091-go never drops a notification.
+type pubChannel struct {
+	ch    *amqp.Channel
+	log   *slog.Logger
+	pubMu sync.Mutex
+
+	mu      sync.Mutex
+	pending map[uint64]*waiter
+	broken  error // why the channel takes no more publishes
+	done    chan struct{}
+}
+
+type waiter struct {
+	res chan error // buffered: the loop never blocks on it
+	ret *amqp.Return
+}
+
+func newPubChannel(ch *amqp.Channel, log *slog.Logger) *pubChannel {
+	pc := &pubChannel{ch: ch, log: log, pending: map[uint64]*waiter{}, done: make(chan struct{})}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
+	// Unbuffered: the reader hands a return over before it can read the
+	// basic.ack that follows it, and the loop handles the return before it
+	// receives again, so a return is always seen before its confirm.
+	returns := ch.NotifyReturn(make(chan amqp.Return))
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go pc.loop(confirms, returns, closes)
+	return pc
+}
+
+func (pc *pubChannel) isBroken() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.broken != nil
+}
+
+func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, serial bool) error {
+	w := &waiter{res: make(chan error, 1)}
+	pc.pubMu.Lock()
+	pc.mu.Lock()
+	if pc.broken != nil {
+		err := pc.broken
+		pc.mu.Unlock()
+		pc.pubMu.Unlock()
+		return fmt.Errorf("publish to %q: %w", key, err)
+	}
+	seq := pc.ch.GetNextPublishSeqNo()
+	pc.pending[seq] = w
+	pc.mu.Unlock()
+	if !serial {
+		msg.Headers[seqHeader] = int64(seq)
+	}
+	err := pc.ch.PublishWithContext(ctx, exchange, key, true, false, msg)
+	if err != nil {
+		pc.mu.Lock()
+		delete(pc.pending, seq)
+		if !errors.Is(err, ctx.Err()) && pc.broken == nil {
+			pc.broken = fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err)
+		}
+		pc.mu.Unlock()
+		pc.pubMu.Unlock()
+		return brokerError(fmt.Sprintf("publish to %q", key), err)
+	}
+	if !serial {
+		pc.pubMu.Unlock()
+	} else {
+		defer pc.pubMu.Unlock()
+	}
+	select {
+	case err := <-w.res:
+		if err != nil {
+			return fmt.Errorf("publish to %q: %w", key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
+	}
+}
+
+func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closes <-chan *amqp.Error) {
+	defer close(pc.done)
+	cause := errors.New("channel closed")
+	for confirms != nil || returns != nil {
+		select {
+		case r, ok := <-returns:
+			if !ok {
+				returns = nil
+				continue
+			}
+			pc.onReturn(r)
+		case c, ok := <-confirms:
+			if !ok {
+				confirms = nil
+				continue
+			}
+			pc.onConfirm(c)
+		case e, ok := <-closes:
+			closes = nil
+			if ok && e != nil {
+				cause = brokerError("channel closed", e)
+			}
+			pc.mu.Lock()
+			if pc.broken == nil {
+				pc.broken = fmt.Errorf("%w: %w", ErrNotConfirmed, cause)
+			}
+			pc.mu.Unlock()
+		}
+	}
+	// Both notification channels are closed: no confirm can come any more.
+	pc.mu.Lock()
+	if pc.broken == nil {
+		pc.broken = fmt.Errorf("%w: %w", ErrNotConfirmed, cause)
+	}
+	for seq, w := range pc.pending {
+		w.res <- pc.broken
+		delete(pc.pending, seq)
+	}
+	pc.mu.Unlock()
+}
+
+func (pc *pubChannel) onReturn(r amqp.Return) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if seq, ok := r.Headers[seqHeader].(int64); ok {
+		if w := pc.pending[uint64(seq)]; w != nil {
+			w.ret = &r
+			return
+		}
+	} else if len(pc.pending) == 1 {
+		for _, w := range pc.pending {
+			w.ret = &r
+		}
+		return
+	}
+	pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
+}
+
+func (pc *pubChannel) onConfirm(c amqp.Confirmation) {
+	pc.mu.Lock()
+	w := pc.pending[c.DeliveryTag]
+	delete(pc.pending, c.DeliveryTag)
+	pc.mu.Unlock()
+	switch {
+	case w == nil:
+	case w.ret != nil:
+		w.res <- fmt.Errorf("%w: queue %q (exchange %q): %d %s", ErrUnroutable, w.ret.RoutingKey, w.ret.Exchange, w.ret.ReplyCode, w.ret.ReplyText)
+	case !c.Ack:
+		w.res <- ErrNacked
+	default:
+		w.res <- nil
+	}
+}

@@ -1,0 +1,296 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+// Consume starts consuming q on a channel of its own on the consuming
+// connection, with q.Prefetch unacked deliveries at most and manual acks. q
+// must have been declared through this backend.
+func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
+	if b.isClosed() {
+		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
+	}
+	q, err := b.declared(q.Name)
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
+	}
+	ch, err := b.conConn.channel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
+	}
+	if err := ch.Qos(q.Prefetch, 0, false); err != nil {
+		_ = ch.Close()
+		return nil, brokerError(fmt.Sprintf("consume %q: set prefetch %d", q.Name, q.Prefetch), err)
+	}
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	tag := fmt.Sprintf("queuey-%s-%d", q.Name, time.Now().UnixNano())
+	msgs, err := ch.Consume(q.Name, tag, false, false, false, false, nil)
+	if err != nil {
+		_ = ch.Close()
+		return nil, brokerError(fmt.Sprintf("consume %q", q.Name), err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &subscription{
+		b:      b,
+		q:      q,
+		ch:     ch,
+		tag:    tag,
+		out:    make(chan runtime.Delivery),
+		ctx:    sctx,
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	go s.loop(msgs, closes)
+	return s, nil
+}
+
+// subscription is a consumer of one queue on its own channel.
+type subscription struct {
+	b   *Backend
+	q   runtime.QueueConfig
+	ch  *amqp.Channel
+	tag string
+	out chan runtime.Delivery
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	done   chan struct{} // loop ended
+
+	mu      sync.Mutex
+	stopped bool
+	closed  bool
+	err     error
+}
+
+func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
+
+// Stop cancels the consumer (basic.cancel). Deliveries already handed out
+// can still be settled until Close.
+func (s *subscription) Stop() error {
+	s.mu.Lock()
+	if s.stopped || s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	if err := s.ch.Cancel(s.tag, false); err != nil && !errors.Is(err, amqp.ErrClosed) {
+		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
+	}
+	return nil
+}
+
+// Close closes the subscription's channel: every unsettled delivery goes
+// back to the queue. It is safe to call twice.
+func (s *subscription) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	var err error
+	if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) {
+		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
+	}
+	<-s.done
+	return err
+}
+
+func (s *subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error) {
+	defer close(s.done)
+	defer close(s.out)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return // unsettled deliveries go back when the channel closes
+		case <-s.b.closed:
+			s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				s.ended(closes)
+				return
+			}
+			env, err := codec.Decode(&m)
+			if err != nil {
+				s.poison(&m, err)
+				continue
+			}
+			d := &delivery{s: s, tag: m.DeliveryTag, env: env}
+			select {
+			case s.out <- d:
+			case <-s.ctx.Done():
+				return
+			case <-s.b.closed:
+				s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+				return
+			}
+		}
+	}
+}
+
+// ended records why the delivery stream ended: nil after Stop or Close, the
+// channel's error, or a cancel by the broker (the queue was deleted).
+func (s *subscription) ended(closes <-chan *amqp.Error) {
+	var err error
+	select {
+	case e, ok := <-closes:
+		if ok && e != nil {
+			err = brokerError(fmt.Sprintf("consumer of %q", s.q.Name), e)
+		}
+	default:
+	}
+	if err == nil {
+		switch {
+		case s.b.isClosed():
+			err = fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed)
+		case s.ch.IsClosed():
+			err = fmt.Errorf("consumer of %q: channel closed", s.q.Name)
+		default:
+			err = fmt.Errorf("consumer of %q cancelled by the broker (queue deleted?)", s.q.Name)
+		}
+	}
+	s.fail(err)
+}
+
+func (s *subscription) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped && !s.closed {
+		s.err = err
+	}
+}
+
+// poison moves a message that is not a valid envelope to the dead-letter
+// queue with the reason in a header, or rejects it when there is none. It
+// never ends the stream.
+func (s *subscription) poison(m *amqp.Delivery, derr error) {
+	reason := fmt.Sprintf("message on queue %q is not a valid envelope: %v", s.q.Name, derr)
+	if s.b.opts.NoDeadLetterQueues {
+		s.b.log.Error("queuey: invalid message rejected (no dead-letter queue declared)", "queue", s.q.Name, "message_id", m.MessageId, "error", derr)
+		if err := m.Reject(false); err != nil {
+			s.b.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
+		}
+		return
+	}
+	dead := s.b.names.Dead(s.q.Name).Name
+	msg := amqp.Publishing{
+		Headers:      amqp.Table{codec.HeaderDeadReason: reason, codec.HeaderQueue: s.q.Name},
+		ContentType:  m.ContentType,
+		DeliveryMode: amqp.Persistent,
+		MessageId:    m.MessageId,
+		Type:         m.Type,
+		Timestamp:    m.Timestamp,
+		Body:         m.Body,
+	}
+	if err := s.b.pub.publish(s.ctx, "", dead, msg); err != nil {
+		s.b.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue", "queue", s.q.Name, "dead_letter_queue", dead, "error", err)
+		_ = m.Nack(false, true)
+		return
+	}
+	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
+	if err := m.Ack(false); err != nil {
+		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
+	}
+}
+
+// delivery is one job of a subscription.
+type delivery struct {
+	s   *subscription
+	tag uint64
+	env *runtime.Envelope
+}
+
+func (d *delivery) Envelope() *runtime.Envelope { return d.env }
+
+func (d *delivery) Ack(context.Context) error {
+	if err := d.s.ch.Ack(d.tag, false); err != nil {
+		return d.settleErr("ack", err)
+	}
+	return nil
+}
+
+func (d *delivery) Requeue(context.Context) error {
+	if err := d.s.ch.Nack(d.tag, false, true); err != nil {
+		return d.settleErr("requeue", err)
+	}
+	return nil
+}
+
+func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
+	next = d.route(next)
+	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, next.Priority, delay); err != nil {
+		return fmt.Errorf("retry job %q: %w", next.ID, err)
+	}
+	return d.Ack(ctx)
+}
+
+func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
+	next = d.route(next)
+	q, err := d.s.b.declared(d.s.q.Name)
+	if err != nil {
+		return fmt.Errorf("defer job %q: %w", next.ID, err)
+	}
+	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, maxPriority(q), delay); err != nil {
+		return fmt.Errorf("defer job %q: %w", next.ID, err)
+	}
+	return d.Ack(ctx)
+}
+
+func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reason string) error {
+	next = d.route(next)
+	if d.s.b.opts.NoDeadLetterQueues {
+		if err := d.s.ch.Reject(d.tag, false); err != nil {
+			return d.settleErr("reject", err)
+		}
+		return nil
+	}
+	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
+	if err != nil {
+		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
+	}
+	dead := d.s.b.names.Dead(d.s.q.Name).Name
+	if err := d.s.b.pub.publish(ctx, "", dead, msg); err != nil {
+		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
+	}
+	return d.Ack(ctx)
+}
+
+// route makes next travel on the subscription's queue.
+func (d *delivery) route(next *runtime.Envelope) *runtime.Envelope {
+	if next == nil {
+		next = d.env.Clone()
+	}
+	next.Queue = d.s.q.Name
+	return next
+}
+
+func (d *delivery) settleErr(op string, err error) error {
+	if errors.Is(err, amqp.ErrClosed) {
+		return fmt.Errorf("%s job %q on %q: %w (the broker delivers it again)", op, d.env.ID, d.s.q.Name, runtime.ErrClosed)
+	}
+	return brokerError(fmt.Sprintf("%s job %q on %q", op, d.env.ID, d.s.q.Name), err)
+}
