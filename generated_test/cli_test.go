@@ -1,0 +1,159 @@
+package generatedtest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queuey/queuey/cmd/queuey-gen/generator"
+)
+
+const shopJobs = `package shop
+
+//go:generate go run github.com/queuey/queuey/cmd/queuey-gen
+
+//queuey:queue prefetch=3
+type ShipOrder struct{ ID string }
+`
+
+// cliModule makes a temporary module holding package shop with src as its
+// jobs.go, and makes it the working directory and environment of Run.
+func cliModule(t *testing.T, src string) (pkgDir string) {
+	t.Helper()
+	mod, env := tempModule(t)
+	pkgDir = filepath.Join(mod, "shop")
+	writeFile(t, filepath.Join(pkgDir, "jobs.go"), []byte(src))
+	for _, kv := range env[len(env)-3:] {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(pkgDir)
+	return pkgDir
+}
+
+func run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	code := generator.Run(args, &stderr)
+	return code, stderr.String()
+}
+
+// dirNames lists the entries of dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestUsage(t *testing.T) {
+	code, out := run(t, "-h")
+	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [packages]") {
+		t.Errorf("-h: exit %d, output %q; want 0 and the usage", code, out)
+	}
+	if code, _ := run(t, "-nope"); code != 2 {
+		t.Errorf("unknown flag: exit %d, want 2", code)
+	}
+}
+
+// TestRunKeepsOutputOnError checks that a failed run leaves an existing
+// queuey_gen.go byte for byte and creates no file.
+func TestRunKeepsOutputOnError(t *testing.T) {
+	dir := cliModule(t, shopJobs)
+	out := filepath.Join(dir, generator.OutputName)
+	if code, msg := run(t); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, msg)
+	}
+	before, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("first run wrote no %s: %v", generator.OutputName, err)
+	}
+	if !strings.Contains(string(before), "Prefetch:    3,") {
+		t.Fatalf("output does not carry prefetch=3:\n%s", before)
+	}
+
+	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(shopJobs, "prefetch=3", "prefetch=0", 1)))
+	code, msg := run(t)
+	if code != 1 {
+		t.Errorf("run on a bad annotation: exit %d, want 1", code)
+	}
+	if want := "jobs.go:5:25: bad prefetch=0: want an integer in 1..65535\nqueuey-gen: no file written\n"; msg != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", msg, want)
+	}
+	after, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("%s changed by a failed run (err %v)", generator.OutputName, err)
+	}
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Errorf("directory holds %q after a failed run, want jobs.go and %s only", names, generator.OutputName)
+	}
+}
+
+// TestRunCreatesNothingOnError checks that a failed first run creates no
+// file at all.
+func TestRunCreatesNothingOnError(t *testing.T) {
+	dir := cliModule(t, strings.Replace(shopJobs, "ID string", "Done chan int", 1))
+	code, msg := run(t, ".")
+	if code != 1 || !strings.Contains(msg, "jobs.go:6:24: field ShipOrder.Done (chan int) cannot be carried by msgpack") {
+		t.Errorf("exit %d, stderr %q; want 1 and the field named", code, msg)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %q after a failed run, want jobs.go only", names)
+	}
+}
+
+// TestRunRefusesForeignFile checks that a queuey_gen.go not written by
+// queuey-gen is neither replaced nor removed.
+func TestRunRefusesForeignFile(t *testing.T) {
+	dir := cliModule(t, shopJobs)
+	mine := []byte("package shop\n\n// Hand-written.\nvar Mine = 1\n")
+	out := filepath.Join(dir, generator.OutputName)
+	writeFile(t, out, mine)
+	code, msg := run(t)
+	if code != 1 || !strings.Contains(msg, "was not written by queuey-gen") {
+		t.Errorf("exit %d, stderr %q; want 1 and a refusal", code, msg)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, mine) {
+		t.Errorf("hand-written %s was changed to:\n%s", generator.OutputName, got)
+	}
+}
+
+// TestRunDirectoryArgument checks that a bare directory name is taken for a
+// directory, not an import path.
+func TestRunDirectoryArgument(t *testing.T) {
+	dir := cliModule(t, shopJobs)
+	t.Chdir(filepath.Dir(dir))
+	if code, msg := run(t, "shop"); code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	if _, err := os.Stat(filepath.Join(dir, generator.OutputName)); err != nil {
+		t.Errorf("no output: %v", err)
+	}
+}
+
+// TestGoGenerate runs the //go:generate line the way users do, then builds
+// and vets the result.
+func TestGoGenerate(t *testing.T) {
+	mod, env := tempModule(t)
+	dir := filepath.Join(mod, "shop")
+	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(shopJobs))
+	goCmd(t, mod, env, "generate", "./...")
+	got, err := os.ReadFile(filepath.Join(dir, generator.OutputName))
+	if err != nil {
+		t.Fatalf("go generate wrote no %s: %v", generator.OutputName, err)
+	}
+	for _, want := range []string{generator.Header, "func EnqueueShipOrder(", "func HandleShipOrder(", "func Queues()"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	goCmd(t, mod, env, "vet", "./...")
+}
