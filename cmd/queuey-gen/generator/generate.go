@@ -9,6 +9,7 @@ import (
 	"go/types"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -97,9 +98,25 @@ func jobsOf(p *packages.Package) ([]annotations.Job, error) {
 		msgs = append(msgs, checkJob(p, j)...)
 	}
 	if len(msgs) > 0 {
+		slices.SortStableFunc(msgs, comparePositioned)
 		return nil, errors.New(strings.Join(msgs, "\n"))
 	}
 	return jobs, nil
+}
+
+// comparePositioned orders "file:line:col: msg" lines by file, then line
+// and column as numbers.
+func comparePositioned(a, b string) int {
+	pa, pb := strings.SplitN(a, ":", 4), strings.SplitN(b, ":", 4)
+	if len(pa) < 4 || len(pb) < 4 {
+		return strings.Compare(a, b)
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	return cmp.Or(
+		strings.Compare(pa[0], pb[0]),
+		cmp.Compare(num(pa[1]), num(pb[1])),
+		cmp.Compare(num(pa[2]), num(pb[2])),
+	)
 }
 
 // checkJob reports the fields of j that msgpack cannot carry and the names
