@@ -1,0 +1,217 @@
+package roundtrip
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/queuey/queuey/generated_test/roundtrip/other"
+	"github.com/queuey/queuey/runtime"
+)
+
+// TestMain checks for leaked goroutines. msgpack/v5 starts one goroutine
+// per type it allocates through its value cache and never ends it: that one
+// is by design, not a leak of the code under test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/vmihailenco/msgpack/v5.cachedValue.func1"))
+}
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+func ptr[T any](v T) *T { return &v }
+
+func full() Everything {
+	addr := other.Address{Street: "1 Main St", Geo: other.Geo{Lat: 52.52, Lon: 13.405}, Tags: []string{"home"}, Level: 3}
+	return Everything{
+		Meta:      Meta{TraceID: "trace-1"},
+		Extra:     &Extra{Note: "embedded by pointer"},
+		ID:        "full",
+		Bool:      true,
+		Int:       math.MinInt64,
+		Int8:      math.MinInt8,
+		Int16:     math.MaxInt16,
+		Int32:     math.MinInt32,
+		Int64:     math.MaxInt64,
+		Uint:      math.MaxUint,
+		Uint8:     math.MaxUint8,
+		Uint16:    math.MaxUint16,
+		Uint32:    math.MaxUint32,
+		Uint64:    math.MaxUint64,
+		Float32:   -1.5e-38,
+		Float64:   math.SmallestNonzeroFloat64,
+		Rune:      'é',
+		String:    "héllo\x00world",
+		Bytes:     []byte{0, 1, 2, 255},
+		Time:      time.Date(2024, 2, 29, 23, 59, 59, 123456789, time.FixedZone("X", 3600)),
+		Duration:  -90*time.Minute - time.Nanosecond,
+		Ptr:       ptr(0),
+		PtrString: ptr("pointed"),
+		PtrStruct: &addr,
+		Strings:   []string{"a", "", "c"},
+		Lines:     []Line{{SKU: "x", Count: 1}, {SKU: "y", Count: -2}},
+		Array:     [3]int{1, 2, 3},
+		Map:       map[string]int{"a": 1, "b": -1},
+		IntKeys:   map[int]string{-1: "minus one", 1 << 40: "big"},
+		Nested:    map[string][]other.Address{"w": {addr, {}}},
+		Address:   addr,
+		Level:     -7,
+		Children:  []*Everything{{ID: "child", Strings: []string{"nested"}}, nil},
+		Renamed:   "renamed",
+		OmitEmpty: "present",
+	}
+}
+
+// TestRoundTrip enqueues jobs through the generated EnqueueEverything and
+// checks that the generated HandleEverything hands over the same values.
+func TestRoundTrip(t *testing.T) {
+	withHidden := full()
+	withHidden.ID = "not carried"
+	withHidden.Skipped = "skipped"
+	withHidden.unexported = "unexported"
+	withHidden.Address = withHidden.Address.WithHidden("hidden")
+	notCarried := full()
+	notCarried.ID = "not carried"
+
+	for _, tc := range []struct {
+		name     string
+		in, want Everything
+	}{
+		{"zero", Everything{ID: "zero"}, Everything{ID: "zero"}},
+		{"full", full(), full()},
+		{"empty collections", Everything{ID: "empty", Bytes: []byte{}, Strings: []string{}, Map: map[string]int{}},
+			Everything{ID: "empty", Bytes: []byte{}, Strings: []string{}, Map: map[string]int{}}},
+		// msgpack:"-" and unexported fields, here and in nested types,
+		// are not carried.
+		{"not carried", withHidden, notCarried},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := roundTrip(t, tc.in)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(Everything{}, other.Address{})); diff != "" {
+				t.Errorf("handled job differs from the enqueued one (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// roundTrip enqueues in on a fresh memory backend and returns what the
+// handler receives.
+func roundTrip(t *testing.T, in Everything) Everything {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+
+	got := make(chan Everything, 1)
+	w := runtime.NewWorker(b)
+	HandleEverything(w, func(ctx context.Context, job Everything) error {
+		got <- job
+		return nil
+	})
+	stop := runWorker(t, ctx, w)
+	defer stop()
+
+	p, err := runtime.NewProducer(ctx, b, Queues()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnqueueEverything(ctx, p, in); err != nil {
+		t.Fatalf("EnqueueEverything: %v", err)
+	}
+	select {
+	case job := <-got:
+		return job
+	case <-ctx.Done():
+		t.Fatalf("handler not called within %v", wait)
+		return Everything{}
+	}
+}
+
+// runWorker runs w until the returned function is called, which waits for
+// Run to return.
+func runWorker(t *testing.T, ctx context.Context, w *runtime.Worker) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker: %v", err)
+			}
+		case <-time.After(wait):
+			t.Errorf("worker did not stop within %v", wait)
+		}
+	}
+}
+
+// TestUndecodablePayload checks the promise of the generated HandleX doc: a
+// payload that does not decode is refused with a DecodeError, without
+// running the handler.
+func TestUndecodablePayload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+
+	results := make(chan error, 1)
+	observe := func(next runtime.HandlerFunc) runtime.HandlerFunc {
+		return func(ctx context.Context, env *runtime.Envelope) error {
+			err := next(ctx, env)
+			results <- err
+			return err
+		}
+	}
+	ran := make(chan struct{}, 1)
+	quiet := slog.New(slog.DiscardHandler)
+	w := runtime.NewWorker(b, runtime.WithMiddleware(observe), runtime.WithLogger(quiet))
+	HandleEverything(w, func(context.Context, Everything) error {
+		ran <- struct{}{}
+		return nil
+	})
+	stop := runWorker(t, ctx, w)
+	defer stop()
+
+	p, err := runtime.NewProducer(ctx, b, EverythingQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0xc1 is the one byte msgpack never uses.
+	if _, err := p.EnqueuePayload(ctx, EverythingQueue, []byte{0xc1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-results:
+		var de *runtime.DecodeError
+		if !errors.As(err, &de) || de.Kind != "Everything" {
+			t.Errorf("handler result %v, want a DecodeError of kind Everything", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no result within %v", wait)
+	}
+	select {
+	case <-ran:
+		t.Error("the handler ran on an undecodable payload")
+	default:
+	}
+}
+
+func TestGeneratedConfig(t *testing.T) {
+	want := runtime.DefaultQueueConfig("roundtrip.everything")
+	want.Kind, want.Prefetch, want.Concurrency, want.MaxAttempts = "Everything", 4, 4, 1
+	if diff := cmp.Diff(want, EverythingQueue); diff != "" {
+		t.Errorf("EverythingQueue (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]runtime.QueueConfig{want}, Queues()); diff != "" {
+		t.Errorf("Queues() (-want +got):\n%s", diff)
+	}
+}
