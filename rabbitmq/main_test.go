@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
 )
 
 func TestMain(m *testing.M) {
@@ -149,4 +152,32 @@ func queueLen(t *testing.T, ch *amqp.Channel, queue string) int {
 		t.Fatalf("inspect queue %q: %v", queue, err)
 	}
 	return q.Messages
+}
+
+// runWorker runs a worker of b with handler on q until t ends or stop is
+// called.
+func runWorker[T any](t *testing.T, b *rabbitmq.Backend, q runtime.QueueConfig, h func(ctx context.Context, job T) error) (stop func()) {
+	t.Helper()
+	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	runtime.Handle(w, q, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := within(t, errc, "the worker to stop"); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -1,0 +1,69 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/runtime/backendtest"
+)
+
+func TestConformance(t *testing.T) {
+	requireBroker(t)
+	backendtest.Run(t, backendtest.Features{}, newCleaningBackend)
+}
+
+// TestConformanceQuorum runs the suite on quorum queues, without the
+// priority cases where the broker's quorum queues have no priorities (3.x).
+func TestConformanceQuorum(t *testing.T) {
+	requireBroker(t)
+	f := backendtest.Features{QueueType: runtime.QueueQuorum}
+	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
+		f.NoPriority = true
+	}
+	backendtest.Run(t, f, newCleaningBackend)
+}
+
+// cleaningBackend deletes the queues declared through it, and their
+// dead-letter queues, when the test ends; hold queues expire on their own.
+type cleaningBackend struct {
+	*rabbitmq.Backend
+	mu    sync.Mutex
+	names []string
+}
+
+func newCleaningBackend(t *testing.T) runtime.Backend {
+	c := &cleaningBackend{}
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(amqpURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, name := range c.names {
+			for _, q := range []string{name, name + ".dead"} {
+				ch, err := conn.Channel()
+				if err != nil {
+					return
+				}
+				_, _ = ch.QueueDelete(q, false, false, false)
+				ch.Close()
+			}
+		}
+	})
+	c.Backend = dial(t, rabbitmq.Options{})
+	return c
+}
+
+func (c *cleaningBackend) Declare(ctx context.Context, q runtime.QueueConfig) error {
+	c.mu.Lock()
+	c.names = append(c.names, q.Name)
+	c.mu.Unlock()
+	return c.Backend.Declare(ctx, q)
+}
