@@ -15,15 +15,18 @@ import (
 // app holds the handlers and the fake services they call.
 type app struct {
 	p    *printer
-	done chan struct{} // one send per job that succeeded
+	done chan string // the ID of each job that succeeded
 
 	mu      sync.Mutex
 	limited map[string]bool // job IDs the gateway has rate limited once
 }
 
 func newApp(p *printer) *app {
-	return &app{p: p, done: make(chan struct{}, 16), limited: map[string]bool{}}
+	return &app{p: p, done: make(chan string, 16), limited: map[string]bool{}}
 }
+
+// bounceDomain is where the fake mail server has no mailboxes.
+const bounceDomain = "@bounce.example"
 
 // errBounce is what the fake mail server answers for a mailbox that does
 // not exist: retrying cannot help.
@@ -34,7 +37,7 @@ var errBounce = errors.New("550 mailbox does not exist")
 func (a *app) sendEmail(ctx context.Context, job emails.SendEmail) error {
 	info, _ := runtime.InfoFromContext(ctx)
 	switch {
-	case strings.HasSuffix(job.To, "@bounce.example"):
+	case strings.HasSuffix(job.To, bounceDomain):
 		a.p.printf("permanent", "SendEmail to %s: %v; dead-lettering", job.To, errBounce)
 		return runtime.Permanent(fmt.Errorf("send to %s: %w", job.To, errBounce))
 	case strings.HasPrefix(job.To, "flaky@") && info.Attempt == 1:
@@ -44,7 +47,7 @@ func (a *app) sendEmail(ctx context.Context, job emails.SendEmail) error {
 		return err
 	}
 	a.p.printf("success", "sent %q to %s on attempt %d of %d", job.Subject, job.To, info.Attempt, info.MaxAttempts)
-	a.done <- struct{}{}
+	a.succeeded(ctx, info.ID)
 	return nil
 }
 
@@ -63,6 +66,14 @@ func (a *app) chargeCard(ctx context.Context, job emails.ChargeCard) error {
 		return runtime.Defer(retryAfter)
 	}
 	a.p.printf("success", "charged %d %s cents to %s on attempt %d of %d", job.Cents, job.Currency, job.CustomerID, info.Attempt, info.MaxAttempts)
-	a.done <- struct{}{}
+	a.succeeded(ctx, info.ID)
 	return nil
+}
+
+// succeeded reports job id done to run, unless the run is over.
+func (a *app) succeeded(ctx context.Context, id string) {
+	select {
+	case a.done <- id:
+	case <-ctx.Done():
+	}
 }

@@ -3,9 +3,11 @@
 // backoff, a 429 deferred without burning an attempt, and a permanent
 // failure dead-lettered. It exits once it has seen all four.
 //
-// It runs on the in-memory backend:
+// It runs on the in-memory backend, or on RabbitMQ when QUEUEY_AMQP_URL is
+// set:
 //
 //	go run ./examples/emails
+//	QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:5672/ go run ./examples/emails
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,15 +59,14 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))
 	emails.HandleSendEmail(w, app.sendEmail)
 	emails.HandleChargeCard(w, app.chargeCard)
-	workerCtx, stopWorker := context.WithCancel(ctx)
-	defer stopWorker()
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(workerCtx) }()
-
 	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)
 	if err != nil {
 		return err
 	}
+	// The jobs that must succeed, by ID. On RabbitMQ, jobs left over from
+	// an earlier run may be handled too; they are not waited for.
+	pending := map[string]bool{}
+	var bounceID string
 	jobs := []emails.SendEmail{
 		{To: "ada@example.com", Subject: "Welcome", Body: "Hello Ada."},
 		{To: "flaky@example.com", Subject: "Receipt", Body: "Thanks."},
@@ -76,6 +78,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 			return err
 		}
 		p.printf("enqueued", "SendEmail to %s (job %s)", job.To, id)
+		if strings.HasSuffix(job.To, bounceDomain) {
+			bounceID = id
+		} else {
+			pending[id] = true
+		}
 	}
 	charge := emails.ChargeCard{CustomerID: "cus_42", Cents: 1999, Currency: "USD"}
 	id, err := emails.EnqueueChargeCard(ctx, producer, charge)
@@ -83,19 +90,26 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 		return err
 	}
 	p.printf("enqueued", "ChargeCard of %d %s cents to %s (job %s)", charge.Cents, charge.Currency, charge.CustomerID, id)
+	pending[id] = true
+
+	// The worker starts after the jobs are in, so the output reads in order.
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(workerCtx) }()
 
 	// Success, retried success, deferred success: three jobs done.
-	for done := 0; done < 3; {
+	for len(pending) > 0 {
 		select {
-		case <-app.done:
-			done++
+		case id := <-app.done:
+			delete(pending, id)
 		case err := <-ran:
 			return fmt.Errorf("worker stopped early: %v", err)
 		case <-ctx.Done():
 			return fmt.Errorf("not every job finished within %v: %w", runTimeout, ctx.Err())
 		}
 	}
-	if err := printDeadLetters(ctx, b, p, emails.SendEmailQueue.Name, 1); err != nil {
+	if err := printDeadLetters(ctx, b, p, emails.SendEmailQueue.Name, bounceID); err != nil {
 		return err
 	}
 	p.printf("done", "all outcomes seen in %.1fs; shutting down", time.Since(start).Seconds())
@@ -112,9 +126,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	return nil
 }
 
-// printDeadLetters waits until n dead letters of queue can be taken from b,
-// and prints them.
-func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue string, n int) error {
+// printDeadLetters takes the dead letters of queue from b and prints them,
+// until the one of job id has been seen.
+func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue, id string) error {
 	dlr, ok := b.(runtime.DeadLetterReader)
 	if !ok {
 		p.printf("dead", "this backend cannot hand dead letters back; see queue %s.dead", queue)
@@ -124,29 +138,29 @@ func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue 
 	// look a few times.
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for n > 0 {
-		dls, err := dlr.TakeDeadLetters(ctx, queue, n)
+	for {
+		dls, err := dlr.TakeDeadLetters(ctx, queue, 10)
 		if err != nil {
 			return fmt.Errorf("take dead letters of %s: %w", queue, err)
 		}
+		seen := false
 		for _, dl := range dls {
 			if dl.Envelope == nil {
 				p.printf("dead", "%s: unreadable message: %s", queue, dl.Reason)
 				continue
 			}
 			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.Envelope.ID, dl.Envelope.Attempt, dl.Envelope.MaxAttempts, dl.Reason)
+			seen = seen || dl.Envelope.ID == id
 		}
-		n -= len(dls)
-		if n == 0 {
-			break
+		if seen {
+			return nil
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return fmt.Errorf("no dead letter on %s within %v: %w", queue, runTimeout, ctx.Err())
+			return fmt.Errorf("job %s not dead-lettered on %s within %v: %w", id, queue, runTimeout, ctx.Err())
 		}
 	}
-	return nil
 }
 
 // printer writes one labelled line per event; handlers run concurrently.
