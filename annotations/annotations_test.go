@@ -85,7 +85,7 @@ type (
 	}, {
 		Name: "emails.slow", Kind: "Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,
 		MaxAttempts: 5, RetryBase: 2 * time.Hour, RetryMax: 2 * time.Hour,
-		QueueType: runtime.QueueClassic, Delay: runtime.DelayQueue,
+		QueueType: runtime.QueueClassic,
 	}}
 	var got []runtime.QueueConfig
 	for _, j := range jobs {

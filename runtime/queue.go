@@ -86,7 +86,8 @@ type QueueConfig struct {
 }
 
 // DefaultQueueConfig returns the configuration an annotation without keys
-// gives a queue called name.
+// gives a queue called name. Its Delay is empty: the backend's default mode,
+// which is DelayQueue unless the backend is configured otherwise.
 func DefaultQueueConfig(name string) QueueConfig {
 	return QueueConfig{
 		Name:        name,
@@ -97,7 +98,6 @@ func DefaultQueueConfig(name string) QueueConfig {
 		RetryBase:   DefaultRetryBase,
 		RetryMax:    DefaultRetryMax,
 		QueueType:   QueueClassic,
-		Delay:       DelayQueue,
 	}
 }
 

@@ -21,7 +21,6 @@ var EverythingQueue = runtime.QueueConfig{
 	RetryBase:   time.Second,
 	RetryMax:    time.Hour,
 	QueueType:   runtime.QueueClassic,
-	Delay:       runtime.DelayQueue,
 }
 
 // EnqueueEverything encodes job with msgpack and enqueues it onto

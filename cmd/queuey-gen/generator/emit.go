@@ -83,8 +83,8 @@ func comment(f *jen.File, format string, args ...any) {
 var multi = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
 
 // queueFields returns the keyed fields of a QueueConfig literal for q,
-// leaving out only a zero Timeout and an empty DelayExchange, which the
-// annotation cannot set.
+// leaving out a zero Timeout, an empty Delay (the backend's default mode)
+// and an empty DelayExchange, which the annotation cannot set.
 func queueFields(q runtime.QueueConfig) []jen.Code {
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
 	fields := []jen.Code{
@@ -102,8 +102,10 @@ func queueFields(q runtime.QueueConfig) []jen.Code {
 	}
 	fields = append(fields,
 		kv("QueueType", jen.Qual(runtimePath, queueTypeConst[q.QueueType])),
-		kv("Delay", jen.Qual(runtimePath, delayConst[q.Delay])),
 	)
+	if q.Delay != "" {
+		fields = append(fields, kv("Delay", jen.Qual(runtimePath, delayConst[q.Delay])))
+	}
 	if q.DelayExchange != "" {
 		fields = append(fields, kv("DelayExchange", jen.Lit(q.DelayExchange)))
 	}

@@ -22,7 +22,6 @@ var SendEmailQueue = runtime.QueueConfig{
 	RetryMax:    10 * time.Second,
 	Timeout:     30 * time.Second,
 	QueueType:   runtime.QueueClassic,
-	Delay:       runtime.DelayQueue,
 }
 
 // EnqueueSendEmail encodes job with msgpack and enqueues it onto
@@ -51,7 +50,6 @@ var ChargeCardQueue = runtime.QueueConfig{
 	RetryBase:   time.Second,
 	RetryMax:    time.Hour,
 	QueueType:   runtime.QueueClassic,
-	Delay:       runtime.DelayQueue,
 }
 
 // EnqueueChargeCard encodes job with msgpack and enqueues it onto
