@@ -11,9 +11,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// seqHeader carries a publish's sequence number on its channel, so that a
-// basic.return is paired with exactly the publish it belongs to even with
-// many publishes in flight.
+// seqHeader carries a publish's sequence number on its channel when its
+// message id cannot pair a basic.return with it: when another publish with
+// the same id is in flight on the channel. Each header costs the broker time
+// on every publish, so the common case goes without.
 const seqHeader = "x-queuey-publish-seq"
 
 // publisher publishes over a pool of confirm-mode channels, each with many
@@ -106,17 +107,19 @@ type pubChannel struct {
 
 	mu      sync.Mutex
 	pending map[uint64]*waiter
-	broken  error // why the channel takes no more publishes
+	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
+	broken  error             // why the channel takes no more publishes
 	done    chan struct{}
 }
 
 type waiter struct {
 	res chan error // buffered: the loop never blocks on it
 	ret *amqp.Return
+	id  string // message id the waiter is paired by, if any
 }
 
 func newPubChannel(ch *amqp.Channel, log *slog.Logger) *pubChannel {
-	pc := &pubChannel{ch: ch, log: log, pending: map[uint64]*waiter{}, done: make(chan struct{})}
+	pc := &pubChannel{ch: ch, log: log, pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
 	// Unbuffered: the reader hands a return over before it can read the
 	// basic.ack that follows it, and the loop handles the return before it
@@ -145,14 +148,19 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
 	pc.pending[seq] = w
-	pc.mu.Unlock()
 	if !serial {
-		msg.Headers[seqHeader] = int64(seq)
+		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
+			w.id = msg.MessageId
+			pc.ids[w.id] = seq
+		} else {
+			msg.Headers[seqHeader] = int64(seq)
+		}
 	}
+	pc.mu.Unlock()
 	err := pc.ch.PublishWithContext(ctx, exchange, key, true, false, msg)
 	if err != nil {
 		pc.mu.Lock()
-		delete(pc.pending, seq)
+		pc.forget(seq, w)
 		if !errors.Is(err, ctx.Err()) && pc.broken == nil {
 			pc.broken = fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err)
 		}
@@ -212,7 +220,7 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 	}
 	for seq, w := range pc.pending {
 		w.res <- pc.broken
-		delete(pc.pending, seq)
+		pc.forget(seq, w)
 	}
 	pc.mu.Unlock()
 }
@@ -225,6 +233,9 @@ func (pc *pubChannel) onReturn(r amqp.Return) {
 			w.ret = &r
 			return
 		}
+	} else if seq, ok := pc.ids[r.MessageId]; ok && r.MessageId != "" {
+		pc.pending[seq].ret = &r
+		return
 	} else if len(pc.pending) == 1 {
 		for _, w := range pc.pending {
 			w.ret = &r
@@ -237,7 +248,9 @@ func (pc *pubChannel) onReturn(r amqp.Return) {
 func (pc *pubChannel) onConfirm(c amqp.Confirmation) {
 	pc.mu.Lock()
 	w := pc.pending[c.DeliveryTag]
-	delete(pc.pending, c.DeliveryTag)
+	if w != nil {
+		pc.forget(c.DeliveryTag, w)
+	}
 	pc.mu.Unlock()
 	switch {
 	case w == nil:
@@ -247,5 +260,14 @@ func (pc *pubChannel) onConfirm(c amqp.Confirmation) {
 		w.res <- ErrNacked
 	default:
 		w.res <- nil
+	}
+}
+
+// forget removes the publish seq, waiting on w, from the books. pc.mu must
+// be held.
+func (pc *pubChannel) forget(seq uint64, w *waiter) {
+	delete(pc.pending, seq)
+	if w.id != "" && pc.ids[w.id] == seq {
+		delete(pc.ids, w.id)
 	}
 }

@@ -1,0 +1,296 @@
+// Package bench measures queuey on a local RabbitMQ against raw amqp091-go
+// doing the same work: persistent, confirmed, mandatory publishes and
+// manually acked deliveries.
+//
+//	go test -run '^$' -bench . ./bench/
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+const (
+	jobs      = 20000
+	prefetch  = 50
+	inFlight  = 64 // publishes awaiting confirms at once, for both sides
+	benchWait = 5 * time.Minute
+)
+
+type benchJob struct {
+	To      string
+	Subject string
+	N       int
+}
+
+func amqpURL() string {
+	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
+		return u
+	}
+	return "amqp://guest:guest@127.0.0.1:5672/"
+}
+
+func requireBroker(b *testing.B) {
+	b.Helper()
+	u, err := amqp.ParseURI(amqpURL())
+	if err != nil {
+		b.Fatalf("QUEUEY_AMQP_URL: %v", err)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, fmt.Sprint(u.Port)), 2*time.Second)
+	if err == nil {
+		conn.Close()
+		return
+	}
+	msg := fmt.Sprintf("no RabbitMQ answers at %s:%d: %v (make broker starts one)", u.Host, u.Port, err)
+	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
+		b.Fatal(msg)
+	}
+	b.Skip(msg)
+}
+
+// BenchmarkEndToEnd enqueues 20,000 jobs and runs a no-op handler on each
+// with prefetch 50, through the typed runtime path, and the same with raw
+// amqp091-go, reporting both rates and their ratio.
+func BenchmarkEndToEnd(b *testing.B) {
+	requireBroker(b)
+	compare(b, true)
+}
+
+// BenchmarkPublish enqueues 20,000 jobs without consuming them, through the
+// typed runtime path and with raw amqp091-go.
+func BenchmarkPublish(b *testing.B) {
+	requireBroker(b)
+	compare(b, false)
+}
+
+func compare(b *testing.B, consume bool) {
+	var ours, raw time.Duration
+	for i := 0; b.Loop(); i++ {
+		raw += runRaw(b, fmt.Sprintf("queuey-bench.raw.%d.%d", time.Now().UnixNano(), i), consume)
+		ours += runQueuey(b, fmt.Sprintf("queuey-bench.ours.%d.%d", time.Now().UnixNano(), i), consume)
+	}
+	n := float64(b.N * jobs)
+	oursRate := n / ours.Seconds()
+	rawRate := n / raw.Seconds()
+	b.ReportMetric(oursRate, "queuey-jobs/s")
+	b.ReportMetric(rawRate, "raw-jobs/s")
+	b.ReportMetric(oursRate/rawRate, "ratio")
+	b.ReportMetric(0, "ns/op") // each op is two runs of 20,000 jobs; the rates say it
+}
+
+func deleteQueues(b *testing.B, names ...string) {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = ch.QueueDelete(name, false, false, false)
+		ch.Close()
+	}
+}
+
+// runQueuey times jobs enqueues (and handles, when consume) through
+// runtime.Enqueue and runtime.Handle, as generated code does.
+func runQueuey(b *testing.B, name string, consume bool) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	opts := rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if v := os.Getenv("QUEUEY_BENCH_CHANNELS"); v != "" {
+		fmt.Sscan(v, &opts.PublishChannels)
+	}
+	be, err := rabbitmq.Dial(ctx, amqpURL(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	defer deleteQueues(b, name, name+".dead")
+	q := runtime.DefaultQueueConfig(name)
+	q.Kind = "benchJob"
+	q.Prefetch, q.Concurrency = prefetch, prefetch
+	p, err := runtime.NewProducer(ctx, be, q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var handled atomic.Int64
+	all := make(chan struct{})
+	wctx, stop := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	if consume {
+		w := runtime.NewWorker(be, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		runtime.Handle(w, q, func(context.Context, benchJob) error {
+			if handled.Add(1) == jobs {
+				close(all)
+			}
+			return nil
+		})
+		go func() { werr <- w.Run(wctx) }()
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > jobs {
+					return
+				}
+				if _, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: int(i)}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if consume {
+		select {
+		case <-all:
+		case <-ctx.Done():
+			b.Fatalf("handled %d of %d jobs within %v", handled.Load(), jobs, benchWait)
+		}
+	}
+	elapsed := time.Since(start)
+	stop()
+	if consume {
+		<-werr
+	}
+	return elapsed
+}
+
+// runRaw does the same work with amqp091-go alone: one publishing and one
+// consuming connection, a confirm-mode channel with inFlight publishes
+// pipelined, mandatory and persistent, and manual acks. Its messages carry
+// what any job system must (attempt, max attempts, priority, enqueue time,
+// queue), since a broker spends most of its time per message on headers.
+func runRaw(b *testing.B, name string, consume bool) time.Duration {
+	pubConn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pubConn.Close()
+	conConn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conConn.Close()
+	defer deleteQueues(b, name)
+	pch, err := pubConn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}); err != nil {
+		b.Fatal(err)
+	}
+	if err := pch.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	returns := pch.NotifyReturn(make(chan amqp.Return, 1))
+	body, err := msgpack.Marshal(&benchJob{To: "a@b.c", Subject: "hello", N: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	all := make(chan struct{})
+	if consume {
+		cch, err := conConn.Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cch.Qos(prefetch, 0, false); err != nil {
+			b.Fatal(err)
+		}
+		msgs, err := cch.Consume(name, "", false, false, false, false, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			n := 0
+			for m := range msgs {
+				var j benchJob
+				_ = msgpack.Unmarshal(m.Body, &j)
+				_ = m.Ack(false)
+				if n++; n == jobs {
+					close(all)
+				}
+			}
+		}()
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	start := time.Now()
+	window := make([]*amqp.DeferredConfirmation, 0, inFlight)
+	for i := range jobs {
+		now := time.Now()
+		if len(window) == inFlight {
+			if ok, err := window[0].WaitContext(ctx); !ok || err != nil {
+				b.Fatalf("raw publish not confirmed: %v", err)
+			}
+			window = window[1:]
+		}
+		dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{
+			ContentType:  "application/msgpack",
+			DeliveryMode: amqp.Persistent,
+			MessageId:    fmt.Sprint(i),
+			Type:         "benchJob",
+			Timestamp:    now,
+			Headers:      meta(name, now),
+			Body:         body,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		window = append(window, dc)
+	}
+	for _, dc := range window {
+		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+			b.Fatalf("raw publish not confirmed: %v", err)
+		}
+	}
+	select {
+	case r := <-returns:
+		b.Fatalf("raw publish returned: %s", r.ReplyText)
+	default:
+	}
+	if consume {
+		select {
+		case <-all:
+		case <-ctx.Done():
+			b.Fatalf("raw consumer did not get %d jobs within %v", jobs, benchWait)
+		}
+	}
+	return time.Since(start)
+}
+
+// meta is the job metadata the raw loop carries, as a hand-written job
+// system on amqp091-go would.
+func meta(queue string, now time.Time) amqp.Table {
+	return amqp.Table{
+		"attempt":      int64(1),
+		"max-attempts": int64(5),
+		"priority":     int64(0),
+		"enqueued-at":  now.UnixNano(),
+		"queue":        queue,
+	}
+}
