@@ -39,14 +39,18 @@ func newPublisher(conn *connection, channels int, log *slog.Logger) *publisher {
 
 // slot holds one confirm channel and replaces it once it has died.
 type slot struct {
-	mu sync.Mutex
-	pc *pubChannel
+	cur atomic.Pointer[pubChannel] // read without the lock on every publish
+	mu  sync.Mutex
+	pc  *pubChannel
 }
 
 func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
+	if pc := s.cur.Load(); pc != nil && !pc.dead.Load() {
+		return pc, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pc != nil && !s.pc.isBroken() {
+	if s.pc != nil && !s.pc.dead.Load() {
 		return s.pc, nil
 	}
 	ch, err := p.conn.channel(ctx)
@@ -58,6 +62,7 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 		return nil, brokerError("rabbitmq: put channel in confirm mode", err)
 	}
 	s.pc = newPubChannel(ch, p.log)
+	s.cur.Store(s.pc)
 	return s.pc, nil
 }
 
@@ -109,6 +114,7 @@ type pubChannel struct {
 	pending map[uint64]*waiter
 	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
 	broken  error             // why the channel takes no more publishes
+	dead    atomic.Bool       // broken != nil, readable without mu
 	done    chan struct{}
 }
 
@@ -130,10 +136,13 @@ func newPubChannel(ch *amqp.Channel, log *slog.Logger) *pubChannel {
 	return pc
 }
 
-func (pc *pubChannel) isBroken() bool {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.broken != nil
+// breakWith marks the channel as taking no more publishes. pc.mu must be
+// held.
+func (pc *pubChannel) breakWith(err error) {
+	if pc.broken == nil {
+		pc.broken = err
+		pc.dead.Store(true)
+	}
 }
 
 func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, serial bool) error {
@@ -161,8 +170,8 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	if err != nil {
 		pc.mu.Lock()
 		pc.forget(seq, w)
-		if !errors.Is(err, ctx.Err()) && pc.broken == nil {
-			pc.broken = fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err)
+		if !errors.Is(err, ctx.Err()) {
+			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err))
 		}
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
@@ -207,17 +216,13 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 				cause = brokerError("channel closed", e)
 			}
 			pc.mu.Lock()
-			if pc.broken == nil {
-				pc.broken = fmt.Errorf("%w: %w", ErrNotConfirmed, cause)
-			}
+			pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause))
 			pc.mu.Unlock()
 		}
 	}
 	// Both notification channels are closed: no confirm can come any more.
 	pc.mu.Lock()
-	if pc.broken == nil {
-		pc.broken = fmt.Errorf("%w: %w", ErrNotConfirmed, cause)
-	}
+	pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause))
 	for seq, w := range pc.pending {
 		w.res <- pc.broken
 		pc.forget(seq, w)
