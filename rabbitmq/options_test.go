@@ -1,0 +1,50 @@
+package rabbitmq
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestOptionsZeroIsDefault(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.RetrySuffix != ".retry" || o.DeferredSuffix != ".deferred" || o.DeadSuffix != ".dead" {
+		t.Errorf("suffixes = %q %q %q", o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
+	}
+	if o.Granularity != time.Second || o.Delay != runtime.DelayQueue || o.Logger == nil || o.PublishChannels != DefaultPublishChannels || o.NoDeadLetterQueues {
+		t.Errorf("defaults = %+v", o)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{RetrySuffix: "/x"}, "RetrySuffix"},
+		{Options{DeadSuffix: ".retry"}, "must differ"},
+		{Options{Granularity: time.Microsecond}, "Granularity"},
+		{Options{Delay: "later"}, "Delay"},
+		{Options{PublishChannels: 65}, "PublishChannels"},
+	} {
+		_, err := tc.o.withDefaults()
+		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want ErrInvalidOption naming %s", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestPluginDelayNotImplemented(t *testing.T) {
+	q := runtime.DefaultQueueConfig("q")
+	q.Delay = runtime.DelayPlugin
+	err := pluginDelayer{}.declare(t.Context(), q)
+	if !errors.Is(err, ErrNotImplemented) || !strings.Contains(err.Error(), `"q"`) {
+		t.Errorf("plugin declare = %v, want ErrNotImplemented naming the queue", err)
+	}
+}
