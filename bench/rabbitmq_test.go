@@ -114,9 +114,6 @@ func runQueuey(b *testing.B, name string, consume bool) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
 	opts := rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if v := os.Getenv("QUEUEY_BENCH_CHANNELS"); v != "" {
-		fmt.Sscan(v, &opts.PublishChannels)
-	}
 	be, err := rabbitmq.Dial(ctx, amqpURL(), opts)
 	if err != nil {
 		b.Fatal(err)
