@@ -53,9 +53,10 @@
 //
 //   - Every publish (enqueue, retry, defer, dead-letter) is mandatory and
 //     confirmed before it is reported successful. Many publishes are in
-//     flight on a channel at once; each carries a sequence header so that a
-//     basic.return (which the broker sends before that publish's basic.ack)
-//     is paired with exactly its publish and reported as ErrUnroutable.
+//     flight on a channel at once; a basic.return (which the broker sends
+//     before that publish's basic.ack) is paired with exactly its publish by
+//     message id, or by an x-queuey-publish-seq header when another publish
+//     with the same id is in flight, and reported as ErrUnroutable.
 //   - Retry, defer and dead-letter publish first and ack second, and do not
 //     ack when the publish failed: a job is never lost, at worst delivered
 //     again. A refused wait happens before anything is acked.
