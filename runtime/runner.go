@@ -169,7 +169,11 @@ func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
 	return c.handler(ctx, env)
 }
 
-// settle applies the handler's outcome to d.
+// settle applies the handler's outcome to d. A wait the backend refuses
+// (too long for it, or onto a queue it does not know) leaves d unsettled;
+// settle then falls through to the next outcome (a refused deferral counts
+// as a failed run, a refused retry dead-letters) instead of requeueing the
+// job into the same refusal again.
 func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, herr error) error {
 	log := c.w.log
 	if herr == nil {
@@ -179,18 +183,17 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 		deferErr  *DeferError
 		decodeErr *DecodeError
 	)
-	switch {
-	case errors.As(herr, &deferErr):
-		if _, err := RoundDelay(deferErr.Delay, 0); err != nil {
-			herr = fmt.Errorf("defer: %w", err)
-			break
+	if errors.As(herr, &deferErr) {
+		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
+		if !refusedWait(err) {
+			if err == nil {
+				log.Debug("queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
+			}
+			return err
 		}
-		log.Debug("queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
-		return d.Defer(ctx, env.Clone(), deferErr.Delay)
-	case errors.As(herr, &decodeErr), IsPermanent(herr):
-		return c.deadLetter(ctx, d, env, herr)
+		herr = fmt.Errorf("defer for %v refused: %w", deferErr.Delay, err)
 	}
-	if env.Attempt >= env.MaxAttempts {
+	if errors.As(herr, &decodeErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
 		return c.deadLetter(ctx, d, env, herr)
 	}
 	delay := c.queue.RetryDelay(env.Attempt)
@@ -198,7 +201,17 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 	next := env.Clone()
 	next.Attempt++
 	next.LastError = truncate(herr.Error())
-	return d.Retry(ctx, next, delay)
+	err := d.Retry(ctx, next, delay)
+	if !refusedWait(err) {
+		return err
+	}
+	return c.deadLetter(ctx, d, env, fmt.Errorf("retry in %v refused (%v) after: %w", delay, err, herr))
+}
+
+// refusedWait reports whether err is a backend's refusal of a wait, which
+// happens before anything is acked and would happen again on redelivery.
+func refusedWait(err error) bool {
+	return errors.Is(err, ErrDelayTooLong) || errors.Is(err, ErrUnknownQueue)
 }
 
 func (c *queueRunner) deadLetter(ctx context.Context, d Delivery, env *Envelope, herr error) error {
