@@ -49,7 +49,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		q:      q,
 		ch:     ch,
 		tag:    tag,
-		out:    make(chan runtime.Delivery),
+		out:    make(chan runtime.Delivery, q.Prefetch), // up to prefetch decoded ahead, so handlers never wait on the decode hop
 		ctx:    sctx,
 		cancel: cancel,
 		done:   make(chan struct{}),
