@@ -12,8 +12,8 @@
 // The plugin does not support mandatory publishing: it returns every
 // mandatory publish as unroutable, since nothing is routed at publish time.
 // Plugin waits are therefore confirmed but not mandatory, and the backend
-// checks instead, when it declares q, that the exchange exists and that q is
-// bound to it.
+// checks instead, when it declares q, that the exchange exists, and binds q
+// to it.
 package plugin
 
 import (
@@ -40,9 +40,14 @@ const (
 	EnableCommand = "rabbitmq-plugins enable rabbitmq_delayed_message_exchange"
 )
 
-// ErrPluginMissing is returned when the broker does not know the
-// x-delayed-message exchange type.
-var ErrPluginMissing = errors.New("rabbitmq: the delayed-message-exchange plugin is not enabled on the broker")
+var (
+	// ErrPluginMissing is returned when the broker does not know the
+	// x-delayed-message exchange type.
+	ErrPluginMissing = errors.New("rabbitmq: the delayed-message-exchange plugin is not enabled on the broker")
+	// ErrNotProvisioned is returned when the operator provisions the delay
+	// exchanges and one does not exist.
+	ErrNotProvisioned = errors.New("rabbitmq: delay exchange not provisioned")
+)
 
 // ExchangeName returns the delay exchange of q: q.DelayExchange, or
 // q.Name + ".delay".
@@ -107,8 +112,15 @@ func MissingError(q string, cause error) error {
 }
 
 // NotProvisionedError explains a delay exchange that does not exist when
-// the operator provisions the topology.
+// the operator provisions the delay exchanges.
 func NotProvisionedError(q, exchange string, cause error) error {
-	return fmt.Errorf("rabbitmq: queue %q has delay=plugin, but exchange %q does not exist (%v): provision it (type %s, %s=direct) and bind %q to it with routing key %q, or let the backend declare the topology",
-		q, exchange, cause, ExchangeType, ArgDelayedType, q, q)
+	return fmt.Errorf("%w: queue %q has delay=plugin, but exchange %q does not exist (%v): provision it (durable, type %s, %s=direct; the backend binds %q to it with routing key %q), or let the backend declare it",
+		ErrNotProvisioned, q, exchange, cause, ExchangeType, ArgDelayedType, q, q)
+}
+
+// MismatchError explains a delay exchange that exists with another type or
+// other arguments than a delay exchange has.
+func MismatchError(q, exchange string, cause error) error {
+	return fmt.Errorf("rabbitmq: queue %q has delay=plugin, but exchange %q already exists with another type or arguments than type %s, %s=direct (%v): delete it so that it is declared again, or name another delay exchange",
+		q, exchange, ExchangeType, ArgDelayedType, cause)
 }

@@ -74,3 +74,21 @@ func TestIsPluginMissing(t *testing.T) {
 		t.Errorf("MissingError = %v", err)
 	}
 }
+
+func TestNotProvisionedError(t *testing.T) {
+	err := NotProvisionedError("emails.send", "shared.delay", &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange 'shared.delay' in vhost '/'"})
+	if !errors.Is(err, ErrNotProvisioned) {
+		t.Errorf("NotProvisionedError does not wrap ErrNotProvisioned: %v", err)
+	}
+	for _, want := range []string{`"emails.send"`, `"shared.delay"`, ExchangeType, ArgDelayedType + "=direct", "NOT_FOUND"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("NotProvisionedError = %q, want it to name %s", err, want)
+		}
+	}
+	err = MismatchError("emails.send", "emails.send.delay", errors.New("inequivalent arg 'type'"))
+	for _, want := range []string{`"emails.send"`, `"emails.send.delay"`, ExchangeType, "inequivalent"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("MismatchError = %q, want it to name %s", err, want)
+		}
+	}
+}
