@@ -12,29 +12,41 @@ import (
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
-// declarer declares queues on a channel of its own, since a refused declare
-// closes the channel it was made on: publishes in flight elsewhere are not
-// hit, and the next declare opens a fresh channel.
+// declarer declares topology on a channel of its own, since a refused
+// declare closes the channel it was made on: publishes in flight elsewhere
+// are not hit, and the next declare opens a fresh channel.
 type declarer struct {
 	conn *connection
 	mu   sync.Mutex
 	ch   *amqp.Channel
 }
 
+// declare declares queue q, durable.
 func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
+	return d.do(ctx, fmt.Sprintf("declare queue %q", q.Name), func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclare(q.Name, true, false, false, false, q.Args)
+		return err
+	})
+}
+
+// do runs fn on the declaring channel, opening one first when there is
+// none, and drops the channel when fn fails: the broker closes a channel
+// on a refused declare. fn's error is returned as it is; what names the
+// operation in errors before it.
+func (d *declarer) do(ctx context.Context, what string, fn func(ch *amqp.Channel) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("declare queue %q: %w", q.Name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if d.ch == nil || d.ch.IsClosed() {
 		ch, err := d.conn.channel(ctx)
 		if err != nil {
-			return fmt.Errorf("declare queue %q: %w", q.Name, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		d.ch = ch
 	}
-	if _, err := d.ch.QueueDeclare(q.Name, true, false, false, false, q.Args); err != nil {
+	if err := fn(d.ch); err != nil {
 		_ = d.ch.Close()
 		d.ch = nil
 		return err

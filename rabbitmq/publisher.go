@@ -18,7 +18,8 @@ import (
 const seqHeader = "x-queuey-publish-seq"
 
 // publisher publishes over a pool of confirm-mode channels, each with many
-// publishes in flight. Every publish is mandatory and waits for its confirm.
+// publishes in flight. Every publish waits for its confirm, and every one but
+// a plugin wait is mandatory.
 type publisher struct {
 	conn  *connection
 	log   *slog.Logger
@@ -71,12 +72,20 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 // ErrUnroutable for a return, ErrNacked for a nack and ErrNotConfirmed when
 // the channel died first. msg.Headers must be a map the caller owns.
 func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	return p.send(ctx, exchange, key, true, msg)
+}
+
+// send is publish with mandatory chosen by the caller. Only waits through
+// the delayed-message-exchange plugin are not mandatory: the plugin routes
+// nothing at publish time, so it returns every mandatory publish. A
+// publish that is not mandatory is confirmed all the same.
+func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
 	s := p.slots[int(p.next.Add(1))%len(p.slots)]
 	pc, err := s.get(ctx, p)
 	if err != nil {
 		return err
 	}
-	return pc.publish(ctx, exchange, key, msg, false)
+	return pc.publish(ctx, exchange, key, msg, mandatory, false)
 }
 
 // publishSerial is publish without a correlation header: one publish at a
@@ -86,7 +95,7 @@ func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg
 	if err != nil {
 		return err
 	}
-	return pc.publish(ctx, exchange, key, msg, true)
+	return pc.publish(ctx, exchange, key, msg, true, true)
 }
 
 // close waits for every channel's confirm loop to end; the connection must
@@ -145,7 +154,11 @@ func (pc *pubChannel) breakWith(err error) {
 	}
 }
 
-func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, serial bool) error {
+// publish publishes msg and waits for its confirm. A mandatory publish that
+// is not serial is paired with its basic.return, if one comes, by message id
+// or by seqHeader; one that is not mandatory gets no return and needs
+// neither.
+func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, serial bool) error {
 	w := &waiter{res: make(chan error, 1)}
 	pc.pubMu.Lock()
 	pc.mu.Lock()
@@ -157,7 +170,7 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
 	pc.pending[seq] = w
-	if !serial {
+	if mandatory && !serial {
 		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
 			w.id = msg.MessageId
 			pc.ids[w.id] = seq
@@ -166,7 +179,7 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		}
 	}
 	pc.mu.Unlock()
-	err := pc.ch.PublishWithContext(ctx, exchange, key, true, false, msg)
+	err := pc.ch.PublishWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err != nil {
 		pc.mu.Lock()
 		pc.forget(seq, w)
