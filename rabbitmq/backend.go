@@ -30,6 +30,8 @@ type Backend struct {
 	conConn  *connection
 	pub      *publisher
 	decl     *declarer
+	topoConn *connection // dialled on first use; see pluginDelayer.declare
+	topo     *declarer
 	delayers map[runtime.DelayMode]delayer
 
 	mu     sync.RWMutex
@@ -40,7 +42,8 @@ type Backend struct {
 
 // Dial connects to the broker at url with two connections, one for
 // publishing and one for consuming, so that a publisher blocked by a
-// resource alarm does not stop acks.
+// resource alarm does not stop acks. A third, for delay exchanges, is
+// dialled when the first plugin-mode queue is declared.
 func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -55,21 +58,23 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		_ = pubConn.close()
 		return nil, err
 	}
+	// Delay exchanges are declared on a connection of their own, dialled
+	// only when a plugin-mode queue is declared.
+	topoConn := &connection{url: url, name: opts.ConnectionName + " topology"}
 	b := &Backend{
-		opts:    opts,
-		log:     opts.Logger,
-		names:   opts.names(),
-		pubConn: pubConn,
-		conConn: conConn,
-		pub:     newPublisher(pubConn, opts.PublishChannels, opts.Logger),
-		decl:    &declarer{conn: pubConn},
-		queues:  map[string]runtime.QueueConfig{},
-		closed:  make(chan struct{}),
+		opts:     opts,
+		log:      opts.Logger,
+		names:    opts.names(),
+		pubConn:  pubConn,
+		conConn:  conConn,
+		pub:      newPublisher(pubConn, opts.PublishChannels, opts.Logger),
+		decl:     &declarer{conn: pubConn},
+		topoConn: topoConn,
+		topo:     &declarer{conn: topoConn},
+		queues:   map[string]runtime.QueueConfig{},
+		closed:   make(chan struct{}),
 	}
-	b.delayers = map[runtime.DelayMode]delayer{
-		runtime.DelayQueue:  queueDelayer{b: b},
-		runtime.DelayPlugin: pluginDelayer{},
-	}
+	b.delayers = delayers(b)
 	v := pubConn.serverVersion()
 	b.version, err = topology.ParseVersion(v)
 	if err != nil {
@@ -87,15 +92,16 @@ func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
 // it, and deferred jobs return FIFO instead of ahead of the backlog.
 func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
 
-// Close closes both connections. Unsettled deliveries go back to their
-// queues; publishes waiting for a confirm fail with ErrNotConfirmed. Close
-// is safe to call twice.
+// Close closes the backend's connections. Unsettled deliveries go back to
+// their queues; publishes waiting for a confirm fail with ErrNotConfirmed.
+// Close is safe to call twice.
 func (b *Backend) Close() error {
 	var err error
 	b.once.Do(func() {
 		close(b.closed)
 		b.decl.close()
-		err = errors.Join(b.pubConn.close(), b.conConn.close())
+		b.topo.close()
+		err = errors.Join(b.pubConn.close(), b.conConn.close(), b.topoConn.close())
 		b.pub.wait()
 	})
 	return err
@@ -112,7 +118,9 @@ func (b *Backend) isClosed() bool {
 
 // Declare declares q, its dead-letter queue unless Options.NoDeadLetterQueues
 // is set, and what its delay mode needs. Hold queues are declared later,
-// right before each publish to them.
+// right before each publish to them. A plugin-mode queue gets its delay
+// exchange declared (or, with Options.ProvisionedDelayExchange, checked)
+// and q bound to it; a broker without the plugin is ErrPluginMissing.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
@@ -124,6 +132,9 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	d, err := b.delayer(q)
 	if err != nil {
 		return err
+	}
+	if q.DelayExchange == "" {
+		q.DelayExchange = b.opts.DelayExchange
 	}
 	work, prioritiesOK := topology.Work(q, b.version)
 	if !prioritiesOK {
@@ -178,8 +189,9 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 }
 
 // Publish publishes env to env.Queue, confirmed and mandatory: at once when
-// delay is zero or less, else through the queue's deferred hold queue at the
-// job's own priority.
+// delay is zero or less, else through the queue's delay mode (its deferred
+// hold queue, or its delay exchange, not mandatory) at the job's own
+// priority.
 func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time.Duration) error {
 	if env == nil {
 		return errors.New("rabbitmq: publish: nil envelope")

@@ -28,8 +28,9 @@ func TestConformanceQuorum(t *testing.T) {
 	backendtest.Run(t, f, newCleaningBackend)
 }
 
-// cleaningBackend deletes the queues declared through it, and their
-// dead-letter queues, when the test ends; hold queues expire on their own.
+// cleaningBackend deletes the queues declared through it, their dead-letter
+// queues and their delay exchanges, if any, when the test ends; hold queues
+// expire on their own.
 type cleaningBackend struct {
 	*rabbitmq.Backend
 	mu    sync.Mutex
@@ -53,6 +54,10 @@ func newCleaningBackend(t *testing.T) runtime.Backend {
 					return
 				}
 				_, _ = ch.QueueDelete(q, false, false, false)
+				ch.Close()
+			}
+			if ch, err := conn.Channel(); err == nil {
+				_ = ch.ExchangeDelete(name+".delay", false, false) // a 404 closes only ch
 				ch.Close()
 			}
 		}

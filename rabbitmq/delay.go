@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -20,6 +21,14 @@ type delayer interface {
 	// has rounded up to the granularity and checked against
 	// runtime.MaxDeferral. msg already carries its wire priority.
 	wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error
+}
+
+// delayers returns b's delayer of each delay mode.
+func delayers(b *Backend) map[runtime.DelayMode]delayer {
+	return map[runtime.DelayMode]delayer{
+		runtime.DelayQueue:  queueDelayer{b: b},
+		runtime.DelayPlugin: pluginDelayer{b: b},
+	}
 }
 
 // queueDelayer holds each distinct delay in a hold queue whose queue-level
@@ -42,13 +51,82 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	return d.b.pub.publish(ctx, "", hold.Name, msg)
 }
 
-// pluginDelayer will hold waits in an x-delayed-message exchange.
-type pluginDelayer struct{}
-
-func (pluginDelayer) declare(_ context.Context, q runtime.QueueConfig) error {
-	return fmt.Errorf("%w: queue %q: delay mode %q (the delayed-message-exchange plugin); use %q", ErrNotImplemented, q.Name, runtime.DelayPlugin, runtime.DelayQueue)
+// pluginDelayer holds every wait of q in one x-delayed-message exchange of
+// the delayed-message-exchange plugin, with the delay in the x-delay
+// header; the plugin routes each message to q, by routing key q, when it is
+// due. Its publishes are not mandatory, since the plugin returns every
+// mandatory one; declare checks instead that the exchange exists and binds
+// q to it.
+type pluginDelayer struct {
+	b *Backend
 }
 
-func (pluginDelayer) wait(_ context.Context, q runtime.QueueConfig, _ topology.HoldKind, _ amqp.Publishing, _ time.Duration) error {
-	return fmt.Errorf("%w: queue %q: delay mode %q", ErrNotImplemented, q.Name, runtime.DelayPlugin)
+// declare declares q's delay exchange, or checks that it exists when the
+// operator provisions it, and binds q to it with routing key q. It runs on
+// the topology connection: declaring an exchange of a type the broker does
+// not know (the plugin is not enabled) closes the whole connection, not
+// just the channel, and the publishing and consuming connections must
+// not go with it.
+func (d pluginDelayer) declare(ctx context.Context, q runtime.QueueConfig) error {
+	ex := plugin.ExchangeName(q)
+	if d.b.opts.ProvisionedDelayExchange {
+		err := d.b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
+			return ch.ExchangeDeclarePassive(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
+		})
+		if isCode(err, amqp.NotFound) {
+			return plugin.NotProvisionedError(q.Name, ex, err)
+		}
+		if err != nil {
+			return brokerError(fmt.Sprintf("queue %q: check delay exchange %q", q.Name, ex), err)
+		}
+	} else {
+		err := d.b.topo.do(ctx, fmt.Sprintf("declare delay exchange %q", ex), func(ch *amqp.Channel) error {
+			return ch.ExchangeDeclare(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
+		})
+		switch {
+		case plugin.IsPluginMissing(err):
+			return plugin.MissingError(q.Name, err)
+		case isCode(err, amqp.PreconditionFailed):
+			return plugin.MismatchError(q.Name, ex, err)
+		case err != nil:
+			return brokerError(fmt.Sprintf("queue %q: declare delay exchange %q", q.Name, ex), err)
+		}
+	}
+	err := d.b.topo.do(ctx, fmt.Sprintf("bind queue %q to delay exchange %q", q.Name, ex), func(ch *amqp.Channel) error {
+		return ch.QueueBind(q.Name, q.Name, ex, false, nil)
+	})
+	if err != nil {
+		return brokerError(fmt.Sprintf("bind queue %q to delay exchange %q with routing key %q", q.Name, ex, q.Name), err)
+	}
+	return nil
+}
+
+func (d pluginDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
+	p, err := pluginWait(q, msg, delay)
+	if err != nil {
+		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)
+	}
+	return d.b.pub.send(ctx, p.exchange, p.key, p.mandatory, p.msg)
+}
+
+// delayedPublish is where and how a plugin wait is published.
+type delayedPublish struct {
+	exchange  string
+	key       string
+	mandatory bool
+	msg       amqp.Publishing
+}
+
+// pluginWait is the publish that holds msg for delay in q's delay exchange:
+// routing key q, the delay in the x-delay header (a signed 32-bit
+// millisecond value; a longer delay is runtime.ErrDelayTooLong, never
+// clamped), and not mandatory, since the plugin returns every mandatory
+// publish. msg keeps its wire priority and headers; its header map is
+// copied, not modified.
+func pluginWait(q runtime.QueueConfig, msg amqp.Publishing, delay time.Duration) (delayedPublish, error) {
+	m, err := plugin.Publishing(msg, delay)
+	if err != nil {
+		return delayedPublish{}, err
+	}
+	return delayedPublish{exchange: plugin.ExchangeName(q), key: q.Name, mandatory: false, msg: m}, nil
 }

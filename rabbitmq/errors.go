@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 )
 
 var (
@@ -21,9 +23,14 @@ var (
 	// ErrQueueMismatch is returned when a queue exists with arguments other
 	// than those its QueueConfig asks for.
 	ErrQueueMismatch = errors.New("rabbitmq: queue exists with other arguments")
-	// ErrNotImplemented is returned for a feature this backend does not
-	// offer yet: the delayed-message-exchange plugin delay mode.
-	ErrNotImplemented = errors.New("rabbitmq: not implemented")
+	// ErrPluginMissing is returned by Declare of a plugin-mode queue when
+	// the broker does not know the x-delayed-message exchange type: the
+	// delayed-message-exchange plugin is not enabled.
+	ErrPluginMissing = plugin.ErrPluginMissing
+	// ErrDelayExchangeMissing is returned by Declare of a plugin-mode queue,
+	// with Options.ProvisionedDelayExchange, when its delay exchange does
+	// not exist.
+	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
 	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
 	// was told not to declare dead-letter queues.
 	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")

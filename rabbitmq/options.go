@@ -40,9 +40,23 @@ type Options struct {
 	// False (zero) declares "<q><DeadSuffix>" beside every queue.
 	NoDeadLetterQueues bool
 	// Delay is how waits are held for queues whose QueueConfig.Delay is
-	// empty. Empty means runtime.DelayQueue (hold queues).
-	// runtime.DelayPlugin is not implemented yet.
+	// empty. Empty means runtime.DelayQueue (hold queues);
+	// runtime.DelayPlugin holds them in an x-delayed-message exchange of
+	// the delayed-message-exchange plugin, which must be enabled on the
+	// broker (see the package doc).
 	Delay runtime.DelayMode
+	// DelayExchange names the x-delayed-message exchange that plugin-mode
+	// queues share when their QueueConfig.DelayExchange is empty. Empty
+	// means each such queue has its own, "<q>.delay".
+	DelayExchange string
+	// ProvisionedDelayExchange, when true, declares no delay exchange: the
+	// operator provisions each one (durable, type x-delayed-message,
+	// x-delayed-type=direct), and Declare of a plugin-mode queue checks
+	// that it exists, failing with ErrDelayExchangeMissing when it does
+	// not. The backend still binds the queue to it, which needs no
+	// configure permission on the exchange. False (zero) declares the
+	// exchange and the binding.
+	ProvisionedDelayExchange bool
 	// Logger receives warnings (quorum queues without priorities) and
 	// errors (poison messages). Nil means slog.Default().
 	Logger *slog.Logger
@@ -55,6 +69,7 @@ type Options struct {
 	ConnectionName string
 }
 
+// suffixRE accepts queue-name suffixes and exchange names.
 var suffixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // withDefaults validates o and returns it with every zero field set to its
@@ -97,6 +112,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)
+	}
+	if o.DelayExchange != "" && !suffixRE.MatchString(o.DelayExchange) {
+		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want [A-Za-z0-9._-]+ (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange)
 	}
 	if o.PublishChannels < 1 || o.PublishChannels > 64 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.PublishChannels = %d, want 1..64 (or 0 for %d)", runtime.ErrInvalidOption, o.PublishChannels, DefaultPublishChannels)

@@ -31,20 +31,12 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{DeadSuffix: ".retry"}, "must differ"},
 		{Options{Granularity: time.Microsecond}, "Granularity"},
 		{Options{Delay: "later"}, "Delay"},
+		{Options{DelayExchange: "a/b"}, "DelayExchange"},
 		{Options{PublishChannels: 65}, "PublishChannels"},
 	} {
 		_, err := tc.o.withDefaults()
 		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want ErrInvalidOption naming %s", tc.o, err, tc.want)
 		}
-	}
-}
-
-func TestPluginDelayNotImplemented(t *testing.T) {
-	q := runtime.DefaultQueueConfig("q")
-	q.Delay = runtime.DelayPlugin
-	err := pluginDelayer{}.declare(t.Context(), q)
-	if !errors.Is(err, ErrNotImplemented) || !strings.Contains(err.Error(), `"q"`) {
-		t.Errorf("plugin declare = %v, want ErrNotImplemented naming the queue", err)
 	}
 }

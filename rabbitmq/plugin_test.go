@@ -1,0 +1,309 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
+	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/runtime/backendtest"
+)
+
+// probePlugin reports whether the broker knows the x-delayed-message
+// exchange type, by declaring (and deleting) one on a throwaway
+// connection: a broker without the plugin closes the whole connection.
+var probePlugin = sync.OnceValues(func() (bool, error) {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return false, err
+	}
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	name := "queuey-rmq-test.plugin-probe." + hex.EncodeToString(buf[:])
+	err = ch.ExchangeDeclare(name, plugin.ExchangeType, false, true, false, false, plugin.ExchangeArgs())
+	if plugin.IsPluginMissing(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, ch.ExchangeDelete(name, false, false)
+})
+
+// brokerURL is the broker's URL for messages, without its password.
+func brokerURL() string {
+	u, err := amqp.ParseURI(amqpURL())
+	if err != nil {
+		return "<unparsable QUEUEY_AMQP_URL>"
+	}
+	return fmt.Sprintf("%s://%s:%d (vhost %q)", u.Scheme, u.Host, u.Port, u.Vhost)
+}
+
+// requirePlugin skips t when the broker has no delayed-message-exchange
+// plugin. That is how the broker is set up, not a failure, so it is a skip
+// even when CI or QUEUEY_REQUIRE_BROKER is set; a broker that does not
+// answer still fails there, as requireBroker has it.
+func requirePlugin(t *testing.T) {
+	t.Helper()
+	requireBroker(t)
+	enabled, err := probePlugin()
+	if err != nil {
+		t.Fatalf("probe the delayed-message-exchange plugin on %s: %v", brokerURL(), err)
+	}
+	if !enabled {
+		t.Skipf("the rabbitmq_delayed_message_exchange plugin is not enabled on %s: enable it with `%s`", brokerURL(), plugin.EnableCommand)
+	}
+}
+
+// requireNoPlugin skips t when the broker has the plugin: t needs one
+// without it.
+func requireNoPlugin(t *testing.T) {
+	t.Helper()
+	requireBroker(t)
+	enabled, err := probePlugin()
+	if err != nil {
+		t.Fatalf("probe the delayed-message-exchange plugin on %s: %v", brokerURL(), err)
+	}
+	if enabled {
+		t.Skipf("the rabbitmq_delayed_message_exchange plugin is enabled on %s; this test needs a broker without it", brokerURL())
+	}
+}
+
+// deleteExchangeAtEnd deletes exchange when t ends.
+func deleteExchangeAtEnd(t *testing.T, exchange string) {
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(amqpURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if ch, err := conn.Channel(); err == nil {
+			_ = ch.ExchangeDelete(exchange, false, false)
+		}
+	})
+}
+
+// TestPluginMissingIsExplained: on a broker without the plugin, declaring a
+// plugin-mode queue fails with an error that names the queue and the
+// command that enables the plugin, and the backend's publishing and
+// consuming connections carry on: the broker closes the whole connection
+// the exchange was declared on.
+func TestPluginMissingIsExplained(t *testing.T) {
+	requireNoPlugin(t)
+	b := dial(t, rabbitmq.Options{})
+	work := runtime.DefaultQueueConfig(queueName(t))
+	work.Kind = "job"
+	p, err := runtime.NewProducer(ctxT(t), b, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int, 4)
+	runWorker(t, b, work, func(_ context.Context, j job) error {
+		got <- j.N
+		return nil
+	})
+	if _, err := runtime.Enqueue(ctxT(t), p, work, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, got, "job 1"); n != 1 {
+		t.Fatalf("ran job %d, want 1", n)
+	}
+
+	delayed := runtime.DefaultQueueConfig(queueName(t))
+	delayed.Kind = "job"
+	delayed.Delay = runtime.DelayPlugin
+	for i := range 2 { // the second time on a topology connection dialled again
+		err := b.Declare(ctxT(t), delayed)
+		if !errors.Is(err, rabbitmq.ErrPluginMissing) {
+			t.Fatalf("Declare %d of a plugin-mode queue = %v, want ErrPluginMissing", i+1, err)
+		}
+		for _, want := range []string{`"` + delayed.Name + `"`, plugin.EnableCommand, "COMMAND_INVALID"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Declare error %q does not mention %s", err, want)
+			}
+		}
+	}
+	env := &runtime.Envelope{ID: "x", Queue: delayed.Name, Attempt: 1, MaxAttempts: 1}
+	if err := b.Publish(ctxT(t), env, time.Second); !errors.Is(err, runtime.ErrUnknownQueue) {
+		t.Errorf("wait onto the queue whose Declare failed = %v, want ErrUnknownQueue", err)
+	}
+
+	// The same backend publishes, holds waits in hold queues and consumes.
+	if _, err := runtime.Enqueue(ctxT(t), p, work, job{N: 2}); err != nil {
+		t.Fatalf("Enqueue after the failed Declare: %v", err)
+	}
+	if n := within(t, got, "job 2, published after the failed Declare"); n != 2 {
+		t.Fatalf("ran job %d, want 2", n)
+	}
+	if _, err := runtime.Enqueue(ctxT(t), p, work, job{N: 3}, runtime.WithDelay(time.Millisecond)); err != nil {
+		t.Fatalf("delayed Enqueue after the failed Declare: %v", err)
+	}
+	if n := within(t, got, "job 3, through a hold queue"); n != 3 {
+		t.Fatalf("ran job %d, want 3", n)
+	}
+	t.Cleanup(func() { deleteQueues(work.Name + ".deferred.1000") })
+
+	// Options.Delay makes plugin mode every queue's default.
+	bp := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin})
+	byDefault := runtime.DefaultQueueConfig(queueName(t))
+	if err := bp.Declare(ctxT(t), byDefault); !errors.Is(err, rabbitmq.ErrPluginMissing) {
+		t.Errorf("Declare with Options.Delay=plugin = %v, want ErrPluginMissing", err)
+	}
+}
+
+// TestPluginNotProvisioned: when the operator provisions the delay
+// exchanges, Declare checks that the exchange exists and says which one is
+// missing; once it exists, Declare binds the queue to it.
+func TestPluginNotProvisioned(t *testing.T) {
+	requireBroker(t)
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	shared := "queuey-rmq-test.shared-delay." + hex.EncodeToString(buf[:])
+	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin, DelayExchange: shared, ProvisionedDelayExchange: true})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	for i := range 2 { // a 404 closes only the channel: the backend goes on
+		err := b.Declare(ctxT(t), q)
+		if !errors.Is(err, rabbitmq.ErrDelayExchangeMissing) {
+			t.Fatalf("Declare %d without the exchange = %v, want ErrDelayExchangeMissing", i+1, err)
+		}
+		for _, want := range []string{`"` + q.Name + `"`, `"` + shared + `"`, plugin.ExchangeType} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Declare error %q does not mention %s", err, want)
+			}
+		}
+	}
+
+	// A passive declare cannot tell an exchange's type, so a direct
+	// exchange stands in for the plugin's here; it routes at once what the
+	// plugin would hold. That shows the binding and the publish: to the
+	// shared exchange, routing key q, not mandatory, confirmed, with x-delay.
+	raw := rawChannel(t)
+	if err := raw.ExchangeDeclare(shared, "direct", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deleteExchangeAtEnd(t, shared)
+	if err := b.Declare(ctxT(t), q); err != nil {
+		t.Fatalf("Declare with the exchange provisioned: %v", err)
+	}
+	env := &runtime.Envelope{ID: "w1", Queue: q.Name, Kind: "job", Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
+	if err := b.Publish(ctxT(t), env, 1500*time.Millisecond); err != nil {
+		t.Fatalf("wait through the provisioned exchange: %v", err)
+	}
+	var m amqp.Delivery
+	deadline := time.Now().Add(wait)
+	for {
+		var ok bool
+		var err error
+		if m, ok, err = raw.Get(q.Name, true); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wait not routed to %q through %q within %v", q.Name, shared, wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	if m.Exchange != shared || m.RoutingKey != q.Name || m.MessageId != env.ID {
+		t.Errorf("got message %q from exchange %q with key %q, want %q from %q with key %q", m.MessageId, m.Exchange, m.RoutingKey, env.ID, shared, q.Name)
+	}
+	if v, ok := m.Headers[plugin.HeaderDelay].(int32); !ok || v != 2000 {
+		t.Errorf("x-delay on the wire = %v (%T), want int32 2000 (1.5s rounded up)", m.Headers[plugin.HeaderDelay], m.Headers[plugin.HeaderDelay])
+	}
+}
+
+// deleteQueues deletes queues on a connection of its own.
+func deleteQueues(names ...string) {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		_, _ = ch.QueueDelete(name, false, false, false)
+		ch.Close()
+	}
+}
+
+// TestConformancePlugin runs the suite's wait cases in plugin mode.
+func TestConformancePlugin(t *testing.T) {
+	requirePlugin(t)
+	backendtest.Run(t, backendtest.Features{Delay: runtime.DelayPlugin, OnlyWaits: true}, newCleaningBackend)
+}
+
+// TestPluginShortWaitFirst: with Options.Delay=plugin, a short wait
+// published after a long one is released first, through one exchange, and a
+// deferral burns no attempt.
+func TestPluginShortWaitFirst(t *testing.T) {
+	requirePlugin(t)
+	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	deleteExchangeAtEnd(t, q.Name+".delay")
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rawChannel(t).ExchangeDeclarePassive(q.Name+".delay", plugin.ExchangeType, true, false, false, false, nil); err != nil {
+		t.Fatalf("delay exchange %q not declared: %v", q.Name+".delay", err)
+	}
+	type ran struct {
+		n, attempt int
+		at         time.Time
+	}
+	runs := make(chan ran, 4)
+	var deferOnce sync.Once
+	start := time.Now()
+	runWorker(t, b, q, func(ctx context.Context, j job) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		runs <- ran{j.N, info.Attempt, time.Now()}
+		if j.N == 1 {
+			var first bool
+			deferOnce.Do(func() { first = true })
+			if first {
+				return runtime.Defer(time.Second)
+			}
+		}
+		return nil
+	})
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 4}, runtime.WithDelay(4*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}, runtime.WithDelay(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Job 1 runs at 1s, defers 1s and runs again at 2s, all before job 4.
+	want := []int{1, 1, 4}
+	for i, n := range want {
+		r := within(t, runs, "a run")
+		if r.n != n {
+			t.Fatalf("run %d was job %d, want job %d (order %v)", i+1, r.n, n, want)
+		}
+		if r.attempt != 1 {
+			t.Errorf("run %d of job %d: attempt %d, want 1 (a deferral burns none)", i+1, r.n, r.attempt)
+		}
+		if n == 4 && r.at.Sub(start) < 4*time.Second-100*time.Millisecond {
+			t.Errorf("the 4s wait was released after %v", r.at.Sub(start))
+		}
+	}
+}
