@@ -8,7 +8,8 @@
 // (Options.PublishChannels); every subscription consumes on a channel of its
 // own with basic.qos set to the queue's prefetch and manual acks. Queues are
 // declared on a channel of their own, since a refused declare closes its
-// channel.
+// channel. A third connection, dialled only when a plugin-mode queue is
+// declared, carries delay exchange declares (see Delay modes).
 //
 // # Topology
 //
@@ -19,8 +20,8 @@
 //	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms}  same as q.retry.{ttl_ms}
 //
-// The suffixes are Options fields. Every wait (retry, deferral, delayed
-// enqueue) goes to a hold queue whose queue-level TTL is the wait, rounded
+// The suffixes are Options fields. In the default delay mode every wait
+// (retry, deferral, delayed enqueue) goes to a hold queue whose queue-level TTL is the wait, rounded
 // up to Options.Granularity (1s by default), so that every wait leaves in
 // publish order and on time. A hold queue is declared right before each
 // publish to it, which renews its x-expires lease; an idle one deletes
@@ -52,7 +53,8 @@
 // # Guarantees
 //
 //   - Every publish (enqueue, retry, defer, dead-letter) is mandatory and
-//     confirmed before it is reported successful. Many publishes are in
+//     confirmed before it is reported successful; waits in plugin mode are
+//     confirmed but not mandatory (see Delay modes). Many publishes are in
 //     flight on a channel at once; a basic.return (which the broker sends
 //     before that publish's basic.ack) is paired with exactly its publish by
 //     message id, or by an x-queuey-publish-seq header when another publish
@@ -80,9 +82,43 @@
 //
 // # Delay modes
 //
-// runtime.DelayQueue (hold queues) is the default. runtime.DelayPlugin, the
-// delayed-message-exchange plugin, is not implemented yet and is refused
-// with ErrNotImplemented at declare time. When it comes, its publishes will
-// be confirmed but not mandatory, since the plugin returns every mandatory
-// publish; the exchange will be checked at declare time instead.
+// runtime.DelayQueue (hold queues, above) is the default. With
+// runtime.DelayPlugin, on a queue (QueueConfig.Delay) or as the default of
+// every queue that names none (Options.Delay), waits go to an
+// x-delayed-message exchange of RabbitMQ's delayed-message-exchange plugin
+// instead:
+//
+//	q.delay   durable; type x-delayed-message; x-delayed-type = direct; q bound with routing key q
+//
+// The exchange is QueueConfig.DelayExchange, else Options.DelayExchange
+// (one exchange several queues share), else q.delay. A wait is published to
+// it with routing key q and the delay in the x-delay header (milliseconds, a
+// signed 32-bit value), and the plugin routes it to q when it is due. One
+// exchange holds every delay, and a short wait is never held behind a long
+// one. Everything else is as with hold queues: the delay is rounded up to
+// Options.Granularity and refused above runtime.MaxDeferral, a deferral
+// travels at the queue's max_priority and burns no attempt, a retry travels
+// at the job's own priority with its attempt counted, and a wait onto a
+// queue not declared here is runtime.ErrUnknownQueue.
+//
+// Plugin waits are confirmed but not mandatory: the plugin routes nothing at
+// publish time, so it returns every mandatory publish. Declare checks
+// instead that the exchange is there. It declares the exchange and binds q
+// to it, on a connection of its own: a broker without the plugin answers
+// the declare of an unknown exchange type by closing the whole connection,
+// and the publishing and consuming connections must not go with it. That
+// answer is reported as ErrPluginMissing, naming the queue and the command
+// that enables the plugin (rabbitmq-plugins enable
+// rabbitmq_delayed_message_exchange). With Options.ProvisionedDelayExchange
+// the operator provisions the exchange: Declare checks with a passive
+// declare that it exists (ErrDelayExchangeMissing when not) and binds q to
+// it. A passive declare cannot tell an exchange's type, so a provisioned
+// exchange of another type goes unnoticed and would route waits at once.
+// Removing the binding while waits are held drops them when they are due,
+// unnoticed, since the publishes were not mandatory.
+//
+// The plugin keeps delayed messages on the node that received them, one
+// copy, not replicated, and it is not meant for hundreds of thousands of
+// waiting messages; hold queues are replicated as the broker replicates
+// queues.
 package rabbitmq
