@@ -13,18 +13,29 @@ import (
 // RabbitMQ.
 const amqpURLEnv = "QUEUEY_AMQP_URL"
 
+// delayEnv names the environment variable that says how RabbitMQ holds
+// waits: "queue" (hold queues, the default) or "plugin" (an
+// x-delayed-message exchange, which needs the delayed-message-exchange
+// plugin enabled on the broker).
+const delayEnv = "QUEUEY_DELAY"
+
 // openBackend returns the backend to run on, a name to print for it and a
-// function that closes it: RabbitMQ at $QUEUEY_AMQP_URL when that is set,
-// the in-memory backend otherwise.
+// function that closes it: RabbitMQ at $QUEUEY_AMQP_URL, holding waits as
+// $QUEUEY_DELAY says, when that is set; the in-memory backend otherwise.
 func openBackend(ctx context.Context) (runtime.Backend, string, func() error, error) {
 	url := os.Getenv(amqpURLEnv)
 	if url == "" {
 		b := runtime.NewMemoryBackend()
 		return b, "in memory (set " + amqpURLEnv + " to use RabbitMQ)", b.Close, nil
 	}
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{})
+	delay := runtime.DelayMode(os.Getenv(delayEnv))
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Delay: delay})
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("dial RabbitMQ at %s=%s: %w", amqpURLEnv, url, err)
+		return nil, "", nil, fmt.Errorf("dial RabbitMQ at %s=%s with %s=%q: %w", amqpURLEnv, url, delayEnv, delay, err)
 	}
-	return b, "RabbitMQ " + b.ServerVersion() + " at " + amqpURLEnv, b.Close, nil
+	waits := "waits in hold queues (set " + delayEnv + "=plugin for the delayed-message-exchange plugin)"
+	if delay == runtime.DelayPlugin {
+		waits = "waits in x-delayed-message exchanges (" + delayEnv + "=plugin)"
+	}
+	return b, "RabbitMQ " + b.ServerVersion() + " at " + amqpURLEnv + ", " + waits, b.Close, nil
 }
