@@ -124,6 +124,7 @@ func TestPluginMissingIsExplained(t *testing.T) {
 		t.Fatalf("ran job %d, want 1", n)
 	}
 
+	pubConn, conConn := rabbitmq.Connections(b)
 	delayed := runtime.DefaultQueueConfig(queueName(t))
 	delayed.Kind = "job"
 	delayed.Delay = runtime.DelayPlugin
@@ -137,6 +138,10 @@ func TestPluginMissingIsExplained(t *testing.T) {
 				t.Errorf("Declare error %q does not mention %s", err, want)
 			}
 		}
+	}
+	// Not dialled again behind the scenes: the very same connections live.
+	if p, c := rabbitmq.Connections(b); p != pubConn || c != conConn || p.IsClosed() || c.IsClosed() {
+		t.Errorf("the publishing and consuming connections did not survive the failed Declare")
 	}
 	env := &runtime.Envelope{ID: "x", Queue: delayed.Name, Attempt: 1, MaxAttempts: 1}
 	if err := b.Publish(ctxT(t), env, time.Second); !errors.Is(err, runtime.ErrUnknownQueue) {
