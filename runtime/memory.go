@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -100,12 +101,16 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.publishLocked(env, prio, delay, atMax)
+}
+
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool) error {
 	d, err := RoundDelay(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
 		return ErrClosed
 	}
@@ -181,9 +186,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
 			continue
 		}
-		// The message's envelope is handed over as is: the backend never
-		// changes it, and what the consumer changes travels no further.
-		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: m.env}
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: consumerCopy(m.env)}
 		sub.unacked[d] = struct{}{}
 		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked
 	}
@@ -220,14 +223,14 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 }
 
 // TakeDeadLetters removes and returns up to max dead letters of queue.
-func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error) {
+func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
 	}
-	n := min(max, len(q.dead))
+	n := min(max(limit, 0), len(q.dead))
 	out := append([]DeadLetter(nil), q.dead[:n]...)
 	q.dead = q.dead[n:]
 	return out, nil
@@ -260,10 +263,22 @@ func (b *MemoryBackend) Close() error {
 	for _, q := range b.queues {
 		for _, s := range q.subs {
 			s.closeLocked(false)
+			s.err = fmt.Errorf("consumer of %q: %w", q.cfg.Name, ErrClosed)
 		}
 		q.subs = nil
 	}
 	return nil
+}
+
+// consumerCopy returns the copy of a stored envelope that a consumer gets:
+// its fields and headers are the consumer's to change, so a requeued message
+// goes back as it came. The payload is shared; nothing writes to it.
+func consumerCopy(e *Envelope) *Envelope {
+	c := *e
+	if e.Headers != nil {
+		c.Headers = maps.Clone(e.Headers)
+	}
+	return &c
 }
 
 // memHeap orders messages by priority, highest first, then by arrival.

@@ -17,10 +17,17 @@ type memSub struct {
 	unacked  map[*memDelivery]struct{}
 	stopped  bool
 	closed   bool
+	err      error // set when the backend closed
 }
 
 func (s *memSub) Deliveries() <-chan Delivery { return s.ch }
-func (s *memSub) Err() error                  { return nil }
+
+// Err is ErrClosed (wrapped) after the backend closed, nil otherwise.
+func (s *memSub) Err() error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	return s.err
+}
 
 // Stop hands out no more deliveries and closes the channel.
 func (s *memSub) Stop() error {
@@ -73,16 +80,24 @@ type memDelivery struct {
 
 func (d *memDelivery) Envelope() *Envelope { return d.env }
 
-// settle removes d from its subscription's unacked set, then runs then
-// (under the lock) if given. It fails when d is no longer held.
-func (d *memDelivery) settle(then func(*memQueue)) error {
-	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
+// heldLocked fails when d is no longer held by its subscription.
+func (d *memDelivery) heldLocked() error {
 	if _, ok := d.sub.unacked[d]; !ok {
 		if d.sub.closed {
 			return fmt.Errorf("%w: subscription to %q", ErrClosed, d.q.cfg.Name)
 		}
 		return fmt.Errorf("queuey: delivery of job %s already settled", d.env.ID)
+	}
+	return nil
+}
+
+// settle removes d from its subscription's unacked set, then runs then
+// (under the lock) if given. It fails when d is no longer held.
+func (d *memDelivery) settle(then func(*memQueue)) error {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if err := d.heldLocked(); err != nil {
+		return err
 	}
 	delete(d.sub.unacked, d)
 	if then != nil {
@@ -98,17 +113,6 @@ func (d *memDelivery) Requeue(ctx context.Context) error {
 	return d.settle(func(q *memQueue) { heap.Push(&q.ready, d.msg) })
 }
 
-// held reports whether d is still unsettled, so a publish-then-ack does not
-// publish a copy for a delivery that can no longer be acked.
-func (d *memDelivery) held() error {
-	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
-	if _, ok := d.sub.unacked[d]; !ok {
-		return fmt.Errorf("%w: delivery of job %s is no longer held", ErrClosed, d.env.ID)
-	}
-	return nil
-}
-
 func (d *memDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {
 	return d.wait(ctx, next, delay, false)
 }
@@ -117,14 +121,24 @@ func (d *memDelivery) Defer(ctx context.Context, next *Envelope, delay time.Dura
 	return d.wait(ctx, next, delay, true)
 }
 
+// wait publishes next and settles d in one critical section, so a close of
+// the subscription cannot land between them and both requeue d and keep
+// the copy.
 func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Duration, ahead bool) error {
-	if err := d.held(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := d.b.publish(ctx, next.Clone(), next.Priority, delay, ahead); err != nil {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if err := d.heldLocked(); err != nil {
 		return err
 	}
-	return d.settle(nil)
+	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead); err != nil {
+		return err
+	}
+	delete(d.sub.unacked, d)
+	d.b.dispatchLocked(d.q)
+	return nil
 }
 
 func (d *memDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {

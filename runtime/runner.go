@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// settleRetryDelay is how long a job whose outcome could not be recorded
+// waits before it is put back on its queue.
+const settleRetryDelay = time.Second
+
 // queueRunner consumes one queue for a Worker.
 type queueRunner struct {
 	w       *Worker
@@ -18,8 +22,9 @@ type queueRunner struct {
 }
 
 // run consumes until ctx ends, subscribing again with backoff when a
-// subscription fails.
-func (c *queueRunner) run(ctx context.Context) {
+// subscription fails. It returns an error only when the backend was closed:
+// nothing can be consumed any more.
+func (c *queueRunner) run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
 		sub, err := c.w.backend.Consume(ctx, c.queue)
@@ -29,17 +34,28 @@ func (c *queueRunner) run(ctx context.Context) {
 			err = sub.Err()
 		}
 		if ctx.Err() != nil {
-			return
+			return nil
+		}
+		if errors.Is(err, ErrClosed) {
+			return fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
 		c.w.log.Error("queuey: consumer stopped; subscribing again", "queue", c.queue.Name, "error", err, "after", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		if !sleepCtx(ctx, backoff) {
+			return nil
 		}
 		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// sleepCtx waits d or until ctx ends, and reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -110,6 +126,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 			t.Stop()
 		case <-t.C:
 			c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
+			c.w.timedOut.Store(true)
 			cancelHandlers(ErrShutdownTimeout)
 		}
 	}
@@ -137,7 +154,12 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 		return // shutdown timeout: leave the job for redelivery
 	}
 	if serr := c.settle(base, d, env, err); serr != nil {
-		c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
+		// The outcome could not be recorded (its publish failed, say), so
+		// the job must run again; but not at once, or a lasting failure
+		// would spin the handler. Holding this handler slot for a while
+		// also slows the queue while the backend is in trouble.
+		c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", settleRetryDelay)
+		sleepCtx(base, settleRetryDelay)
 		if rerr := d.Requeue(base); rerr != nil {
 			c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
 		}

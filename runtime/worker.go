@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,12 +63,15 @@ type Worker struct {
 	shutdownTimeout time.Duration
 	middleware      []Middleware
 
-	mu       sync.Mutex
-	regs     []registration
-	regErrs  []error
-	started  bool
-	stopping context.CancelFunc
-	done     chan struct{}
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+	done     chan struct{} // closed when a started Run returns
+	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
+
+	mu      sync.Mutex
+	regs    []registration
+	regErrs []error
+	started bool
 }
 
 type registration struct {
@@ -77,7 +81,13 @@ type registration struct {
 
 // NewWorker returns a Worker over b.
 func NewWorker(b Backend, opts ...WorkerOption) *Worker {
-	w := &Worker{backend: b, log: slog.Default(), shutdownTimeout: DefaultShutdownTimeout}
+	w := &Worker{
+		backend:         b,
+		log:             slog.Default(),
+		shutdownTimeout: DefaultShutdownTimeout,
+		stop:            make(chan struct{}),
+		done:            make(chan struct{}),
+	}
 	for _, opt := range opts {
 		opt(w)
 	}
@@ -85,15 +95,15 @@ func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 }
 
 // Register makes h the handler of q's jobs. Generated HandleX functions call
-// it. A bad config, a queue registered twice or a registration after Run has
-// started is reported by Run.
+// it. A bad config or a queue registered twice is reported by Run.
+// Registering after Run has started is a programming error and panics, as
+// nothing could report it.
 func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.started:
-		w.regErrs = append(w.regErrs, fmt.Errorf("%w: queue %q registered after Run started", ErrInvalidOption, q.Name))
-		return
+		panic(fmt.Sprintf("queuey: handler for queue %q registered after Worker.Run started; register every handler before Run", q.Name))
 	case h == nil:
 		w.regErrs = append(w.regErrs, fmt.Errorf("%w: queue %q: nil handler", ErrInvalidOption, q.Name))
 		return
@@ -109,11 +119,18 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 }
 
 // Run declares every registered queue, consumes each with its prefetch and
-// concurrency, and runs handlers until ctx ends. Then it stops consuming,
-// waits for in-flight handlers up to the shutdown timeout, and returns ctx's
-// error; after Stop it returns nil. Jobs whose handlers had not finished are
-// left unsettled, so the backend delivers them again. Run may be called
-// once.
+// concurrency, and runs handlers until ctx ends or Stop is called. Then it
+// stops consuming and waits for in-flight handlers up to the shutdown
+// timeout. Jobs whose handlers had not finished by then are left unsettled,
+// so the backend delivers them again; their handlers' contexts are cancelled
+// with ErrShutdownTimeout as the cause, and a handler that ignores that may
+// outlive Run.
+//
+// Run returns ctx's error when ctx ended, nil after Stop, joined with
+// ErrShutdownTimeout when the timeout passed. It returns at once with an
+// error for bad registrations, a failed declare, or a backend that was
+// closed under it. Run may be called once; a second call returns
+// ErrWorkerRunning.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -121,14 +138,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return ErrWorkerRunning
 	}
 	w.started = true
-	runCtx, cancel := context.WithCancel(ctx)
-	w.stopping = cancel
-	w.done = make(chan struct{})
 	regs := slices.Clone(w.regs)
 	regErr := errors.Join(w.regErrs...)
 	w.mu.Unlock()
 	defer close(w.done)
-	defer cancel()
 
 	if regErr != nil {
 		return regErr
@@ -136,35 +149,66 @@ func (w *Worker) Run(ctx context.Context) error {
 	if len(regs) == 0 {
 		return fmt.Errorf("%w: no handlers registered", ErrInvalidOption)
 	}
+	select {
+	case <-w.stop:
+		return nil
+	default:
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
 	for _, r := range regs {
 		if err := w.backend.Declare(runCtx, r.queue); err != nil {
 			return fmt.Errorf("declare queue %q: %w", r.queue.Name, err)
 		}
 	}
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		errMu   sync.Mutex
+		runErrs []error
+	)
 	for _, r := range regs {
 		c := &queueRunner{w: w, queue: r.queue, handler: w.wrap(r.handler)}
-		wg.Go(func() { c.run(runCtx) })
+		wg.Go(func() {
+			if err := c.run(runCtx); err != nil {
+				errMu.Lock()
+				runErrs = append(runErrs, err)
+				errMu.Unlock()
+				cancel() // the backend is gone: stop every queue
+			}
+		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
+	errs := append(runErrs, ctx.Err())
+	if w.timedOut.Load() {
+		errs = append(errs, ErrShutdownTimeout)
 	}
-	return nil
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) == 1 {
+		return errs[0] // ctx.Err() itself, comparable with ==
+	}
+	return errors.Join(errs...)
 }
 
-// Stop ends a running Run as if its context had ended and waits until it has
-// returned or ctx ends. It is safe to call more than once, and before Run.
+// Stop ends Run as if its context had ended and waits until Run has
+// returned or ctx ends. Stop before Run makes Run return nil at once. Stop is
+// safe to call more than once.
 func (w *Worker) Stop(ctx context.Context) error {
+	w.stopOnce.Do(func() { close(w.stop) })
 	w.mu.Lock()
-	cancel, done := w.stopping, w.done
+	started := w.started
 	w.mu.Unlock()
-	if cancel == nil {
+	if !started {
 		return nil
 	}
-	cancel()
 	select {
-	case <-done:
+	case <-w.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -36,9 +37,6 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
 	w := runtime.NewWorker(b, quiet())
-	if err := w.Stop(context.Background()); err != nil {
-		t.Fatalf("Stop before Run: %v", err)
-	}
 	ran := make(chan int, 1)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- p.N; return nil })
 	errc := make(chan error, 1)
@@ -66,6 +64,86 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 	}
 	if err := recvT(t, errc); err != nil {
 		t.Errorf("Run after Stop = %v, want nil", err)
+	}
+}
+
+func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	h := func(ctx context.Context, p ping) error { return nil }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Stop before Run: Run returns nil at once.
+	w := runtime.NewWorker(b, quiet())
+	runtime.Handle(w, q, h)
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("Stop before Run: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background()) }()
+	if err := recvT(t, errc); err != nil {
+		t.Errorf("Run after Stop = %v, want nil", err)
+	}
+
+	// Stop racing a Run that has just been started: Run still ends.
+	for range 50 {
+		w := runtime.NewWorker(b, quiet())
+		runtime.Handle(w, q, h)
+		errc := make(chan error, 1)
+		go func() { errc <- w.Run(context.Background()) }()
+		if err := w.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if err := recvT(t, errc); err != nil {
+			t.Fatalf("Run = %v, want nil after Stop", err)
+		}
+	}
+}
+
+// runningWorker starts a worker on queue name and returns once it has
+// handled a first job, so that Run is known to be consuming.
+func runningWorker(t *testing.T, b *runtime.MemoryBackend, name string) (*runtime.Worker, <-chan error) {
+	t.Helper()
+	q := runtime.QueueConfig{Name: name, Kind: "ping"}
+	w := runtime.NewWorker(b, quiet())
+	ran := make(chan struct{}, 1)
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- struct{}{}; return nil })
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background()) }()
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(context.Background(), p, q, ping{}); err != nil {
+		t.Fatal(err)
+	}
+	recvT(t, ran)
+	return w, errc
+}
+
+func TestWorkerRegisterAfterRunPanics(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	w, errc := runningWorker(t, b, "first")
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), `queue "late" registered after Worker.Run started`) {
+			t.Errorf("recovered %v, want a panic naming the queue", r)
+		}
+		_ = w.Stop(context.Background())
+		recvT(t, errc)
+	}()
+	runtime.Handle(w, runtime.QueueConfig{Name: "late"}, func(ctx context.Context, p ping) error { return nil })
+}
+
+func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	_, errc := runningWorker(t, b, "closing")
+	b.Close()
+	if err := recvT(t, errc); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Run = %v, want ErrClosed once the backend closed", err)
 	}
 }
 
