@@ -66,6 +66,12 @@
 //     x-queuey-dead-reason header and logged; it never ends or stalls a
 //     consumer. With Options.NoDeadLetterQueues, it and every dead job are
 //     rejected (requeue=false) instead, for a broker policy to route.
+//   - A publish with a field longer than an AMQP short string (255 bytes:
+//     a job ID, a kind, a header name, a queue or exchange name) is refused
+//     with ErrFieldTooLong, naming the field and its length, before it
+//     reaches the wire: the client library would fail it half-written, and
+//     the broker would close the publishing connection with every publish
+//     in flight on it.
 //   - A channel closed by the broker (404 NOT_FOUND, 406 PRECONDITION_FAILED)
 //     is reported as an error naming what was done, and replaced.
 //

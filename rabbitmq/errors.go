@@ -6,6 +6,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 )
 
@@ -31,6 +32,12 @@ var (
 	// with Options.ProvisionedDelayExchange, when its delay exchange does
 	// not exist.
 	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
+	// ErrFieldTooLong is returned, before anything is sent, for a publish
+	// with a field longer than an AMQP short string carries (255 bytes):
+	// a job ID, a kind, a header name or a queue name. Sent, it would make
+	// the broker close the publishing connection, failing every publish in
+	// flight on it.
+	ErrFieldTooLong = codec.ErrTooLong
 	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
 	// was told not to declare dead-letter queues.
 	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")

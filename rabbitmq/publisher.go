@@ -9,7 +9,17 @@ import (
 	"sync/atomic"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
 )
+
+// clip shortens a name for an error message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "…"
+}
 
 // seqHeader carries a publish's sequence number on its channel when its
 // message id cannot pair a basic.return with it: when another publish with
@@ -159,6 +169,12 @@ func (pc *pubChannel) breakWith(err error) {
 // or by seqHeader; one that is not mandatory gets no return and needs
 // neither.
 func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, serial bool) error {
+	// A field too long for the wire fails in the client library after the
+	// method frame went out, and the broker closes the whole connection:
+	// refuse it before it touches the channel.
+	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
+		return fmt.Errorf("publish to %q: %w", clip(key), err)
+	}
 	w := &waiter{res: make(chan error, 1)}
 	pc.pubMu.Lock()
 	pc.mu.Lock()

@@ -39,6 +39,80 @@ const (
 // envelope.
 var ErrInvalid = errors.New("invalid envelope")
 
+// MaxShortString is the longest AMQP short string, in bytes: the limit of
+// a message id, a type, a header name, an exchange name and a routing key.
+const MaxShortString = 255
+
+// ErrTooLong is wrapped by every error about a field longer than an AMQP
+// short string can carry. Such a publish must never reach the client
+// library: it writes the method frame before it fails on the header frame,
+// and the broker then closes the whole connection (501 FRAME_ERROR), with
+// every publish in flight on it.
+var ErrTooLong = errors.New("field longer than an AMQP short string (255 bytes)")
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return s[:40] + "…"
+}
+
+func tooLong(field string, n int) error {
+	return fmt.Errorf("%w: %s is %d bytes, want at most %d", ErrTooLong, field, n, MaxShortString)
+}
+
+// CheckPublishing refuses a publish of msg to exchange with routing key
+// key when any field that travels as an AMQP short string (the exchange,
+// the routing key, the string properties and every header name, nested
+// tables included) exceeds MaxShortString bytes. The error names the field
+// and its length.
+func CheckPublishing(exchange, key string, msg *amqp.Publishing) error {
+	for _, f := range []struct {
+		name, v string
+	}{
+		{"exchange name", exchange},
+		{"routing key (queue name)", key},
+		{"message id", msg.MessageId},
+		{"type (job kind)", msg.Type},
+		{"content type", msg.ContentType},
+		{"content encoding", msg.ContentEncoding},
+		{"correlation id", msg.CorrelationId},
+		{"reply-to", msg.ReplyTo},
+		{"expiration", msg.Expiration},
+		{"user id", msg.UserId},
+		{"app id", msg.AppId},
+	} {
+		if len(f.v) > MaxShortString {
+			return tooLong(f.name, len(f.v))
+		}
+	}
+	return checkTable(msg.Headers, "header")
+}
+
+func checkTable(t amqp.Table, what string) error {
+	for k, v := range t {
+		if len(k) > MaxShortString {
+			return tooLong(fmt.Sprintf("%s name %q", what, clip(k)), len(k))
+		}
+		switch x := v.(type) {
+		case amqp.Table:
+			if err := checkTable(x, fmt.Sprintf("name in header %q", k)); err != nil {
+				return err
+			}
+		case []any:
+			for _, e := range x {
+				if t, ok := e.(amqp.Table); ok {
+					if err := checkTable(t, fmt.Sprintf("name in header %q", k)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // Options are the wire facts of one publish that are not in the envelope.
 type Options struct {
 	// Priority is the AMQP priority the message travels at. It differs from
@@ -50,17 +124,31 @@ type Options struct {
 }
 
 // Encode returns the publishing that carries env. It refuses an envelope
-// that Decode would refuse.
+// that Decode would refuse, and one with a field longer than an AMQP short
+// string can carry (ErrTooLong): the ID, the kind, the queue name or a
+// header name.
 func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 	switch {
 	case env == nil:
 		return amqp.Publishing{}, fmt.Errorf("encode: nil envelope")
+	case len(env.ID) > MaxShortString:
+		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
 	case env.ID == "":
 		return amqp.Publishing{}, fmt.Errorf("encode job on queue %q: empty ID", env.Queue)
 	case env.Queue == "":
 		return amqp.Publishing{}, fmt.Errorf("encode job %q: empty queue", env.ID)
+	case len(env.Queue) > MaxShortString:
+		return amqp.Publishing{}, fmt.Errorf("encode job %q: %w", env.ID, tooLong("queue name", len(env.Queue)))
+	case len(env.Kind) > MaxShortString:
+		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue, tooLong("kind (type)", len(env.Kind)))
 	case env.Attempt < 1 || env.MaxAttempts < 1:
 		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
+	}
+	for k := range env.Headers {
+		if n := len(UserHeaderPrefix) + len(k); n > MaxShortString {
+			return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue,
+				tooLong(fmt.Sprintf("header name %q with its prefix %q", clip(k), UserHeaderPrefix), n))
+		}
 	}
 	h := make(amqp.Table, 6+len(env.Headers))
 	h[HeaderAttempt] = int64(env.Attempt)

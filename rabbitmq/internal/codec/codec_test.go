@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -229,3 +230,63 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestEncodeRefusesOverlongShortStrings(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	for _, tc := range []struct {
+		field string
+		mod   func(e *runtime.Envelope)
+		n     int
+	}{
+		{"ID", func(e *runtime.Envelope) { e.ID = long }, 300},
+		{"kind", func(e *runtime.Envelope) { e.Kind = long }, 300},
+		{"queue name", func(e *runtime.Envelope) { e.Queue = long }, 300},
+		{"header name", func(e *runtime.Envelope) { e.Headers = map[string]string{strings.Repeat("k", 250): "v"} }, 250 + len(UserHeaderPrefix)},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			env := sample()
+			tc.mod(env)
+			_, err := Encode(env, Options{})
+			if !errors.Is(err, ErrTooLong) {
+				t.Fatalf("Encode = %v, want ErrTooLong", err)
+			}
+			for _, want := range []string{tc.field, itoa(tc.n) + " bytes"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	// 255 bytes fit.
+	env := sample()
+	env.ID, env.Kind = strings.Repeat("i", 255), strings.Repeat("k", 255)
+	env.Headers = map[string]string{strings.Repeat("h", 255-len(UserHeaderPrefix)): "v"}
+	if _, err := Encode(env, Options{}); err != nil {
+		t.Errorf("Encode of 255-byte fields: %v", err)
+	}
+}
+
+func TestCheckPublishing(t *testing.T) {
+	long := strings.Repeat("x", 256)
+	ok := amqp.Publishing{MessageId: "id", Headers: amqp.Table{"a": amqp.Table{"b": "c"}}}
+	if err := CheckPublishing("", "q", &ok); err != nil {
+		t.Fatalf("CheckPublishing of a good publish: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		exchange, key string
+		msg           amqp.Publishing
+	}{
+		"exchange name":  {exchange: long, key: "q"},
+		"routing key":    {key: long},
+		"correlation id": {key: "q", msg: amqp.Publishing{CorrelationId: long}},
+		"header name":    {key: "q", msg: amqp.Publishing{Headers: amqp.Table{long: "v"}}},
+		"name in header": {key: "q", msg: amqp.Publishing{Headers: amqp.Table{"t": amqp.Table{long: 1}}}},
+	} {
+		err := CheckPublishing(tc.exchange, tc.key, &tc.msg)
+		if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "256 bytes") {
+			t.Errorf("%s: CheckPublishing = %v, want ErrTooLong naming it and 256 bytes", name, err)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
