@@ -112,3 +112,10 @@ type DeadLetterReader interface {
 	// (the logical queue, not its dead-letter queue's name), oldest first.
 	TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error)
 }
+
+// ReadyCounter is implemented by backends that can tell how many jobs wait
+// ready on a queue: not handed to a consumer, not held in a wait. It serves
+// monitoring and tests.
+type ReadyCounter interface {
+	Ready(ctx context.Context, queue string) (int, error)
+}

@@ -33,6 +33,7 @@ type MemoryBackend struct {
 var (
 	_ Backend          = (*MemoryBackend)(nil)
 	_ DeadLetterReader = (*MemoryBackend)(nil)
+	_ ReadyCounter     = (*MemoryBackend)(nil)
 )
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -234,6 +235,18 @@ func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit
 	out := append([]DeadLetter(nil), q.dead[:n]...)
 	q.dead = q.dead[n:]
 	return out, nil
+}
+
+// Ready returns how many jobs wait ready on queue, like Len; an undeclared
+// queue is ErrUnknownQueue.
+func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[queue]
+	if !ok {
+		return 0, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+	}
+	return q.ready.Len(), nil
 }
 
 // Len returns how many jobs wait ready on queue, not counting those handed

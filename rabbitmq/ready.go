@@ -1,0 +1,34 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+var _ runtime.ReadyCounter = (*Backend)(nil)
+
+// Ready returns how many messages wait ready on queue, as the broker counts
+// them (a passive declare): not delivered to a consumer, not in a hold
+// queue. An absent queue is runtime.ErrUnknownQueue.
+func (b *Backend) Ready(ctx context.Context, queue string) (int, error) {
+	if b.isClosed() {
+		return 0, fmt.Errorf("count ready jobs of %q: %w", queue, runtime.ErrClosed)
+	}
+	ch, err := b.conConn.channel(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count ready jobs of %q: %w", queue, err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		if isCode(err, amqp.NotFound) {
+			return 0, fmt.Errorf("count ready jobs of %q: %w: the queue does not exist", queue, runtime.ErrUnknownQueue)
+		}
+		return 0, brokerError(fmt.Sprintf("count ready jobs of %q", queue), err)
+	}
+	return q.Messages, nil
+}
