@@ -87,9 +87,12 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 // ServerVersion is the broker's version as it reported it when dialled.
 func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
 
-// QuorumPriorities reports whether the broker's quorum queues take
-// x-max-priority (RabbitMQ 4.x). On 3.x a quorum queue is declared without
-// it, and deferred jobs return FIFO instead of ahead of the backlog.
+// QuorumPriorities reports whether the broker's quorum queues order by
+// priority: RabbitMQ 4.x quorum queues have two levels built in, normal
+// (0-4) and high (5 and above), so a deferral returns ahead of the backlog
+// when the queue's max_priority is 5 or more. RabbitMQ 3.x quorum queues
+// have none, and deferred jobs return FIFO. A quorum queue is never
+// declared with x-max-priority: neither version accepts it.
 func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
 
 // Close closes the backend's connections. Unsettled deliveries go back to
@@ -136,9 +139,13 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if q.DelayExchange == "" {
 		q.DelayExchange = b.opts.DelayExchange
 	}
-	work, prioritiesOK := topology.Work(q, b.version)
-	if !prioritiesOK {
-		b.log.Warn("queuey: RabbitMQ 3.x quorum queues have no priorities: declared without x-max-priority, so deferred jobs return in FIFO order, not ahead of the backlog (RabbitMQ 4.x has them)",
+	work, prio := topology.Work(q, b.version)
+	switch prio {
+	case topology.PrioritiesNone:
+		b.log.Warn("queuey: RabbitMQ 3.x quorum queues have no priorities: declared without x-max-priority, so deferred jobs return in FIFO order, not ahead of the backlog (RabbitMQ 4.x quorum queues have two levels)",
+			"queue", q.Name, "max_priority", q.MaxPriority, "broker_version", b.version.String())
+	case topology.PrioritiesTooLow:
+		b.log.Warn(fmt.Sprintf("queuey: RabbitMQ 4.x quorum queues have two priority levels, normal (0-4) and high (%d and above); deferred jobs travel at max_priority, which is normal here, so they return in FIFO order, not ahead of the backlog: set max_priority to %d or more", topology.QuorumHighPriority, topology.QuorumHighPriority),
 			"queue", q.Name, "max_priority", q.MaxPriority, "broker_version", b.version.String())
 	}
 	if err := b.decl.declare(ctx, work); err != nil {

@@ -3,6 +3,8 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +83,52 @@ func TestCloseTwice(t *testing.T) {
 	err := b.Declare(context.Background(), runtime.DefaultQueueConfig("x"))
 	if !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("Declare after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestQuorumPrioritiesByVersion: a quorum queue is declared without
+// x-max-priority on any broker version, and Declare warns when deferrals
+// cannot return ahead of the backlog: on 3.x never, on 4.x (two built-in
+// levels) when max_priority is below 5.
+func TestQuorumPrioritiesByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		maxPrio int
+		warn    string // in the warning, or "" for none
+	}{
+		{"3.10.8", 10, "3.x quorum queues have no priorities"},
+		{"4.0.1", 3, "two priority levels"},
+		{"4.0.1", 5, ""},
+		{"4.0.1", 10, ""},
+	} {
+		t.Run(tc.version+"/"+itoa(tc.maxPrio), func(t *testing.T) {
+			logs := make(records, 16)
+			b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+			rabbitmq.SetBrokerVersion(b, tc.version)
+			q := runtime.DefaultQueueConfig(queueName(t))
+			q.QueueType = runtime.QueueQuorum
+			q.MaxPriority = tc.maxPrio
+			if err := b.Declare(ctxT(t), q); err != nil {
+				t.Fatalf("Declare: %v", err)
+			}
+			var warned []string
+			for len(logs) > 0 {
+				if rec := <-logs; rec.Level == slog.LevelWarn {
+					warned = append(warned, rec.Message)
+				}
+			}
+			switch {
+			case tc.warn == "" && len(warned) > 0:
+				t.Errorf("warned %q, want no warning", warned)
+			case tc.warn != "" && (len(warned) != 1 || !strings.Contains(warned[0], tc.warn)):
+				t.Errorf("warned %q, want one warning saying %q", warned, tc.warn)
+			}
+			// The broker took the declare: no x-max-priority on the quorum
+			// queue (a 3.x broker refuses it), and the same declare again
+			// matches what exists.
+			if err := b.Declare(ctxT(t), q); err != nil {
+				t.Fatalf("second Declare: %v", err)
+			}
+		})
 	}
 }

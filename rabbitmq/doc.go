@@ -15,7 +15,7 @@
 //
 // For a logical queue q:
 //
-//	q                    durable; x-max-priority = max_priority when > 0; x-queue-type
+//	q                    durable; x-queue-type; x-max-priority = max_priority when > 0 on a classic queue
 //	q.dead               durable: jobs out of attempts, permanent failures, poison
 //	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms}  same as q.retry.{ttl_ms}
@@ -44,11 +44,16 @@
 //
 // # Quorum queues
 //
-// RabbitMQ 3.x quorum queues refuse x-max-priority. On a 3.x broker (read
-// from the connection's server properties) a quorum queue is declared
-// without it and a warning is logged: priorities and deferral ahead of the
-// backlog are not available there, deferred jobs return FIFO. RabbitMQ 4.x
-// quorum queues have priorities built in and get x-max-priority.
+// A quorum queue is never declared with x-max-priority, whatever the
+// broker's version (read from the connection's server properties):
+// RabbitMQ 3.x quorum queues refuse it, and 4.x quorum queues refuse it
+// too, since their priorities are built in, two levels: normal (0-4) and
+// high (5 and above). On 4.x a deferred job, which travels at max_priority,
+// returns ahead of the backlog only when max_priority is 5 or more; with a
+// max_priority of 1 to 4 it is a normal message and returns FIFO, and
+// Declare logs a warning saying so. On 3.x priorities and deferral ahead of
+// the backlog are not available on quorum queues: Declare logs a warning and
+// deferred jobs return FIFO. Backend.QuorumPriorities reports which.
 //
 // # Guarantees
 //

@@ -1,6 +1,10 @@
 package rabbitmq
 
-import amqp "github.com/rabbitmq/amqp091-go"
+import (
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+)
 
 // Connections returns b's publishing and consuming AMQP connections as they
 // are now, for tests that check they survive something.
@@ -12,4 +16,14 @@ func Connections(b *Backend) (publish, consume *amqp.Connection) {
 	consume = b.conConn.conn
 	b.conConn.mu.Unlock()
 	return publish, consume
+}
+
+// SetBrokerVersion makes b act as if the broker were of version v, for
+// tests of version-dependent declares on whatever broker runs.
+func SetBrokerVersion(b *Backend, v string) {
+	ver, err := topology.ParseVersion(v)
+	if err != nil {
+		panic(err)
+	}
+	b.version = ver
 }

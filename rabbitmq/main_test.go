@@ -69,6 +69,34 @@ func itoa(n int) string {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// records is a slog.Handler that hands every record to a channel, and
+// drops those it has no room for.
+type records chan slog.Record
+
+func (r records) Enabled(context.Context, slog.Level) bool { return true }
+func (r records) Handle(_ context.Context, rec slog.Record) error {
+	select {
+	case r <- rec.Clone():
+	default:
+	}
+	return nil
+}
+func (r records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r records) WithGroup(string) slog.Handler      { return r }
+
+// attr returns the value of rec's attribute key, or nil.
+func attr(rec slog.Record, key string) any {
+	var v any
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.Any()
+			return false
+		}
+		return true
+	})
+	return v
+}
+
 // dial returns a backend closed when t ends.
 func dial(t *testing.T, opts rabbitmq.Options) *rabbitmq.Backend {
 	t.Helper()

@@ -3,7 +3,7 @@
 //
 // For logical queue q:
 //
-//	q                  durable; x-max-priority when > 0 (and supported); x-queue-type
+//	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue
 //	q.dead             durable (the broker's default type)
 //	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms} same as q.retry.{ttl_ms}
@@ -96,29 +96,61 @@ func ParseVersion(s string) (Version, error) {
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
 
-// QuorumPriorities reports whether quorum queues of this broker accept
-// x-max-priority: 4.x has priorities built in, 3.x refuses the argument.
+// QuorumPriorities reports whether quorum queues of this broker order by
+// priority. RabbitMQ 4.x quorum queues have two priority levels built in
+// (0-4 normal, 5 and above high) and take no x-max-priority; 3.x quorum
+// queues have no priorities at all. Neither accepts x-max-priority.
 func (v Version) QuorumPriorities() bool { return v.Major >= 4 }
 
-// Work returns the work queue of q. The second result is false when q asks
-// for priorities the broker's queue type cannot give (a quorum queue on 3.x):
-// x-max-priority is then left out and deferred jobs return in FIFO order.
-func Work(q runtime.QueueConfig, broker Version) (Queue, bool) {
+// QuorumHighPriority is the lowest message priority a RabbitMQ 4.x quorum
+// queue delivers ahead of normal ones.
+const QuorumHighPriority = 5
+
+// Priorities says how a work queue orders what it holds by priority.
+type Priorities int
+
+const (
+	// PrioritiesAsAsked: x-max-priority as the config asks, or no
+	// priorities asked for (max_priority 0).
+	PrioritiesAsAsked Priorities = iota
+	// PrioritiesNone: a quorum queue of RabbitMQ 3.x, which has none;
+	// deferred jobs return in FIFO order.
+	PrioritiesNone
+	// PrioritiesTooLow: a quorum queue of RabbitMQ 4.x whose max_priority
+	// is below QuorumHighPriority, so a deferral (which travels at
+	// max_priority) is a normal-priority message and returns in FIFO
+	// order.
+	PrioritiesTooLow
+	// PrioritiesTwoLevels: a quorum queue of RabbitMQ 4.x with max_priority
+	// of QuorumHighPriority or more: deferrals return ahead of the
+	// backlog, but the queue has two levels, not max_priority+1.
+	PrioritiesTwoLevels
+)
+
+// Work returns the work queue of q and how it orders by priority. A quorum
+// queue never gets x-max-priority, whatever the broker's version: 3.x
+// refuses it, and 4.x quorum queues have their priorities built in and
+// refuse it too.
+func Work(q runtime.QueueConfig, broker Version) (Queue, Priorities) {
 	args := amqp.Table{}
 	qt := q.QueueType
 	if qt == "" {
 		qt = runtime.QueueClassic
 	}
 	args[ArgQueueType] = string(qt)
-	prioritiesOK := true
-	if q.MaxPriority > 0 {
-		if qt == runtime.QueueQuorum && !broker.QuorumPriorities() {
-			prioritiesOK = false
-		} else {
-			args[ArgMaxPriority] = int32(q.MaxPriority)
-		}
+	prio := PrioritiesAsAsked
+	switch {
+	case q.MaxPriority <= 0:
+	case qt != runtime.QueueQuorum:
+		args[ArgMaxPriority] = int32(q.MaxPriority)
+	case !broker.QuorumPriorities():
+		prio = PrioritiesNone
+	case q.MaxPriority < QuorumHighPriority:
+		prio = PrioritiesTooLow
+	default:
+		prio = PrioritiesTwoLevels
 	}
-	return Queue{Name: q.Name, Args: args}, prioritiesOK
+	return Queue{Name: q.Name, Args: args}, prio
 }
 
 // Dead returns the dead-letter queue of logical queue name.

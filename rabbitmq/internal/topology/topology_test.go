@@ -20,29 +20,37 @@ func TestWork(t *testing.T) {
 		q      runtime.QueueConfig
 		broker Version
 		want   amqp.Table
-		prioOK bool
+		prio   Priorities
 	}{
 		{"classic with priority", runtime.QueueConfig{Name: "q", MaxPriority: 10}, v3,
-			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, true},
+			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
+		{"classic with priority on 4.x", runtime.QueueConfig{Name: "q", MaxPriority: 10}, v4,
+			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
 		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: 0, QueueType: runtime.QueueClassic}, v3,
-			amqp.Table{"x-queue-type": "classic"}, true},
-		{"quorum on 3.x drops priority", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v3,
-			amqp.Table{"x-queue-type": "quorum"}, false},
-		{"quorum on 4.x keeps priority", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v4,
-			amqp.Table{"x-queue-type": "quorum", "x-max-priority": int32(5)}, true},
+			amqp.Table{"x-queue-type": "classic"}, PrioritiesAsAsked},
+		{"quorum on 3.x has none", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v3,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesNone},
+		{"quorum on 4.x, high enough", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v4,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTwoLevels},
+		{"quorum on 4.x, 10", runtime.QueueConfig{Name: "q", MaxPriority: 10, QueueType: runtime.QueueQuorum}, v4,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTwoLevels},
+		{"quorum on 4.x, too low", runtime.QueueConfig{Name: "q", MaxPriority: 4, QueueType: runtime.QueueQuorum}, v4,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTooLow},
 		{"quorum without priority", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
-			amqp.Table{"x-queue-type": "quorum"}, true},
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
+		{"quorum without priority on 4.x", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v4,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Work(tc.q, tc.broker)
+			got, prio := Work(tc.q, tc.broker)
 			if got.Name != tc.q.Name {
 				t.Errorf("name = %q, want %q", got.Name, tc.q.Name)
 			}
 			if diff := cmp.Diff(tc.want, got.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
-			if ok != tc.prioOK {
-				t.Errorf("priorities available = %v, want %v", ok, tc.prioOK)
+			if prio != tc.prio {
+				t.Errorf("priorities = %v, want %v", prio, tc.prio)
 			}
 		})
 	}
