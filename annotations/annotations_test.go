@@ -140,3 +140,82 @@ type B struct{}
 		t.Errorf("error = %v, want %s", err, want)
 	}
 }
+
+// TestProseIsIgnored checks that comments which mention queuey: as prose
+// are neither directives nor errors, wherever they are.
+func TestProseIsIgnored(t *testing.T) {
+	jobs, err := parse(t, `// Package p is where jobs live.
+// queuey: the job framework we use
+// queuey:queue annotations mark its jobs.
+package p
+
+//queuey: jobs of this file
+// queuey: see the package doc.
+
+// Job is a job.
+// queuey: the framework runs it.
+// queuey:queue is the line below.
+//
+//queuey:queue prefetch=3
+type Job struct {
+	// queuey:queue would not belong here.
+	ID string
+}
+
+// Ship ships.
+// queuey: it enqueues through
+// queuey:queue-annotated jobs.
+func Ship() {
+	// queuey: nothing here either.
+}
+
+//queuey:other is not about queues.
+var x = 1
+`)
+	if err != nil {
+		t.Fatalf("prose comments were refused:\n%v", err)
+	}
+	if len(jobs) != 1 || jobs[0].Queue.Prefetch != 3 {
+		t.Errorf("jobs = %+v, want Job with prefetch=3", jobs)
+	}
+}
+
+// TestMisspeltDirective checks that a line meant as a directive but not
+// written as one is refused where it could be meant for a type.
+func TestMisspeltDirective(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"plural", "//queuey:queues prefetch=3\ntype Job struct{}\n",
+			`jobs.go:3:1: unknown directive //queuey:queues (did you mean //queuey:queue?); the only one is //queuey:queue`},
+		{"short", "//queuey:que\ntype Job struct{}\n",
+			`jobs.go:3:1: unknown directive //queuey:que (did you mean //queuey:queue?); the only one is //queuey:queue`},
+		{"capital", "//queuey:Queue\ntype Job struct{}\n",
+			`jobs.go:3:1: unknown directive //queuey:Queue (did you mean //queuey:queue?); the only one is //queuey:queue`},
+		{"other word on a type", "// Job is a job.\n//queuey:job\ntype Job struct{}\n",
+			`jobs.go:4:1: unknown directive //queuey:job; the only one is //queuey:queue`},
+		{"near miss on a func", "//queuey:queues\nfunc f() {}\n",
+			`jobs.go:3:1: unknown directive //queuey:queues (did you mean //queuey:queue?); the only one is //queuey:queue`},
+		{"near miss detached", "//queuey:qeue prefetch=3\n\ntype Job struct{}\n",
+			`jobs.go:3:1: unknown directive //queuey:qeue (did you mean //queuey:queue?); the only one is //queuey:queue`},
+		{"space on a type", "// Job is a job.\n// queuey:queue prefetch=3\ntype Job struct{}\n",
+			`jobs.go:4:1: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+		{"space without keys on a type", "// queuey:queue\ntype Job struct{}\n",
+			`jobs.go:3:1: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+		{"space and near miss on a type", "//  queuey:queues\ntype Job struct{}\n",
+			`jobs.go:3:1: "//  queuey:queues" is not a directive: write //queuey:queue with no space after //`},
+		{"space in a group", "type (\n\t// queuey:queue max_attempts=2\n\tJob struct{}\n)\n",
+			`jobs.go:4:2: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+		{"space detached", "// queuey:queue prefetch=3\n\ntype Job struct{}\n",
+			`jobs.go:3:1: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+		{"space alone on a func", "// queuey:queue\nfunc f() {}\n",
+			`jobs.go:3:1: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+		{"space with keys on a func", "// f does things.\n// queuey:queue prefetch=3\nfunc f() {}\n",
+			`jobs.go:4:1: "// queuey:queue" is not a directive: write //queuey:queue with no space after //`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, "package p\n\n"+tc.src)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error:\n got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

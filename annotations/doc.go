@@ -27,6 +27,11 @@
 // unknown key (with a suggestion when one is close), a key without a value,
 // a value out of range, a duplicate key, a directive that is not on a
 // struct type and two jobs with one queue name are each an *Error that
-// starts with file:line:col. This package reads syntax only; the generator
-// checks field types.
+// starts with file:line:col. So is a line meant as a directive but not
+// written as one: //queuey: followed by a near miss of queue (//queuey:queues,
+// //queuey:que), or by any other word on a type, and // queuey:queue with a
+// space after the slashes, on a type or followed by keys. A comment that
+// only mentions queuey, such as "// queuey: the job framework we use", is
+// prose and is ignored. This package reads syntax only; the generator checks
+// field types.
 package annotations

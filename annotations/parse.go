@@ -99,15 +99,16 @@ func (p *parser) file(f *ast.File) []Job {
 
 	directives := map[*ast.TypeSpec][]*ast.Comment{}
 	for _, cg := range f.Comments {
+		owner, onType := owners[cg]
+		where := place{onType: onType, pkgDoc: cg == f.Doc, alone: len(cg.List) == 1}
 		for _, c := range cg.List {
-			if !p.isDirective(c) {
+			if !p.isDirective(c, where) {
 				continue
 			}
-			owner, ok := owners[cg]
 			switch {
-			case ok && owner.spec != nil:
+			case onType && owner.spec != nil:
 				directives[owner.spec] = append(directives[owner.spec], c)
-			case ok:
+			case onType:
 				p.errorf(c.Pos(), "", "%s above a grouped type (...) declaration; put it in the doc comment of the type inside the group", Directive)
 			default:
 				p.errorf(c.Pos(), "", "%s is not in the doc comment of a type declaration; it must be directly above type X struct, with no blank line between", Directive)
@@ -136,24 +137,68 @@ func (p *parser) file(f *ast.File) []Job {
 	return jobs
 }
 
-// isDirective reports whether c is a //queuey: line, reporting one that
-// is malformed.
-func (p *parser) isDirective(c *ast.Comment) bool {
-	text := c.Text
-	if !strings.HasPrefix(text, directivePrefix) {
-		if rest, ok := strings.CutPrefix(text, "//"); ok && strings.HasPrefix(strings.TrimLeft(rest, " \t"), "queuey:") {
-			p.errorf(c.Pos(), "", "%q is not a directive: write %s with no space after //", firstWord(strings.TrimLeft(rest, " \t"), "// "), Directive)
+// place is where a comment is, for telling a directive meant for a type
+// from prose that mentions queuey.
+type place struct {
+	onType bool // in the doc comment of a type spec or grouped type declaration
+	pkgDoc bool // in the package doc comment
+	alone  bool // the only line of its comment group
+}
+
+// isDirective reports whether c is a //queuey:queue line. It reports a line
+// that is meant as one but is not: a //queuey: directive whose word is a near
+// miss of queue (any other word too, on a type), and //queuey:queue written
+// with spaces after the slashes where keys or a type show it is not prose.
+// Every other comment, "// queuey: the job framework" included, is prose.
+func (p *parser) isDirective(c *ast.Comment, where place) bool {
+	if rest, ok := strings.CutPrefix(c.Text, directivePrefix); ok {
+		verb := firstWord(rest, "")
+		switch {
+		case verb == "queue":
+			return true
+		case verb == "":
+			// "//queuey: ..." is not directive syntax (go/ast wants a
+			// word right after the colon); it reads as prose.
+		case nearQueue(verb):
+			p.errorf(c.Pos(), "", "unknown directive %s%s (did you mean %s?); the only one is %s", directivePrefix, verb, Directive, Directive)
+		case where.onType:
+			p.errorf(c.Pos(), "", "unknown directive %s%s; the only one is %s", directivePrefix, verb, Directive)
 		}
 		return false
 	}
-	verb := firstWord(text, "")
-	if verb != Directive {
-		msg := fmt.Sprintf("unknown directive %s", verb)
-		if s := suggest(strings.TrimPrefix(verb, directivePrefix), []string{"queue"}); s != "" {
-			msg += fmt.Sprintf(" (did you mean %s?)", Directive)
-		}
-		p.errorf(c.Pos(), "", "%s; the only one is %s", msg, Directive)
+	rest, ok := strings.CutPrefix(c.Text, "//")
+	if !ok || where.pkgDoc {
 		return false
+	}
+	after, ok := strings.CutPrefix(strings.TrimLeft(rest, " "), "queuey:")
+	if !ok || len(rest) == len(strings.TrimLeft(rest, " ")) {
+		return false
+	}
+	verb := firstWord(after, "")
+	args := strings.TrimLeft(after[len(verb):], " \t")
+	meant := (verb == "queue" || where.onType && nearQueue(verb)) &&
+		looksLikeKeys(args) && (where.onType || args != "" || where.alone)
+	if meant {
+		written := c.Text[:len(c.Text)-len(after)+len(verb)]
+		p.errorf(c.Pos(), "", "%q is not a directive: write %s with no space after //", written, Directive)
+	}
+	return false
+}
+
+// nearQueue reports whether word is likely a misspelling of queue: within
+// two edits of it, ignoring case, or queue with something after it.
+func nearQueue(word string) bool {
+	w := strings.ToLower(word)
+	return editDistance(w, "queue") <= 2 || strings.HasPrefix(w, "queue")
+}
+
+// looksLikeKeys reports whether every word of s is key=value, as the words
+// after a directive are; an empty s does.
+func looksLikeKeys(s string) bool {
+	for _, w := range strings.Fields(s) {
+		if k, _, ok := strings.Cut(w, "="); !ok || k == "" {
+			return false
+		}
 	}
 	return true
 }
