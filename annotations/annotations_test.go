@@ -126,18 +126,28 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestDuplicateQueueName checks that a clash of queue names is reported
+// where the second name comes from: its name= value when it has one, else
+// its type.
 func TestDuplicateQueueName(t *testing.T) {
-	_, err := parse(t, `package p
-
-//queuey:queue name=q
-type A struct{}
-
-//queuey:queue name=q
-type B struct{}
-`)
-	want := `jobs.go:7:6: queue name "q" of B is already the queue of A (jobs.go:4:6); give one of them another name=`
-	if err == nil || err.Error() != want {
-		t.Errorf("error = %v, want %s", err, want)
+	for _, tc := range []struct{ name, src, want string }{
+		{"both given", "//queuey:queue name=q\ntype A struct{}\n\n//queuey:queue prefetch=2 name=q\ntype B struct{}\n",
+			`jobs.go:6:32: name=q of B is already the queue of A (jobs.go:3:21); give one of them another name=`},
+		{"second given", "//queuey:queue\ntype A struct{}\n\n//queuey:queue name=p.a\ntype B struct{}\n",
+			`jobs.go:6:21: name=p.a of B is already the queue of A (jobs.go:4:6); give one of them another name=`},
+		{"second default", "//queuey:queue name=p.b\ntype A struct{}\n\n//queuey:queue\ntype B struct{}\n",
+			`jobs.go:7:6: default queue name "p.b" of B is already the queue of A (jobs.go:3:21); give one of them another name=`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, "package p\n\n"+tc.src)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error:\n got %v\nwant %s", err, tc.want)
+			}
+			var e *annotations.Error
+			if !errors.As(err, &e) || e.Key != annotations.KeyName {
+				t.Errorf("errors.As(*Error) gives %+v, want key %s", e, annotations.KeyName)
+			}
+		})
 	}
 }
 

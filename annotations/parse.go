@@ -22,11 +22,35 @@ type Job struct {
 	Type string
 	// Pos is the position of the type's name.
 	Pos token.Pos
+	// NamePos is the position of the value of the name= key, or
+	// token.NoPos when the queue name is the default.
+	NamePos token.Pos
 	// Spec is the type's declaration.
 	Spec *ast.TypeSpec
 	// Queue is the resolved configuration: every key given, every default
 	// applied.
 	Queue runtime.QueueConfig
+}
+
+// NameOrigin returns where j's queue name comes from: the value of its
+// name= key, or the type's name when the name is the default.
+func (j Job) NameOrigin() token.Pos {
+	if j.NamePos.IsValid() {
+		return j.NamePos
+	}
+	return j.Pos
+}
+
+// DuplicateQueue is the error of job j, whose queue name is already that of
+// job first. pos and firstPos are the positions of their NameOrigin: the
+// error is at j's name= value when it has one, else at its type's name.
+func DuplicateQueue(j Job, pos token.Position, first Job, firstPos token.Position) *Error {
+	what := fmt.Sprintf("default queue name %q of %s", j.Queue.Name, j.Type)
+	if j.NamePos.IsValid() {
+		what = fmt.Sprintf("%s=%s of %s", KeyName, j.Queue.Name, j.Type)
+	}
+	return &Error{Pos: pos, Key: KeyName, Msg: fmt.Sprintf("%s is already the queue of %s (%s); give one of them another %s=",
+		what, first.Type, firstPos, KeyName)}
 }
 
 // ParseFiles finds the //queuey:queue directives in files, which make up
@@ -42,8 +66,7 @@ func ParseFiles(fset *token.FileSet, pkgName string, files []*ast.File) ([]Job, 
 	byName := map[string]Job{}
 	for _, j := range jobs {
 		if first, ok := byName[j.Queue.Name]; ok {
-			p.errorf(j.Pos, KeyName, "queue name %q of %s is already the queue of %s (%s); give one of them another name=",
-				j.Queue.Name, j.Type, first.Type, p.position(first.Pos))
+			p.errs = append(p.errs, DuplicateQueue(j, p.position(j.NameOrigin()), first, p.position(first.NameOrigin())))
 			continue
 		}
 		byName[j.Queue.Name] = j
@@ -128,11 +151,11 @@ func (p *parser) file(f *ast.File) []Job {
 		if !p.isStruct(ts) {
 			continue
 		}
-		q, ok := p.resolve(ts.Name.Name, cs[0])
+		q, namePos, ok := p.resolve(ts.Name.Name, cs[0])
 		if !ok {
 			continue
 		}
-		jobs = append(jobs, Job{Type: ts.Name.Name, Pos: ts.Name.Pos(), Spec: ts, Queue: q})
+		jobs = append(jobs, Job{Type: ts.Name.Name, Pos: ts.Name.Pos(), NamePos: namePos, Spec: ts, Queue: q})
 	}
 	return jobs
 }

@@ -61,12 +61,13 @@ func (p *parser) unknownKey(pos token.Pos, key string) {
 }
 
 // resolve turns directive c on type typeName into a config, reporting every
-// problem with it.
-func (p *parser) resolve(typeName string, c *ast.Comment) (runtime.QueueConfig, bool) {
+// problem with it. namePos is the position of the name= value, NoPos when
+// there is none.
+func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig, namePos token.Pos, ok bool) {
 	before := len(p.errs)
 	settings, _ := p.settings(c)
 
-	q := runtime.DefaultQueueConfig(p.pkg + "." + SnakeCase(typeName))
+	q = runtime.DefaultQueueConfig(p.pkg + "." + SnakeCase(typeName))
 	q.Kind = typeName
 	given := map[string]setting{}
 	bad := map[string]bool{}
@@ -112,14 +113,17 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (runtime.QueueConfig, 
 	}
 
 	if len(p.errs) > before {
-		return q, false
+		return q, token.NoPos, false
 	}
 	if err := q.Validate(); err != nil {
 		// The checks above should have caught everything Validate does.
 		p.errorf(c.Pos(), "", "resolved queue of %s is invalid: %v", typeName, err)
-		return q, false
+		return q, token.NoPos, false
 	}
-	return q, true
+	if s, ok := given[KeyName]; ok {
+		namePos = s.valPos
+	}
+	return q, namePos, true
 }
 
 // describe names key and its value in a message: "prefetch=10" when given,

@@ -50,10 +50,9 @@ func Generate(pkgs []*packages.Package) (map[string][]byte, error) {
 			continue
 		}
 		for _, j := range jobs {
-			pos := p.Fset.Position(j.Pos)
+			pos := p.Fset.Position(j.NameOrigin())
 			if first, ok := queues[j.Queue.Name]; ok {
-				errs = append(errs, fmt.Errorf("%s: queue name %q of %s is already the queue of %s (%s); give one of them another name=",
-					pos, j.Queue.Name, j.Type, first.job.Type, first.pos))
+				errs = append(errs, annotations.DuplicateQueue(j, pos, first.job, first.pos))
 				continue
 			}
 			queues[j.Queue.Name] = owner{j, pos}
