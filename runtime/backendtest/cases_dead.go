@@ -61,7 +61,7 @@ func testPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	for i := range good {
 		if i%(good/poison) == 0 {
 			body := []byte(fmt.Sprintf("garbage %d \x00\xff", i))
-			if i%2 == 0 {
+			if (i/(good/poison))%2 == 0 {
 				body = nil
 			}
 			if err := raw.PublishRaw(ctxT(t), h.q.Name, body); err != nil {
@@ -158,8 +158,8 @@ func testNoLossNoDup(t *testing.T, f Features, nb func(*testing.T) runtime.Backe
 		done <- struct{}{}
 		return nil
 	}
-	h.start(handler)
-	h.start(handler)
+	stop1 := h.start(handler)
+	stop2 := h.start(handler)
 	var wg sync.WaitGroup
 	errs := make(chan error, producers)
 	for p := range producers {
@@ -180,6 +180,11 @@ func testNoLossNoDup(t *testing.T, f Features, nb func(*testing.T) runtime.Backe
 	for range producers * perProducer {
 		recv(t, done, "a job")
 	}
+	stop1()
+	stop2()
+	// Nothing may be left behind or come again: behind a sentinel enqueued
+	// now, a worker taking one job at a time must see the sentinel first.
+	h.expectNext(-1)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(counts) != producers*perProducer {
@@ -188,6 +193,148 @@ func testNoLossNoDup(t *testing.T, f Features, nb func(*testing.T) runtime.Backe
 	for n, c := range counts {
 		if c != 1 {
 			t.Errorf("job %d ran %d times, want once", n, c)
+		}
+	}
+}
+
+// expectNext enqueues a sentinel job n and checks that a worker taking one
+// job at a time runs it first: nothing older is left on the queue.
+func (h *harness) expectNext(n int) {
+	h.t.Helper()
+	h.enqueue(job{N: n})
+	one := *h
+	one.q.Prefetch, one.q.Concurrency = 1, 1
+	first := make(chan int, 1)
+	var once sync.Once
+	stop := one.start(func(ctx context.Context, j job) error {
+		once.Do(func() { first <- j.N })
+		return nil
+	})
+	if got := recv(h.t, first, "the sentinel"); got != n {
+		h.t.Errorf("first job after the run was %d, want the sentinel %d: a job was left behind or delivered again", got, n)
+	}
+	_ = stop()
+}
+
+// testGracefulDrain: a handler that finishes within the shutdown timeout is
+// settled once, and its job does not come back.
+func testGracefulDrain(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	h.enqueue(job{N: 1})
+	started, release := make(chan struct{}), make(chan struct{})
+	stop := h.start(func(ctx context.Context, j job) error {
+		close(started)
+		select {
+		case <-release:
+		case <-time.After(wait):
+		}
+		return nil
+	})
+	recv(t, started, "the handler")
+	errc := make(chan error, 1)
+	go func() { errc <- stop() }()
+	close(release)
+	if err := recv(t, errc, "the worker to stop"); !errors.Is(err, context.Canceled) || errors.Is(err, runtime.ErrShutdownTimeout) {
+		t.Fatalf("Run = %v, want context.Canceled without a shutdown timeout", err)
+	}
+	h.expectNext(-1)
+}
+
+// testAbandonedNotAcked: a handler that ignores its context and returns
+// after the shutdown timeout has its result dropped; the job comes again.
+func testAbandonedNotAcked(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	id := h.enqueue(job{N: 1})
+	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	stop := h.start(func(ctx context.Context, j job) error {
+		defer close(returned)
+		close(started)
+		select { // ignores ctx on purpose
+		case <-release:
+		case <-time.After(wait):
+		}
+		return nil
+	}, runtime.WithShutdownTimeout(50*time.Millisecond))
+	recv(t, started, "the handler")
+	if err := stop(); !errors.Is(err, runtime.ErrShutdownTimeout) {
+		t.Fatalf("Run = %v, want it to report ErrShutdownTimeout", err)
+	}
+	close(release)
+	recv(t, returned, "the abandoned handler to return")
+	again := make(chan runtime.Info, 1)
+	h.start(func(ctx context.Context, j job) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		again <- info
+		return nil
+	})
+	if info := recv(t, again, "the redelivery"); info.ID != id || info.Attempt != 1 {
+		t.Fatalf("redelivered %+v, want job %s at attempt 1", info, id)
+	}
+}
+
+// testPrefetch: a subscription holds at most Prefetch unsettled deliveries;
+// the rest go to another subscriber, and Close returns what it held.
+func testPrefetch(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	const n, small = 10, 3
+	for i := range n {
+		h.enqueue(job{N: i})
+	}
+	ctx := ctxT(t)
+	q1 := h.q
+	q1.Prefetch, q1.Concurrency = small, small
+	s1, err := h.b.Consume(ctx, q1)
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	defer s1.Close()
+	var held []runtime.Delivery
+	for range small {
+		held = append(held, recv(t, s1.Deliveries(), "a delivery within the prefetch"))
+	}
+	q2 := h.q
+	q2.Prefetch, q2.Concurrency = n, n
+	s2, err := h.b.Consume(ctx, q2)
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	for range n - small {
+		d := recv(t, s2.Deliveries(), "the deliveries beyond the first prefetch")
+		if err := d.Ack(ctx); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+	}
+	if err := s2.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := held[0].Ack(ctx); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if err := s1.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	// The two deliveries s1 held unsettled are back, and nothing else.
+	s3, err := h.b.Consume(ctx, q2)
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	defer s3.Close()
+	back := map[string]bool{}
+	for range small - 1 {
+		d := recv(t, s3.Deliveries(), "a delivery returned by Close")
+		back[d.Envelope().ID] = true
+		if err := d.Ack(ctx); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+	}
+	for _, d := range held[1:] {
+		if !back[d.Envelope().ID] {
+			t.Errorf("job %s held unsettled by a closed subscription did not come back", d.Envelope().ID)
+		}
+	}
+	if rc, ok := h.b.(runtime.ReadyCounter); ok {
+		if got, err := rc.Ready(ctx, h.q.Name); err != nil || got != 0 {
+			t.Errorf("Ready = %d, %v; want 0 left", got, err)
 		}
 	}
 }

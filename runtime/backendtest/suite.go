@@ -36,6 +36,9 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"ConcurrencyLimit", false, testConcurrency},
 		{"HandlerTimeout", false, testTimeout},
 		{"RedeliveryAfterShutdown", false, testRedelivery},
+		{"GracefulDrain", false, testGracefulDrain},
+		{"AbandonedHandlerNotAcked", false, testAbandonedNotAcked},
+		{"PrefetchLimit", false, testPrefetch},
 		{"NothingLostNothingDuplicated", false, testNoLossNoDup},
 	}
 	for _, c := range cases {
