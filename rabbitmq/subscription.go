@@ -21,10 +21,15 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if b.isClosed() {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
 	}
-	q, err := b.declared(q.Name)
+	declared, err := b.declared(q.Name)
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
+	// The queue's arguments are the declared ones; how much this consumer
+	// holds is the caller's, which may differ from the declaring producer's.
+	prefetch := q.WithDefaults().Prefetch
+	q = declared
+	q.Prefetch = prefetch
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
@@ -53,6 +58,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		ctx:    sctx,
 		cancel: cancel,
 		done:   make(chan struct{}),
+		timers: map[*time.Timer]struct{}{},
 	}
 	go s.loop(msgs, closes)
 	return s, nil
@@ -74,6 +80,13 @@ type subscription struct {
 	stopped bool
 	closed  bool
 	err     error
+	timers  map[*time.Timer]struct{} // pending requeues of invalid messages
+
+	// Consecutive failures to move an invalid message to the dead-letter
+	// queue, and when that was last logged; used by the loop goroutine
+	// only.
+	poisonFails  int
+	poisonLogged time.Time
 }
 
 func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
@@ -103,6 +116,10 @@ func (s *subscription) Close() error {
 		return nil
 	}
 	s.closed = true
+	for t := range s.timers {
+		t.Stop() // the channel closes: the broker puts those messages back
+	}
+	clear(s.timers)
 	s.mu.Unlock()
 	s.cancel()
 	var err error
@@ -206,15 +223,65 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		Timestamp:    m.Timestamp,
 		Body:         m.Body,
 	}
-	if err := s.b.pub.publish(s.ctx, "", dead, msg); err != nil {
-		s.b.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue", "queue", s.q.Name, "dead_letter_queue", dead, "error", err)
-		_ = m.Nack(false, true)
+	if err := s.b.publishDead(s.ctx, s.q.Name, msg); err != nil {
+		s.poisonFailed(m, dead, err)
 		return
 	}
+	s.poisonFails = 0
 	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
 	if err := m.Ack(false); err != nil {
 		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
 	}
+}
+
+// Backoff of an invalid message that could not be moved to the dead-letter
+// queue, before it goes back to the queue.
+const (
+	poisonBackoffMin = time.Second
+	poisonBackoffMax = 30 * time.Second
+)
+
+// poisonBackoff is the wait after the nth consecutive failure to move an
+// invalid message: 1s, 2s, 4s, ... up to 30s.
+func poisonBackoff(n int) time.Duration {
+	d := poisonBackoffMin
+	for i := 1; i < n && d < poisonBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, poisonBackoffMax)
+}
+
+// poisonFailed puts back an invalid message that could not be moved to
+// dead, not at once, which would make it come straight back in a hot
+// loop, but after a backoff that grows with every consecutive failure. The
+// message stays unacked until then, so it holds a prefetch slot; the
+// delivery loop goes on. The log is rate-limited: the 1st, 2nd, 4th, 8th...
+// consecutive failure, and at least one a minute.
+func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
+	s.poisonFails++
+	n := s.poisonFails
+	backoff := poisonBackoff(n)
+	if n&(n-1) == 0 || time.Since(s.poisonLogged) >= time.Minute {
+		s.poisonLogged = time.Now()
+		s.b.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue after a backoff",
+			"queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", err,
+			"consecutive_failures", n, "requeue_in", backoff)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // the channel closes: the broker puts it back
+	}
+	// s.mu is held until t is in s.timers, so the callback, which takes
+	// s.mu first, never sees it missing.
+	var t *time.Timer
+	t = time.AfterFunc(backoff, func() {
+		s.mu.Lock()
+		delete(s.timers, t)
+		s.mu.Unlock()
+		_ = m.Nack(false, true) // fails only when the channel closed, which puts it back too
+	})
+	s.timers[t] = struct{}{}
 }
 
 // delivery is one job of a subscription.
@@ -272,8 +339,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
-	dead := d.s.b.names.Dead(d.s.q.Name).Name
-	if err := d.s.b.pub.publish(ctx, "", dead, msg); err != nil {
+	if err := d.s.b.publishDead(ctx, d.s.q.Name, msg); err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
