@@ -27,6 +27,7 @@ generate: ## regenerate queuey_gen.go files
 .PHONY: verify
 verify: ## gofmt, go vet, and generated code fresh
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) generate ./...
 	@git diff --exit-code -- ':(glob)**/queuey_gen.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
@@ -35,6 +36,10 @@ verify: ## gofmt, go vet, and generated code fresh
 .PHONY: bench
 bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amqp091-go
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/ ./bench/...
+
+.PHONY: bench-memory
+bench-memory: ## benchmarks of the in-memory backend only (no broker needed)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/
 
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)

@@ -45,6 +45,9 @@ const (
 	MaxPrefetch      = 65535
 	MaxPriorityLimit = 255
 	MaxAttemptsLimit = 1000
+	// MaxQueueNameLen is AMQP's limit on a queue name. A backend may need
+	// room for suffixes of its own within it.
+	MaxQueueNameLen = 255
 )
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -132,8 +135,8 @@ func (q QueueConfig) Validate() error {
 	bad := func(field string, value any, accepted string) {
 		errs = append(errs, fmt.Errorf("%w: queue %q: %s = %v, want %s", ErrInvalidConfig, q.Name, field, value, accepted))
 	}
-	if !queueNameRE.MatchString(q.Name) {
-		bad("Name", fmt.Sprintf("%q", q.Name), "a non-empty name of [A-Za-z0-9._-]")
+	if !queueNameRE.MatchString(q.Name) || len(q.Name) > MaxQueueNameLen {
+		bad("Name", fmt.Sprintf("%q", q.Name), "a non-empty name of [A-Za-z0-9._-], at most 255 bytes")
 	}
 	if q.Prefetch < 1 || q.Prefetch > MaxPrefetch {
 		bad("Prefetch", q.Prefetch, "1..65535")

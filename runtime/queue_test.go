@@ -19,7 +19,7 @@ func TestQueueConfigValidate(t *testing.T) {
 		mod  func(*runtime.QueueConfig)
 		want string
 	}{
-		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a non-empty name of [A-Za-z0-9._-]`},
+		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a non-empty name of [A-Za-z0-9._-], at most 255 bytes`},
 		{"bad name", func(q *runtime.QueueConfig) { q.Name = "a b" }, `Name = "a b"`},
 		{"prefetch", func(q *runtime.QueueConfig) { q.Prefetch = 70000 }, "Prefetch = 70000, want 1..65535"},
 		{"concurrency", func(q *runtime.QueueConfig) { q.Concurrency = 11 }, "Concurrency = 11, want 1..Prefetch (10)"},
