@@ -27,4 +27,13 @@
 // slices, maps, pointers, structs of any package, embedded structs, and
 // types with matching encoding methods such as time.Time. Unexported fields
 // and fields tagged msgpack:"-" are not carried and not checked.
+//
+// # Import names
+//
+// The generated file imports context, time and
+// github.com/queuey/queuey/runtime under their own names. A package that
+// declares one of those names at package scope (var runtime = 1, func
+// time()) would not compile with such an import, so there the file imports
+// the package as queuey<name> instead (queueyruntime, queueytime), or
+// queuey<name>2 and on if that is declared too.
 package generator

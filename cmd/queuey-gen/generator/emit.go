@@ -3,6 +3,8 @@ package generator
 import (
 	"bytes"
 	"fmt"
+	"go/format"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,13 +17,49 @@ import (
 
 const runtimePath = "github.com/queuey/queuey/runtime"
 
-// emit renders the generated file of package pkgName at pkgPath.
-func emit(pkgPath, pkgName string, jobs []annotations.Job) ([]byte, error) {
+// imports are the packages a generated file uses, by path, with their
+// package names.
+var imports = []struct{ path, name string }{
+	{"context", "context"},
+	{"time", "time"},
+	{runtimePath, "runtime"},
+}
+
+// newFile starts a file of package pkgName at pkgPath that imports each of
+// imports under its own name or, when the package declares that name
+// itself (taken reports its package-scope names), under an alias.
+func newFile(pkgPath, pkgName string, taken func(string) bool) *jen.File {
 	f := jen.NewFilePathName(pkgPath, pkgName)
+	for _, imp := range imports {
+		if name := importName(imp.name, taken); name != imp.name {
+			f.ImportAlias(imp.path, name)
+		} else {
+			f.ImportName(imp.path, name)
+		}
+	}
+	return f
+}
+
+// importName returns the name a generated file imports package name by:
+// name itself unless the package declares it at package scope, where an
+// import of that name would not compile, else queuey+name, then
+// queuey+name+"2" and on.
+func importName(name string, taken func(string) bool) string {
+	if !taken(name) {
+		return name
+	}
+	alias := "queuey" + name
+	for i := 2; taken(alias); i++ {
+		alias = "queuey" + name + strconv.Itoa(i)
+	}
+	return alias
+}
+
+// emit renders the generated file of package pkgName at pkgPath. taken
+// reports the names the package declares at package scope.
+func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bool) ([]byte, error) {
+	f := newFile(pkgPath, pkgName, taken)
 	f.HeaderComment(Header[len("// "):])
-	f.ImportName(runtimePath, "runtime")
-	f.ImportName("context", "context")
-	f.ImportName("time", "time")
 
 	queueVars := make([]jen.Code, len(jobs))
 	for i, j := range jobs {
@@ -62,15 +100,44 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job) ([]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("render %s: %w", OutputName, err)
 	}
-	// jennifer sorts imports in one group; put the standard library first,
-	// as goimports would.
-	return bytes.Replace(buf.Bytes(), []byte(jenImports), []byte(groupedImports), 1), nil
+	return groupImports(buf.Bytes())
 }
 
-const (
-	jenImports     = "import (\n\t\"context\"\n\t\"" + runtimePath + "\"\n\t\"time\"\n)\n"
-	groupedImports = "import (\n\t\"context\"\n\t\"time\"\n\n\t\"" + runtimePath + "\"\n)\n"
-)
+// groupImports puts the standard library imports of src, which jennifer
+// sorts in one group, in a group before the others, as goimports would.
+func groupImports(src []byte) ([]byte, error) {
+	const open, end = "\nimport (\n", "\n)\n"
+	start := bytes.Index(src, []byte(open))
+	if start < 0 {
+		return src, nil
+	}
+	start += len(open)
+	n := bytes.Index(src[start:], []byte(end))
+	if n < 0 {
+		return src, nil
+	}
+	var std, other []string
+	for _, line := range strings.Split(string(src[start:start+n]), "\n") {
+		// A line is `\t"path"` or `\talias "path"`.
+		path := line[strings.IndexByte(line, '"'):]
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	block := strings.Join(std, "\n")
+	if len(std) > 0 && len(other) > 0 {
+		block += "\n\n"
+	}
+	block += strings.Join(other, "\n")
+	out := slices.Concat(src[:start], []byte(block), src[start+n:])
+	formatted, err := format.Source(out)
+	if err != nil {
+		return nil, fmt.Errorf("format %s: %w", OutputName, err)
+	}
+	return formatted, nil
+}
 
 // comment adds a doc comment of one or more lines.
 func comment(f *jen.File, format string, args ...any) {

@@ -63,7 +63,8 @@ func Generate(pkgs []*packages.Package) (map[string][]byte, error) {
 			}
 			continue
 		}
-		src, err := emit(p.PkgPath, p.Name, jobs)
+		scope := p.Types.Scope()
+		src, err := emit(p.PkgPath, p.Name, jobs, func(name string) bool { return scope.Lookup(name) != nil })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("package %s: %w", p.PkgPath, err))
 			continue
