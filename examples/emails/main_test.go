@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"regexp"
+	"strconv"
 	"testing"
+	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 )
 
@@ -17,12 +23,43 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // shows every outcome it promises.
 func TestRun(t *testing.T) {
 	t.Setenv(amqpURLEnv, "")
+	checkRun(t, `(?m)^backend: +in memory `)
+}
+
+// TestRunRabbitMQ runs the example on the local RabbitMQ, as
+// QUEUEY_AMQP_URL=... make run does. It skips without a broker, unless CI or
+// QUEUEY_REQUIRE_BROKER is set.
+func TestRunRabbitMQ(t *testing.T) {
+	url := os.Getenv(amqpURLEnv)
+	if url == "" {
+		url = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	u, err := amqp.ParseURI(url)
+	if err != nil {
+		t.Fatalf("%s: %v", amqpURLEnv, err)
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), 2*time.Second); err != nil {
+		msg := fmt.Sprintf("no RabbitMQ answers at %s:%d (%v); is rabbitmq-server running? make broker starts one", u.Host, u.Port, err)
+		if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	} else {
+		c.Close()
+	}
+	t.Setenv(amqpURLEnv, url)
+	t.Setenv(delayEnv, "")
+	checkRun(t, `(?m)^backend: +RabbitMQ `)
+}
+
+func checkRun(t *testing.T, backendLine string) {
+	t.Helper()
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, &out)
 	}
 	for _, want := range []string{
-		`(?m)^backend: +in memory `,
+		backendLine,
 		`(?m)^success: +sent "Welcome" to ada@example.com on attempt 1 of 3$`,
 		`(?m)^retry: +SendEmail to flaky@example.com failed on attempt 1 of 3 .*; retried in 1s$`,
 		`(?m)^success: +sent "Receipt" to flaky@example.com on attempt 2 of 3$`,
