@@ -2,7 +2,9 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -55,6 +57,27 @@ func (b *Backend) TakeDeadLetters(ctx context.Context, queue string, max int) ([
 		}
 	}
 	return out, nil
+}
+
+// publishDead publishes msg to the dead-letter queue of queue. The backend
+// owns that queue, so when the publish comes back unroutable (someone
+// deleted it), it declares the queue again and publishes once more.
+func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publishing) error {
+	dead := b.names.Dead(queue)
+	first := msg
+	first.Headers = maps.Clone(msg.Headers)
+	err := b.pub.publish(ctx, "", dead.Name, first)
+	if !errors.Is(err, ErrUnroutable) {
+		return err
+	}
+	if derr := b.decl.declare(ctx, dead); derr != nil {
+		if isCode(derr, amqp.PreconditionFailed) {
+			derr = mismatchError(dead, derr)
+		}
+		return errors.Join(err, brokerError(fmt.Sprintf("declare dead-letter queue %q again", dead.Name), derr))
+	}
+	b.log.Warn("queuey: dead-letter queue was missing; declared it again", "queue", queue, "dead_letter_queue", dead.Name)
+	return b.pub.publish(ctx, "", dead.Name, msg)
 }
 
 func deadLetter(m *amqp.Delivery) runtime.DeadLetter {

@@ -190,6 +190,10 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
 			w.id = msg.MessageId
 			pc.ids[w.id] = seq
+			// A header left from an earlier publish of the same map, or
+			// carried by a message moved as it was, would pair a return
+			// with another publish.
+			delete(msg.Headers, seqHeader)
 		} else {
 			msg.Headers[seqHeader] = int64(seq)
 		}

@@ -1,0 +1,160 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// takeDeadLetters polls b's dead-letter queue of queue until it holds n
+// messages, bounded by wait.
+func takeDeadLetters(t *testing.T, b *rabbitmq.Backend, queue string, n int) []runtime.DeadLetter {
+	t.Helper()
+	var dead []runtime.DeadLetter
+	deadline := time.Now().Add(wait)
+	for len(dead) < n {
+		more, err := b.TakeDeadLetters(ctxT(t), queue, n-len(dead))
+		if err != nil && !errors.Is(err, runtime.ErrUnknownQueue) {
+			t.Fatal(err)
+		}
+		dead = append(dead, more...)
+		if len(dead) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d dead letters of %q within %v", len(dead), n, queue, wait)
+			}
+			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		}
+	}
+	return dead
+}
+
+// moveFailures returns the records that say an invalid message could not
+// be moved, among those logs holds now.
+func moveFailures(logs records) []slog.Record {
+	var out []slog.Record
+	for len(logs) > 0 {
+		if rec := <-logs; strings.Contains(rec.Message, "could not move invalid message") {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestMissingDeadLetterQueueIsDeclaredAgain: with q.dead deleted under a
+// running consumer, poison and a permanently failed job still end up in
+// q.dead, which the backend declares again, and nothing goes back to q.
+func TestMissingDeadLetterQueueIsDeclaredAgain(t *testing.T) {
+	logs := make(records, 1024)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int, 16)
+	runWorker(t, b, q, func(_ context.Context, j job) error {
+		ran <- j.N
+		if j.N == 2 {
+			return runtime.Permanent(errors.New("no way"))
+		}
+		return nil
+	})
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ran, "job 1, with the consumer running")
+
+	raw := rawChannel(t)
+	if _, err := raw.QueueDelete(q.Name+".dead", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishRaw(ctxT(t), q.Name, []byte("poison")); err != nil {
+		t.Fatal(err)
+	}
+	dead := takeDeadLetters(t, b, q.Name, 1)
+	if dead[0].Envelope != nil || string(dead[0].Body) != "poison" {
+		t.Errorf("dead letter = %+v, want the poison", dead[0])
+	}
+
+	if _, err := raw.QueueDelete(q.Name+".dead", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 2}); err != nil {
+		t.Fatal(err)
+	}
+	dead = takeDeadLetters(t, b, q.Name, 1)
+	if dead[0].Envelope == nil || !strings.Contains(dead[0].Reason, "no way") {
+		t.Errorf("dead letter = %+v, want job 2 with its reason", dead[0])
+	}
+	if n := queueLen(t, raw, q.Name); n != 0 {
+		t.Errorf("%q holds %d messages, want 0", q.Name, n)
+	}
+	if f := moveFailures(logs); len(f) > 0 {
+		t.Errorf("%d failures to move the poison, want none: %v", len(f), f[0].Message)
+	}
+}
+
+// TestPoisonBacksOffWhenDeadLetterQueueRefuses: while q.dead refuses
+// every publish, an invalid message goes back to q only after a backoff
+// that grows, 1s then 2s, never in a hot loop; once q.dead is gone it is
+// declared again and the message lands there.
+func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
+	logs := make(records, 4096)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int, 1)
+	runWorker(t, b, q, func(_ context.Context, j job) error { ran <- j.N; return nil })
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ran, "job 1, with the consumer running")
+	raw := rawChannel(t)
+	if _, err := raw.QueueDelete(q.Name+".dead", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	// A dead-letter queue that nacks every publish.
+	if _, err := raw.QueueDeclare(q.Name+".dead", true, false, false, false, amqp.Table{"x-max-length": int32(0), "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishRaw(ctxT(t), q.Name, []byte("poison")); err != nil {
+		t.Fatal(err)
+	}
+	var failures []slog.Record
+	deadline := time.Now().Add(wait)
+	for len(failures) < 2 {
+		failures = append(failures, moveFailures(logs)...)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failures to move the poison logged within %v, want 2", len(failures), wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second} {
+		if got, _ := attr(failures[i], "requeue_in").(time.Duration); got != want {
+			t.Errorf("failure %d: requeue_in = %v, want %v", i+1, attr(failures[i], "requeue_in"), want)
+		}
+	}
+	if _, err := raw.QueueDelete(q.Name+".dead", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	dead := takeDeadLetters(t, b, q.Name, 1)
+	if string(dead[0].Body) != "poison" {
+		t.Errorf("dead letter = %+v, want the poison", dead[0])
+	}
+	if f := append(failures, moveFailures(logs)...); len(f) > 2 {
+		t.Errorf("%d failures logged, want 2: the poison came back before its backoff", len(f))
+	}
+}
