@@ -106,7 +106,11 @@ func (d pluginDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind top
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)
 	}
-	return d.b.pub.send(ctx, p.exchange, p.key, p.mandatory, p.msg)
+	err = d.b.pub.publishWait(ctx, p.exchange, p.key, p.msg)
+	if ex, ok := plugin.MissingExchange(err); ok && ex == p.exchange {
+		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, plugin.GoneError(q.Name, ex, err))
+	}
+	return err
 }
 
 // delayedPublish is where and how a plugin wait is published.

@@ -126,7 +126,10 @@
 // it. A passive declare cannot tell an exchange's type, so a provisioned
 // exchange of another type goes unnoticed and would route waits at once.
 // Removing the binding while waits are held drops them when they are due,
-// unnoticed, since the publishes were not mandatory.
+// unnoticed, since the publishes were not mandatory. A wait to a delay
+// exchange deleted after Declare fails with ErrDelayExchangeMissing naming
+// it: the broker answers by closing the channel, so waits travel on
+// channels of their own, and other publishes in flight are not hit.
 //
 // The plugin keeps delayed messages on the node that received them, one
 // copy, not replicated, and it is not meant for hundreds of thousands of

@@ -30,7 +30,8 @@ var (
 	ErrPluginMissing = plugin.ErrPluginMissing
 	// ErrDelayExchangeMissing is returned by Declare of a plugin-mode queue,
 	// with Options.ProvisionedDelayExchange, when its delay exchange does
-	// not exist.
+	// not exist, and by a wait of such a queue whose delay exchange was
+	// deleted since.
 	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
 	// ErrFieldTooLong is returned, before anything is sent, for a publish
 	// with a field longer than an AMQP short string carries (255 bytes):

@@ -312,3 +312,82 @@ func TestPluginShortWaitFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginWaitToDeletedExchange: a wait to a delay exchange deleted
+// after Declare fails with ErrDelayExchangeMissing naming the exchange,
+// while ordinary publishes in flight at the same time all succeed: the
+// broker closes the channel of a publish to a missing exchange, and waits
+// have channels of their own.
+func TestPluginWaitToDeletedExchange(t *testing.T) {
+	requireBroker(t)
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	ex := "queuey-rmq-test.gone-delay." + hex.EncodeToString(buf[:])
+	b := dial(t, rabbitmq.Options{DelayExchange: ex, ProvisionedDelayExchange: true})
+	delayed := runtime.DefaultQueueConfig(queueName(t))
+	delayed.Kind = "job"
+	delayed.Delay = runtime.DelayPlugin
+	work := runtime.DefaultQueueConfig(queueName(t))
+	work.Kind = "job"
+	raw := rawChannel(t)
+	// A direct exchange stands in for the plugin's, as in
+	// TestPluginNotProvisioned: a passive declare cannot tell the type.
+	if err := raw.ExchangeDeclare(ex, "direct", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deleteExchangeAtEnd(t, ex)
+	for _, q := range []runtime.QueueConfig{delayed, work} {
+		if err := b.Declare(ctxT(t), q); err != nil {
+			t.Fatalf("Declare %q: %v", q.Name, err)
+		}
+	}
+	if err := raw.ExchangeDelete(ex, false, false); err != nil {
+		t.Fatal(err)
+	}
+
+	const good, waits = 400, 20
+	goodErrs := make(chan error, good)
+	waitErrs := make(chan error, waits)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range good + waits {
+		wg.Go(func() {
+			<-start
+			if i%((good+waits)/waits) == 0 {
+				env := &runtime.Envelope{ID: fmt.Sprint("w", i), Queue: delayed.Name, Kind: "job", Attempt: 1, MaxAttempts: 1}
+				waitErrs <- b.Publish(ctxT(t), env, time.Second)
+				return
+			}
+			env := &runtime.Envelope{ID: fmt.Sprint("g", i), Queue: work.Name, Kind: "job", Attempt: 1, MaxAttempts: 1}
+			goodErrs <- b.Publish(ctxT(t), env, 0)
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(goodErrs)
+	close(waitErrs)
+	failed := 0
+	for err := range goodErrs {
+		if err != nil {
+			if failed++; failed <= 3 {
+				t.Errorf("ordinary publish: %v", err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d ordinary publishes failed beside the waits", failed)
+	}
+	n := 0
+	for err := range waitErrs {
+		n++
+		if !errors.Is(err, rabbitmq.ErrDelayExchangeMissing) || !strings.Contains(err.Error(), `"`+ex+`"`) {
+			t.Errorf("wait to the deleted exchange = %v, want ErrDelayExchangeMissing naming %q", err, ex)
+		}
+	}
+	if n != waits {
+		t.Errorf("%d waits, want %d", n, waits)
+	}
+	if got := queueLen(t, raw, work.Name); got != good {
+		t.Errorf("%q holds %d jobs, want %d", work.Name, got, good)
+	}
+}

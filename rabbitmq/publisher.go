@@ -35,6 +35,11 @@ type publisher struct {
 	log   *slog.Logger
 	slots []*slot
 	next  atomic.Uint32
+	// waits carry plugin waits, apart from every other publish: a wait to
+	// a delay exchange that is gone makes the broker close its channel
+	// (404), failing whatever else is in flight on it.
+	waits    []*slot
+	nextWait atomic.Uint32
 	// serial carries publishes one at a time, so that a publish without a
 	// correlation header (PublishRaw) can still be paired with its return.
 	serial *slot
@@ -44,6 +49,9 @@ func newPublisher(conn *connection, channels int, log *slog.Logger) *publisher {
 	p := &publisher{conn: conn, log: log, serial: &slot{}}
 	for range channels {
 		p.slots = append(p.slots, &slot{})
+	}
+	for range waitChannels {
+		p.waits = append(p.waits, &slot{})
 	}
 	return p
 }
@@ -85,10 +93,9 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.
 	return p.send(ctx, exchange, key, true, msg)
 }
 
-// send is publish with mandatory chosen by the caller. Only waits through
-// the delayed-message-exchange plugin are not mandatory: the plugin routes
-// nothing at publish time, so it returns every mandatory publish. A
-// publish that is not mandatory is confirmed all the same.
+// waitChannels is how many confirm-mode channels carry plugin waits.
+const waitChannels = 2
+
 func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
 	s := p.slots[int(p.next.Add(1))%len(p.slots)]
 	pc, err := s.get(ctx, p)
@@ -96,6 +103,18 @@ func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bo
 		return err
 	}
 	return pc.publish(ctx, exchange, key, msg, mandatory, false)
+}
+
+// publishWait publishes a wait through the delayed-message-exchange plugin,
+// confirmed but not mandatory (the plugin routes nothing at publish time,
+// so it returns every mandatory publish), on the channels of plugin waits.
+func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	s := p.waits[int(p.nextWait.Add(1))%len(p.waits)]
+	pc, err := s.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publish(ctx, exchange, key, msg, false, false)
 }
 
 // publishSerial is publish without a correlation header: one publish at a
@@ -111,7 +130,7 @@ func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg
 // close waits for every channel's confirm loop to end; the connection must
 // be closed first.
 func (p *publisher) wait() {
-	for _, s := range append(p.slots, p.serial) {
+	for _, s := range append(append([]*slot{p.serial}, p.slots...), p.waits...) {
 		s.mu.Lock()
 		pc := s.pc
 		s.mu.Unlock()
@@ -133,6 +152,7 @@ type pubChannel struct {
 	pending map[uint64]*waiter
 	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
 	broken  error             // why the channel takes no more publishes
+	generic bool              // broken says only that the channel was closed, not why
 	dead    atomic.Bool       // broken != nil, readable without mu
 	done    chan struct{}
 }
@@ -155,11 +175,13 @@ func newPubChannel(ch *amqp.Channel, log *slog.Logger) *pubChannel {
 	return pc
 }
 
-// breakWith marks the channel as taking no more publishes. pc.mu must be
-// held.
-func (pc *pubChannel) breakWith(err error) {
-	if pc.broken == nil {
+// breakWith marks the channel as taking no more publishes, for reason err.
+// The first reason stays, unless it only says that the channel was closed
+// (generic) and err says why. pc.mu must be held.
+func (pc *pubChannel) breakWith(err error, generic bool) {
+	if pc.broken == nil || (pc.generic && !generic) {
 		pc.broken = err
+		pc.generic = generic
 		pc.dead.Store(true)
 	}
 }
@@ -203,11 +225,27 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	if err != nil {
 		pc.mu.Lock()
 		pc.forget(seq, w)
-		if !errors.Is(err, ctx.Err()) {
-			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err))
+		closed := errors.Is(err, amqp.ErrClosed)
+		failed := !closed && !errors.Is(err, ctx.Err())
+		if closed || failed {
+			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err), closed)
 		}
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
+		switch {
+		case closed:
+			// Closed under this publish, by the broker or with the
+			// connection: the close notification says why, and the loop
+			// has it once it ends.
+			select {
+			case <-pc.done:
+				pc.mu.Lock()
+				reason := pc.broken
+				pc.mu.Unlock()
+				return fmt.Errorf("publish to %q: %w", key, reason)
+			case <-ctx.Done():
+			}
+		}
 		return brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	if !serial {
@@ -245,17 +283,29 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 			pc.onConfirm(c)
 		case e, ok := <-closes:
 			closes = nil
+			generic := true
 			if ok && e != nil {
-				cause = brokerError("channel closed", e)
+				cause, generic = brokerError("channel closed", e), false
 			}
 			pc.mu.Lock()
-			pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause))
+			pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause), generic)
 			pc.mu.Unlock()
 		}
 	}
 	// Both notification channels are closed: no confirm can come any more.
+	// The close notification, if any, was sent before they were closed.
+	generic := true
+	if closes != nil {
+		select {
+		case e, ok := <-closes:
+			if ok && e != nil {
+				cause, generic = brokerError("channel closed", e), false
+			}
+		default:
+		}
+	}
 	pc.mu.Lock()
-	pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause))
+	pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause), generic)
 	for seq, w := range pc.pending {
 		w.res <- pc.broken
 		pc.forget(seq, w)

@@ -19,6 +19,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -116,6 +117,32 @@ func MissingError(q string, cause error) error {
 func NotProvisionedError(q, exchange string, cause error) error {
 	return fmt.Errorf("%w: queue %q has delay=plugin, but exchange %q does not exist (%v): provision it (durable, type %s, %s=direct; the backend binds %q to it with routing key %q), or let the backend declare it",
 		ErrNotProvisioned, q, exchange, cause, ExchangeType, ArgDelayedType, q, q)
+}
+
+// noExchangeRE matches the broker's reason for a publish to an exchange
+// that does not exist.
+var noExchangeRE = regexp.MustCompile(`no exchange '((?:[^']|'')*)' in vhost`)
+
+// MissingExchange reports whether err is the broker's answer to a publish
+// to an exchange that does not exist (404 NOT_FOUND, which closes the
+// channel), and which exchange it names.
+func MissingExchange(err error) (string, bool) {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Code != amqp.NotFound {
+		return "", false
+	}
+	m := noExchangeRE.FindStringSubmatch(ae.Reason)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// GoneError explains a wait whose delay exchange does not exist (any
+// more): it was declared or checked when q was declared, and deleted since.
+func GoneError(q, exchange string, cause error) error {
+	return fmt.Errorf("%w: queue %q has delay=plugin, but its delay exchange %q does not exist (any more): the wait was not stored (%v); declare the queue again, which declares or checks the exchange and binds the queue to it",
+		ErrNotProvisioned, q, exchange, cause)
 }
 
 // MismatchError explains a delay exchange that exists with another type or

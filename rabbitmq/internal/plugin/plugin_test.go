@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,26 @@ func TestNotProvisionedError(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("MismatchError = %q, want it to name %s", err, want)
 		}
+	}
+}
+
+func TestMissingExchange(t *testing.T) {
+	err := fmt.Errorf("publish: %w", &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange 'q.delay' in vhost '/'"})
+	if ex, ok := MissingExchange(err); !ok || ex != "q.delay" {
+		t.Errorf("MissingExchange = %q, %v; want q.delay, true", ex, ok)
+	}
+	for _, err := range []error{
+		nil,
+		errors.New("no exchange 'x' in vhost"),
+		&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no queue 'q' in vhost '/'"},
+		&amqp.Error{Code: amqp.PreconditionFailed, Reason: "no exchange 'x' in vhost '/'"},
+	} {
+		if ex, ok := MissingExchange(err); ok {
+			t.Errorf("MissingExchange(%v) = %q, true", err, ex)
+		}
+	}
+	gone := GoneError("q", "q.delay", err)
+	if !errors.Is(gone, ErrNotProvisioned) || !strings.Contains(gone.Error(), `"q.delay"`) {
+		t.Errorf("GoneError = %v", gone)
 	}
 }
