@@ -96,7 +96,9 @@ type docOwner struct {
 	group *ast.GenDecl
 }
 
-func (p *parser) file(f *ast.File) []Job {
+// typeDocs returns the type specs of f in source order and the owner of
+// each doc comment of a type declaration.
+func typeDocs(f *ast.File) ([]*ast.TypeSpec, map[*ast.CommentGroup]docOwner) {
 	owners := map[*ast.CommentGroup]docOwner{}
 	var specs []*ast.TypeSpec
 	for _, decl := range f.Decls {
@@ -119,6 +121,39 @@ func (p *parser) file(f *ast.File) []Job {
 			}
 		}
 	}
+	return specs, owners
+}
+
+// Annotated returns the type specs of files whose doc comment has a
+// //queuey:queue line, in source order, whether or not the directive is
+// valid and the type can be a job. It reports nothing; ParseFiles does.
+// It tells, from syntax alone, which types a generated file is to serve.
+func Annotated(files []*ast.File) []*ast.TypeSpec {
+	var out []*ast.TypeSpec
+	for _, f := range files {
+		specs, owners := typeDocs(f)
+		annotated := map[*ast.TypeSpec]bool{}
+		for cg, owner := range owners {
+			if owner.spec == nil {
+				continue
+			}
+			for _, c := range cg.List {
+				if firstWord(c.Text, "") == Directive {
+					annotated[owner.spec] = true
+				}
+			}
+		}
+		for _, ts := range specs {
+			if annotated[ts] {
+				out = append(out, ts)
+			}
+		}
+	}
+	return out
+}
+
+func (p *parser) file(f *ast.File) []Job {
+	specs, owners := typeDocs(f)
 
 	directives := map[*ast.TypeSpec][]*ast.Comment{}
 	for _, cg := range f.Comments {

@@ -67,34 +67,26 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bo
 		queueVars[i] = jen.Id(n.queue)
 
 		comment(f, "%s is the queue of %s jobs: its %s\nannotation, resolved.", n.queue, j.Type, annotations.Directive)
-		f.Var().Id(n.queue).Op("=").Qual(runtimePath, "QueueConfig").Custom(multi, queueFields(j.Queue)...)
+		f.Var().Id(n.queue).Op("=").Add(queueVarType()).Custom(multi, queueFields(j.Queue)...)
 		f.Line()
 
 		comment(f, "%s encodes job with msgpack and enqueues it onto\n%s through p. It returns the job's ID once the backend\nhas stored the job.", n.enqueue, n.queue)
-		f.Func().Id(n.enqueue).Params(
-			jen.Id("ctx").Qual("context", "Context"),
-			jen.Id("p").Op("*").Qual(runtimePath, "Producer"),
-			jen.Id("job").Id(j.Type),
-			jen.Id("opts").Op("...").Qual(runtimePath, "EnqueueOption"),
-		).Params(jen.String(), jen.Error()).Block(
+		f.Add(enqueueFunc(n, j.Type).Block(
 			jen.Return(jen.Qual(runtimePath, "Enqueue").Call(jen.Id("ctx"), jen.Id("p"), jen.Id(n.queue), jen.Id("job"), jen.Id("opts").Op("..."))),
-		)
+		))
 		f.Line()
 
 		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s is dead-lettered\nwithout running h.", n.handle, n.queue, j.Type)
-		f.Func().Id(n.handle).Params(
-			jen.Id("w").Op("*").Qual(runtimePath, "Worker"),
-			jen.Id("h").Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("job").Id(j.Type)).Error(),
-		).Block(
+		f.Add(handleFunc(n, j.Type).Block(
 			jen.Qual(runtimePath, "Handle").Call(jen.Id("w"), jen.Id(n.queue), jen.Id("h")),
-		)
+		))
 		f.Line()
 	}
 
 	comment(f, "%s returns the queue of every job of package %s, in source\norder: for runtime.NewProducer, and for tools that declare or inspect\nqueues.", queuesFunc, pkgName)
-	f.Func().Id(queuesFunc).Params().Index().Qual(runtimePath, "QueueConfig").Block(
+	f.Add(queuesFuncDecl().Block(
 		jen.Return(jen.Index().Qual(runtimePath, "QueueConfig").Custom(multi, queueVars...)),
-	)
+	))
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
@@ -138,6 +130,35 @@ func groupImports(src []byte) ([]byte, error) {
 	}
 	return formatted, nil
 }
+
+// The signatures of the generated functions, without their bodies; the
+// declarations Load type-checks a package against (stub.go) share them.
+
+// enqueueFunc is func EnqueueX(ctx, p, job X, opts...) (string, error).
+func enqueueFunc(n names, typ string) *jen.Statement {
+	return jen.Func().Id(n.enqueue).Params(
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("p").Op("*").Qual(runtimePath, "Producer"),
+		jen.Id("job").Id(typ),
+		jen.Id("opts").Op("...").Qual(runtimePath, "EnqueueOption"),
+	).Params(jen.String(), jen.Error())
+}
+
+// handleFunc is func HandleX(w, h func(ctx, job X) error).
+func handleFunc(n names, typ string) *jen.Statement {
+	return jen.Func().Id(n.handle).Params(
+		jen.Id("w").Op("*").Qual(runtimePath, "Worker"),
+		jen.Id("h").Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("job").Id(typ)).Error(),
+	)
+}
+
+// queuesFuncDecl is func Queues() []runtime.QueueConfig.
+func queuesFuncDecl() *jen.Statement {
+	return jen.Func().Id(queuesFunc).Params().Index().Qual(runtimePath, "QueueConfig")
+}
+
+// queueVarType is the type of XQueue.
+func queueVarType() *jen.Statement { return jen.Qual(runtimePath, "QueueConfig") }
 
 // comment adds a doc comment of one or more lines.
 func comment(f *jen.File, format string, args ...any) {

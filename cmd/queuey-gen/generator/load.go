@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/packages"
+
+	"github.com/queuey/queuey/annotations"
 )
 
 // OutputName is the file Generate writes into each package directory.
@@ -44,10 +46,17 @@ type LoadConfig struct {
 // of what they import: asking go/packages for their types would have the go
 // command compile them as well, which costs several times a go vet.
 //
-// A package's existing queuey_gen.go may no longer compile, after a job
-// type was renamed or removed. When a package with one fails to type-check,
-// Load checks it again with that file set aside; its errors are reported
-// only when that fails too.
+// A package's own code may use what its queuey_gen.go declares, and that
+// file may be missing (a fresh checkout, a job added with its use) or
+// stale (a job type renamed or removed). So Load never type-checks that
+// file: in its place it puts declarations of what the file is to declare,
+// made from the annotations alone (per annotated type X, XQueue, EnqueueX
+// and HandleX with their generated signatures, and Queues), so that the
+// package's uses of them are checked as the generated file will have them.
+// The package's Syntax and Types are those of that check; the declarations
+// are in a file named queuey_gen.go. When the package does not compile,
+// its malformed annotations, if any, are reported after the compiler: a
+// name it uses may be missing because its annotation is.
 func Load(cfg LoadConfig) ([]*packages.Package, error) {
 	patterns := cfg.Patterns
 	if len(patterns) == 0 {
@@ -60,15 +69,40 @@ func Load(cfg LoadConfig) ([]*packages.Package, error) {
 	if len(roots) == 0 {
 		return nil, fmt.Errorf("%s matched no packages", strings.Join(patterns, " "))
 	}
-	if err := refuse(roots, ""); err != nil {
+	if err := refuse(roots, nil); err != nil {
 		return nil, err
 	}
 
+	// Each package is checked with its queuey_gen.go, if any, replaced by
+	// declarations of what that file is to declare.
+	files := map[*packages.Package][]*ast.File{}
+	notes := map[*packages.Package]string{}
 	var depIDs []string
 	for _, p := range roots {
 		for _, imp := range p.Imports {
 			if imp.ID != "unsafe" && imp.ID != "C" && !slices.Contains(depIDs, imp.ID) {
 				depIDs = append(depIDs, imp.ID)
+			}
+		}
+		fs := withoutOutput(p)
+		decls, err := stub(p, fs)
+		if err != nil {
+			return nil, fmt.Errorf("package %s: %w", p.PkgPath, err)
+		}
+		if decls != nil {
+			fs = append(fs, decls)
+			// The declarations import what the package may not.
+			for _, path := range stubImports {
+				if _, ok := p.Imports[path]; !ok && !slices.Contains(depIDs, path) {
+					depIDs = append(depIDs, path)
+				}
+			}
+		}
+		files[p] = fs
+		if slices.Contains(p.GoFiles, outputFile(p)) {
+			notes[p] = " (with " + OutputName + " set aside)"
+			if decls != nil {
+				notes[p] = " (with " + OutputName + " replaced by the names it is to declare)"
 			}
 		}
 	}
@@ -82,21 +116,11 @@ func Load(cfg LoadConfig) ([]*packages.Package, error) {
 		packages.Visit(loaded, nil, func(p *packages.Package) { deps[p.ID] = p })
 	}
 
-	setAside := ""
 	for _, p := range roots {
+		p.Syntax = files[p]
 		p.Types, p.Errors = typeCheck(p, deps, p.Syntax)
-		if len(p.Errors) == 0 {
-			continue
-		}
-		without := slices.DeleteFunc(slices.Clone(p.Syntax), func(f *ast.File) bool {
-			return filepath.Base(p.Fset.File(f.Pos()).Name()) == OutputName
-		})
-		if len(without) < len(p.Syntax) {
-			p.Types, p.Errors = typeCheck(p, deps, without)
-			setAside = " (with " + OutputName + " set aside)"
-		}
 	}
-	if err := refuse(roots, setAside); err != nil {
+	if err := refuse(roots, notes); err != nil {
 		return nil, err
 	}
 	return roots, nil
@@ -112,11 +136,13 @@ func typeCheck(p *packages.Package, deps map[string]*packages.Package, files []*
 			if path == "unsafe" {
 				return types.Unsafe, nil
 			}
-			imp, ok := p.Imports[path]
-			if !ok {
+			id := path
+			if imp, ok := p.Imports[path]; ok {
+				id = imp.ID
+			} else if !slices.Contains(stubImports, path) {
 				return nil, fmt.Errorf("package %s is not among the imports go list reported", path)
 			}
-			dep, ok := deps[imp.ID]
+			dep, ok := deps[id]
 			switch {
 			case !ok || dep.Types == nil:
 				return nil, fmt.Errorf("no type information for %s", path)
@@ -147,22 +173,38 @@ type importerFunc func(path string) (*types.Package, error)
 
 func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
 
-// refuse reports the packages of pkgs that have errors, quoting them.
-func refuse(pkgs []*packages.Package, note string) error {
+// refuse reports the packages of pkgs that have errors, quoting them, with
+// notes[p] after the package path and the package's malformed annotations,
+// if any, after its errors: a name the package uses may be missing because
+// its annotation is.
+func refuse(pkgs []*packages.Package, notes map[*packages.Package]string) error {
 	var msgs []string
 	for _, p := range pkgs {
 		if len(p.Errors) == 0 {
 			continue
 		}
-		msgs = append(msgs, fmt.Sprintf("package %s does not compile%s:", p.PkgPath, note))
+		msgs = append(msgs, fmt.Sprintf("package %s does not compile%s:", p.PkgPath, notes[p]))
 		for _, e := range compilerErrors(p) {
 			msgs = append(msgs, "\t"+e.Error())
+		}
+		if p.Fset == nil {
+			continue
+		}
+		if _, err := annotations.ParseFiles(p.Fset, p.Name, withoutOutput(p)); err != nil {
+			msgs = append(msgs, err.Error())
 		}
 	}
 	if len(msgs) == 0 {
 		return nil
 	}
 	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// withoutOutput returns the syntax of p but for its generated file.
+func withoutOutput(p *packages.Package) []*ast.File {
+	return slices.DeleteFunc(slices.Clone(p.Syntax), func(f *ast.File) bool {
+		return filepath.Base(p.Fset.File(f.Pos()).Name()) == OutputName
+	})
 }
 
 // compilerErrors returns p's parse and type errors, or its go list errors
