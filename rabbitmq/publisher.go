@@ -201,10 +201,9 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	pc.pubMu.Lock()
 	pc.mu.Lock()
 	if pc.broken != nil {
-		err := pc.broken
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
-		return fmt.Errorf("publish to %q: %w", key, err)
+		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
 	pc.pending[seq] = w
@@ -232,19 +231,8 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		}
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
-		switch {
-		case closed:
-			// Closed under this publish, by the broker or with the
-			// connection: the close notification says why, and the loop
-			// has it once it ends.
-			select {
-			case <-pc.done:
-				pc.mu.Lock()
-				reason := pc.broken
-				pc.mu.Unlock()
-				return fmt.Errorf("publish to %q: %w", key, reason)
-			case <-ctx.Done():
-			}
+		if closed {
+			return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 		}
 		return brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
@@ -262,6 +250,27 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	case <-ctx.Done():
 		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
 	}
+}
+
+// reason returns why the channel takes no more publishes. When all that is
+// known is that it was closed, by the broker or with its connection, it
+// waits (bounded by ctx) for the loop to end: by then the close
+// notification has said why.
+func (pc *pubChannel) reason(ctx context.Context) error {
+	pc.mu.Lock()
+	err, generic := pc.broken, pc.generic
+	pc.mu.Unlock()
+	if !generic {
+		return err
+	}
+	select {
+	case <-pc.done:
+	case <-ctx.Done():
+		return err
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.broken
 }
 
 func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closes <-chan *amqp.Error) {
