@@ -123,7 +123,8 @@ func (b *Backend) isClosed() bool {
 // is set, and what its delay mode needs. Hold queues are declared later,
 // right before each publish to them. A plugin-mode queue gets its delay
 // exchange declared (or, with Options.ProvisionedDelayExchange, checked)
-// and q bound to it; a broker without the plugin is ErrPluginMissing.
+// first, so that a missing exchange or plugin (ErrDelayExchangeMissing,
+// ErrPluginMissing) leaves no queue behind, and q bound to it last.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
@@ -138,6 +139,11 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	}
 	if q.DelayExchange == "" {
 		q.DelayExchange = b.opts.DelayExchange
+	}
+	// The delay exchange first: when it is missing, or the plugin is, no
+	// queue is left behind.
+	if err := d.prepare(ctx, q); err != nil {
+		return err
 	}
 	work, prio := topology.Work(q, b.version)
 	switch prio {

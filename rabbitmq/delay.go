@@ -15,7 +15,10 @@ import (
 // delayer holds waits (retries, deferrals, delayed enqueues) for one delay
 // mode.
 type delayer interface {
-	// declare sets up what q's waits need, on every Declare of q.
+	// prepare sets up what q's waits need before q is declared, on every
+	// Declare of q, so that a failure leaves no queue behind.
+	prepare(ctx context.Context, q runtime.QueueConfig) error
+	// declare finishes what q's waits need once q is declared.
 	declare(ctx context.Context, q runtime.QueueConfig) error
 	// wait publishes msg so that it reaches q after delay, which the caller
 	// has rounded up to the granularity and checked against
@@ -38,6 +41,7 @@ type queueDelayer struct {
 	b *Backend
 }
 
+func (d queueDelayer) prepare(context.Context, runtime.QueueConfig) error { return nil }
 func (d queueDelayer) declare(context.Context, runtime.QueueConfig) error { return nil }
 
 func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
@@ -61,13 +65,13 @@ type pluginDelayer struct {
 	b *Backend
 }
 
-// declare declares q's delay exchange, or checks that it exists when the
-// operator provisions it, and binds q to it with routing key q. It runs on
-// the topology connection: declaring an exchange of a type the broker does
-// not know (the plugin is not enabled) closes the whole connection, not
-// just the channel, and the publishing and consuming connections must
-// not go with it.
-func (d pluginDelayer) declare(ctx context.Context, q runtime.QueueConfig) error {
+// prepare declares q's delay exchange, or checks that it exists when the
+// operator provisions it, before q is declared. It runs on the topology
+// connection: declaring an exchange of a type the broker does not know (the
+// plugin is not enabled) closes the whole connection, not just the
+// channel, and the publishing and consuming connections must not go with
+// it.
+func (d pluginDelayer) prepare(ctx context.Context, q runtime.QueueConfig) error {
 	ex := plugin.ExchangeName(q)
 	if d.b.opts.ProvisionedDelayExchange {
 		err := d.b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
@@ -92,6 +96,13 @@ func (d pluginDelayer) declare(ctx context.Context, q runtime.QueueConfig) error
 			return brokerError(fmt.Sprintf("queue %q: declare delay exchange %q", q.Name, ex), err)
 		}
 	}
+	return nil
+}
+
+// declare binds q, declared by now, to its delay exchange with routing key
+// q.
+func (d pluginDelayer) declare(ctx context.Context, q runtime.QueueConfig) error {
+	ex := plugin.ExchangeName(q)
 	err := d.b.topo.do(ctx, fmt.Sprintf("bind queue %q to delay exchange %q", q.Name, ex), func(ch *amqp.Channel) error {
 		return ch.QueueBind(q.Name, q.Name, ex, false, nil)
 	})

@@ -139,6 +139,7 @@ func TestPluginMissingIsExplained(t *testing.T) {
 			}
 		}
 	}
+	requireNoQueues(t, delayed.Name, delayed.Name+".dead")
 	// Not dialled again behind the scenes: the very same connections live.
 	if p, c := rabbitmq.Connections(b); p != pubConn || c != conConn || p.IsClosed() || c.IsClosed() {
 		t.Errorf("the publishing and consuming connections did not survive the failed Declare")
@@ -193,6 +194,7 @@ func TestPluginNotProvisioned(t *testing.T) {
 			}
 		}
 	}
+	requireNoQueues(t, q.Name, q.Name+".dead")
 
 	// A passive declare cannot tell an exchange's type, so a direct
 	// exchange stands in for the plugin's here; it routes at once what the
@@ -389,5 +391,29 @@ func TestPluginWaitToDeletedExchange(t *testing.T) {
 	}
 	if got := queueLen(t, raw, work.Name); got != good {
 		t.Errorf("%q holds %d jobs, want %d", work.Name, got, good)
+	}
+}
+
+// requireNoQueues fails t when any of the queues exists: a failed Declare
+// leaves nothing behind.
+func requireNoQueues(t *testing.T, names ...string) {
+	t.Helper()
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ch.QueueDeclarePassive(name, true, false, false, false, nil)
+		if err == nil {
+			t.Errorf("queue %q exists after the failed Declare", name)
+			ch.Close()
+		} else if !strings.Contains(err.Error(), "NOT_FOUND") {
+			t.Errorf("inspect queue %q: %v", name, err)
+		}
 	}
 }
