@@ -156,7 +156,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	}
 	if err := b.decl.declare(ctx, work); err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
-			return mismatchError(work, err)
+			return mismatchError(work, err, false)
 		}
 		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
 	}
@@ -164,7 +164,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 		dead := b.names.Dead(q.Name)
 		if err := b.decl.declare(ctx, dead); err != nil {
 			if isCode(err, amqp.PreconditionFailed) {
-				return mismatchError(dead, err)
+				return mismatchError(dead, err, true)
 			}
 			return brokerError(fmt.Sprintf("declare dead-letter queue %q", dead.Name), err)
 		}

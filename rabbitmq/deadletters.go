@@ -72,7 +72,7 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 	}
 	if derr := b.decl.declare(ctx, dead); derr != nil {
 		if isCode(derr, amqp.PreconditionFailed) {
-			derr = mismatchError(dead, derr)
+			derr = mismatchError(dead, derr, true)
 		}
 		return errors.Join(err, brokerError(fmt.Sprintf("declare dead-letter queue %q again", dead.Name), derr))
 	}

@@ -2,7 +2,9 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -63,13 +65,67 @@ func (d *declarer) close() {
 	}
 }
 
-// mismatchError explains a work queue that exists with other arguments.
-func mismatchError(q topology.Queue, err error) error {
+// inequivalentRE parses the broker's answer to a declare whose arguments
+// differ from the existing queue's.
+var inequivalentRE = regexp.MustCompile(`inequivalent arg '([^']+)' for queue '(?:[^']|'')*' in vhost '(?:[^']|'')*': received (.+) but current is (.+)$`)
+
+// argValueRE parses an argument value as the broker quotes it: 'x', or
+// the value 'x' of type 't'.
+var argValueRE = regexp.MustCompile(`^(?:the value )?'((?:[^']|'')*)'(?: of type '[^']*')?$`)
+
+// inequivalent returns the argument the broker says differs, and its
+// current value on the existing queue ("" with present false when the queue
+// has none).
+func inequivalent(err error) (arg, current string, present, ok bool) {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) {
+		return "", "", false, false
+	}
+	m := inequivalentRE.FindStringSubmatch(ae.Reason)
+	if m == nil {
+		return "", "", false, false
+	}
+	arg, cur := m[1], strings.TrimSpace(m[3])
+	if cur == "none" {
+		return arg, "", false, true
+	}
+	if v := argValueRE.FindStringSubmatch(cur); v != nil {
+		return arg, v[1], true, true
+	}
+	return arg, cur, true, true
+}
+
+// mismatchError explains a queue that exists with other arguments, with
+// the two ways out: drain and delete it so it is declared again, or declare
+// it as it is, with the setting that matches the argument the broker names.
+// dead says q is a dead-letter queue, whose arguments are not set by the
+// queue's config.
+func mismatchError(q topology.Queue, err error, dead bool) error {
+	asItIs := "or declare it with the arguments it has"
+	arg, current, present, ok := inequivalent(err)
+	switch {
+	case !ok:
+	case dead:
+		asItIs = fmt.Sprintf("or turn dead-letter queues off (Options.NoDeadLetterQueues) and route dead jobs by broker policy; the backend declares dead-letter queues without arguments, and this one has %s", describeArg(arg, current, present))
+	case arg == topology.ArgQueueType && present:
+		asItIs = fmt.Sprintf("or declare it as it is: queue_type=%s", current)
+	case arg == topology.ArgMaxPriority && !present:
+		asItIs = "or declare it as it is: max_priority=0 (deferral still works then, but deferred jobs return in FIFO order, behind the backlog)"
+	case arg == topology.ArgMaxPriority:
+		asItIs = fmt.Sprintf("or declare it as it is: max_priority=%s", current)
+	default:
+		asItIs = fmt.Sprintf("or declare it with the arguments it has (%s)", describeArg(arg, current, present))
+	}
 	return fmt.Errorf("%w: queue %q already exists with arguments other than %s (broker: %v). "+
-		"Either drain and delete the queue so that it is declared again with these arguments, "+
-		"or declare it as it was (for a queue without x-max-priority: max_priority=0; "+
-		"deferral still works then, but deferred jobs return in FIFO order, behind the backlog)",
-		ErrQueueMismatch, q.Name, describeArgs(q.Args), err)
+		"Either drain and delete the queue so that it is declared again with these arguments, %s",
+		ErrQueueMismatch, q.Name, describeArgs(q.Args), err, asItIs)
+}
+
+func describeArg(arg, current string, present bool) string {
+	if !present {
+		return "no " + arg
+	}
+	return arg + "=" + current
 }
 
 func describeArgs(args amqp.Table) string {

@@ -38,9 +38,12 @@
 // travels at.
 //
 // Declaring q over an existing queue with other arguments fails with
-// ErrQueueMismatch, naming the queue and the two ways out: drain and delete
-// it so it is declared again, or declare it as it was (for a queue without
-// x-max-priority, max_priority=0: deferral still works but returns FIFO).
+// ErrQueueMismatch (which is runtime.ErrQueueMismatch), naming the queue
+// and the two ways out: drain and delete it so it is declared again, or
+// declare it as it is, with the setting that matches the argument the
+// broker names: queue_type=<its type> for x-queue-type, max_priority=<its
+// x-max-priority> for x-max-priority, or max_priority=0 for a queue
+// without one (deferral still works then but returns FIFO).
 //
 // # Quorum queues
 //

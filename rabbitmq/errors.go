@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
+	"github.com/queuey/queuey/runtime"
 )
 
 var (
@@ -22,8 +23,9 @@ var (
 	// stored; it is reported as failed, never as a success.
 	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
 	// ErrQueueMismatch is returned when a queue exists with arguments other
-	// than those its QueueConfig asks for.
-	ErrQueueMismatch = errors.New("rabbitmq: queue exists with other arguments")
+	// than those its QueueConfig asks for. It is runtime.ErrQueueMismatch,
+	// so callers match it whatever the backend.
+	ErrQueueMismatch = runtime.ErrQueueMismatch
 	// ErrPluginMissing is returned by Declare of a plugin-mode queue when
 	// the broker does not know the x-delayed-message exchange type: the
 	// delayed-message-exchange plugin is not enabled.

@@ -34,6 +34,9 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+	if !errors.Is(err, runtime.ErrQueueMismatch) {
+		t.Errorf("error %v is not runtime.ErrQueueMismatch", err)
+	}
 	// The second way out works, and the refused declare left the backend
 	// usable.
 	q.MaxPriority = 0
@@ -46,6 +49,37 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	if n := queueLen(t, raw, name); n != 1 {
 		t.Errorf("queue holds %d messages, want 1", n)
+	}
+}
+
+// TestDeclareMismatchSuggestsTheSetting: the way out suggested is the
+// setting that matches what exists: its queue type, its max priority.
+func TestDeclareMismatchSuggestsTheSetting(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	raw := rawChannel(t)
+	quorum := queueName(t)
+	if _, err := raw.QueueDeclare(quorum, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	prio3 := queueName(t)
+	if _, err := raw.QueueDeclare(prio3, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(3)}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{quorum: "queue_type=quorum", prio3: "max_priority=3"} {
+		err := b.Declare(ctxT(t), runtime.DefaultQueueConfig(name)) // classic, max_priority=10
+		if !errors.Is(err, runtime.ErrQueueMismatch) {
+			t.Fatalf("Declare over %q = %v, want ErrQueueMismatch", name, err)
+		}
+		for _, w := range []string{want, "drain and delete"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+	}
+	q := runtime.DefaultQueueConfig(prio3)
+	q.MaxPriority = 3
+	if err := b.Declare(ctxT(t), q); err != nil {
+		t.Errorf("Declare as suggested: %v", err)
 	}
 }
 

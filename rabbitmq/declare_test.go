@@ -1,0 +1,45 @@
+package rabbitmq
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestMismatchErrorSuggests(t *testing.T) {
+	q := topology.Queue{Name: "q", Args: amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}}
+	for _, tc := range []struct {
+		reason string
+		dead   bool
+		want   string
+	}{
+		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received the value '10' of type 'signedint' but current is none",
+			false, "max_priority=0 (deferral still works"},
+		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received '10' but current is '3'",
+			false, "max_priority=3"},
+		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received none but current is the value '3' of type 'signedint'",
+			false, "max_priority=3"},
+		{"PRECONDITION_FAILED - inequivalent arg 'x-queue-type' for queue 'q' in vhost '/': received 'classic' but current is 'quorum'",
+			false, "queue_type=quorum"},
+		{"PRECONDITION_FAILED - inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/': received none but current is the value '5' of type 'long'",
+			false, "arguments it has (x-message-ttl=5)"},
+		{"PRECONDITION_FAILED - inequivalent arg 'x-queue-type' for queue 'q.dead' in vhost '/': received none but current is 'quorum'",
+			true, "NoDeadLetterQueues"},
+		{"PRECONDITION_FAILED - something else", false, "declare it with the arguments it has"},
+	} {
+		err := mismatchError(q, &amqp.Error{Code: amqp.PreconditionFailed, Reason: tc.reason}, tc.dead)
+		if !errors.Is(err, runtime.ErrQueueMismatch) || !errors.Is(err, ErrQueueMismatch) {
+			t.Errorf("%s: %v is not ErrQueueMismatch", tc.reason, err)
+		}
+		for _, want := range []string{tc.want, "drain and delete", `"q"`} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	}
+}
