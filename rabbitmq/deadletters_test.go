@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -156,5 +157,86 @@ func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
 	}
 	if f := append(failures, moveFailures(logs)...); len(f) > 2 {
 		t.Errorf("%d failures logged, want 2: the poison came back before its backoff", len(f))
+	}
+}
+
+// TestPoisonKeepsPropertiesAndHeaders: an invalid message moved to q.dead
+// keeps its headers and properties, and gains the reason and the queue.
+func TestPoisonKeepsPropertiesAndHeaders(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	if err := b.Declare(ctxT(t), q); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawChannel(t)
+	if err := raw.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Unix(1700000000, 0).UTC()
+	sent := amqp.Publishing{
+		Headers:         amqp.Table{"tenant": "t1", "n": int32(7), "nested": amqp.Table{"a": "b"}},
+		ContentType:     "text/plain",
+		ContentEncoding: "identity",
+		DeliveryMode:    amqp.Transient,
+		Priority:        3,
+		CorrelationId:   "corr-1",
+		ReplyTo:         "replies",
+		Expiration:      "600000",
+		MessageId:       "poison-1",
+		Timestamp:       ts,
+		Type:            "foreign",
+		UserId:          "guest",
+		AppId:           "legacy-app",
+		Body:            []byte("not an envelope"),
+	}
+	if err := publishRaw(t, raw, q.Name, sent); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Consume(ctxT(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var m amqp.Delivery
+	deadline := time.Now().Add(wait)
+	for {
+		var ok bool
+		if m, ok, err = raw.Get(q.Name+".dead", true); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("poison not in %q within %v", q.Name+".dead", wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	for k, want := range map[string]any{
+		"tenant": "t1", "n": int32(7),
+		"x-queuey-queue":               q.Name,
+		"x-queuey-original-expiration": "600000",
+		"x-queuey-original-user-id":    "guest",
+	} {
+		if got := m.Headers[k]; got != want {
+			t.Errorf("header %s = %v (%T), want %v (%T)", k, got, got, want, want)
+		}
+	}
+	if nested, _ := m.Headers["nested"].(amqp.Table); nested["a"] != "b" {
+		t.Errorf("nested header = %v, want a=b", m.Headers["nested"])
+	}
+	if r, _ := m.Headers["x-queuey-dead-reason"].(string); !strings.Contains(r, "not a valid envelope") {
+		t.Errorf("reason header = %q", r)
+	}
+	got := amqp.Publishing{ContentType: m.ContentType, ContentEncoding: m.ContentEncoding, Priority: m.Priority,
+		CorrelationId: m.CorrelationId, ReplyTo: m.ReplyTo, MessageId: m.MessageId, Timestamp: m.Timestamp.UTC(),
+		Type: m.Type, AppId: m.AppId, Body: m.Body}
+	want := sent
+	want.Headers, want.DeliveryMode, want.Expiration, want.UserId = nil, 0, "", ""
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("properties = %+v\nwant %+v", got, want)
+	}
+	if m.DeliveryMode != amqp.Persistent || m.Expiration != "" || m.UserId != "" {
+		t.Errorf("delivery mode %d, expiration %q, user id %q; want persistent and none", m.DeliveryMode, m.Expiration, m.UserId)
 	}
 }

@@ -214,16 +214,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		return
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
-	msg := amqp.Publishing{
-		Headers:      amqp.Table{codec.HeaderDeadReason: reason, codec.HeaderQueue: s.q.Name},
-		ContentType:  m.ContentType,
-		DeliveryMode: amqp.Persistent,
-		MessageId:    m.MessageId,
-		Type:         m.Type,
-		Timestamp:    m.Timestamp,
-		Body:         m.Body,
-	}
-	if err := s.b.publishDead(s.ctx, s.q.Name, msg); err != nil {
+	if err := s.b.publishDead(s.ctx, s.q.Name, poisonCopy(m, s.q.Name, reason)); err != nil {
 		s.poisonFailed(m, dead, err)
 		return
 	}
@@ -231,6 +222,48 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
 	if err := m.Ack(false); err != nil {
 		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
+	}
+}
+
+// Headers that keep the properties of an invalid message that cannot
+// travel to the dead-letter queue as they were.
+const (
+	headerOriginalExpiration = "x-queuey-original-expiration"
+	headerOriginalUserID     = "x-queuey-original-user-id"
+)
+
+// poisonCopy is the publish that moves invalid message m of queue to its
+// dead-letter queue: every property and header of m, plus the reason and
+// the queue in headers, persistent. Two properties move to headers: the
+// expiration, which would make the dead letter expire, and the user id,
+// which the broker checks against the publishing connection's user and
+// refuses (closing the channel) when another user set it.
+func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
+	h := make(amqp.Table, len(m.Headers)+4)
+	for k, v := range m.Headers {
+		h[k] = v
+	}
+	h[codec.HeaderDeadReason] = reason
+	h[codec.HeaderQueue] = queue
+	if m.Expiration != "" {
+		h[headerOriginalExpiration] = m.Expiration
+	}
+	if m.UserId != "" {
+		h[headerOriginalUserID] = m.UserId
+	}
+	return amqp.Publishing{
+		Headers:         h,
+		ContentType:     m.ContentType,
+		ContentEncoding: m.ContentEncoding,
+		DeliveryMode:    amqp.Persistent,
+		Priority:        m.Priority,
+		CorrelationId:   m.CorrelationId,
+		ReplyTo:         m.ReplyTo,
+		MessageId:       m.MessageId,
+		Timestamp:       m.Timestamp,
+		Type:            m.Type,
+		AppId:           m.AppId,
+		Body:            m.Body,
 	}
 }
 
