@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -140,6 +143,9 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if q.DelayExchange == "" {
 		q.DelayExchange = b.opts.DelayExchange
 	}
+	if err := b.checkNames(q, d); err != nil {
+		return err
+	}
 	// The delay exchange first: when it is missing, or the plugin is, no
 	// queue is left behind.
 	if err := d.prepare(ctx, q); err != nil {
@@ -175,6 +181,38 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	b.mu.Lock()
 	b.queues[q.Name] = q
 	b.mu.Unlock()
+	return nil
+}
+
+// maxTTLDigits is how many digits the longest hold queue TTL has, in
+// milliseconds: runtime.MaxDeferral.
+var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10))
+
+// checkNames refuses q, before anything is declared, when a broker name it
+// would need is longer than an AMQP short string: q itself, its dead-letter
+// queue, its longest hold queue name, or its delay exchange.
+func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
+	names := []struct{ what, name string }{{"queue name", q.Name}}
+	if !b.opts.NoDeadLetterQueues {
+		names = append(names, struct{ what, name string }{"dead-letter queue name", b.names.Dead(q.Name).Name})
+	}
+	switch d.(type) {
+	case queueDelayer:
+		suffix := b.opts.RetrySuffix
+		if len(b.opts.DeferredSuffix) > len(suffix) {
+			suffix = b.opts.DeferredSuffix
+		}
+		names = append(names, struct{ what, name string }{"longest hold queue name",
+			q.Name + suffix + "." + strings.Repeat("9", maxTTLDigits)})
+	case pluginDelayer:
+		names = append(names, struct{ what, name string }{"delay exchange name", plugin.ExchangeName(q)})
+	}
+	for _, n := range names {
+		if len(n.name) > codec.MaxShortString {
+			return fmt.Errorf("%w: queue %q: its %s %q is %d bytes, want at most %d (an AMQP short string): shorten the queue name",
+				runtime.ErrInvalidConfig, clip(q.Name), n.what, clip(n.name), len(n.name), codec.MaxShortString)
+		}
+	}
 	return nil
 }
 

@@ -33,7 +33,8 @@ type Options struct {
 	// DefaultDeadSuffix (".dead").
 	DeadSuffix string
 	// Granularity is what every wait is rounded up to; it bounds how many
-	// hold queues exist. Zero means runtime.DefaultGranularity (1s).
+	// hold queues exist. It must be a whole number of milliseconds, 1ms to
+	// 1h. Zero means runtime.DefaultGranularity (1s).
 	Granularity time.Duration
 	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
 	// job is rejected (requeue=false) instead, for a broker policy to route.
@@ -107,8 +108,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RetrySuffix == o.DeferredSuffix || o.RetrySuffix == o.DeadSuffix || o.DeferredSuffix == o.DeadSuffix {
 		return o, fmt.Errorf("%w: rabbitmq.Options suffixes %q, %q and %q must differ", runtime.ErrInvalidOption, o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
 	}
-	if o.Granularity < time.Millisecond || o.Granularity > time.Hour {
-		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want 1ms..1h (or 0 for %v)", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
+	if o.Granularity < time.Millisecond || o.Granularity > time.Hour || o.Granularity%time.Millisecond != 0 {
+		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want a whole number of milliseconds, 1ms..1h (or 0 for %v): hold queue TTLs and x-delay are milliseconds", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
 	}
 	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)

@@ -30,6 +30,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{RetrySuffix: "/x"}, "RetrySuffix"},
 		{Options{DeadSuffix: ".retry"}, "must differ"},
 		{Options{Granularity: time.Microsecond}, "Granularity"},
+		{Options{Granularity: 1500 * time.Microsecond}, "whole number of milliseconds"},
 		{Options{Delay: "later"}, "Delay"},
 		{Options{DelayExchange: "a/b"}, "DelayExchange"},
 		{Options{PublishChannels: 65}, "PublishChannels"},

@@ -42,7 +42,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		return nil, brokerError(fmt.Sprintf("consume %q: set prefetch %d", q.Name, q.Prefetch), err)
 	}
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
-	tag := fmt.Sprintf("queuey-%s-%d", q.Name, time.Now().UnixNano())
+	// A consumer tag is a short string: at most 255 bytes, and so is the
+	// queue name; 200 of it are plenty to tell consumers apart.
+	tag := fmt.Sprintf("queuey-%s-%d", q.Name[:min(len(q.Name), 200)], time.Now().UnixNano())
 	msgs, err := ch.Consume(q.Name, tag, false, false, false, false, nil)
 	if err != nil {
 		_ = ch.Close()
