@@ -197,6 +197,12 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
 		return fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
+	// So would a header the client library cannot encode, before it
+	// touches the channel; checked here, it does not count as a failure
+	// of the channel.
+	if err := msg.Headers.Validate(); err != nil {
+		return fmt.Errorf("publish to %q: %w", clip(key), err)
+	}
 	w := &waiter{res: make(chan error, 1)}
 	pc.pubMu.Lock()
 	pc.mu.Lock()
@@ -233,6 +239,12 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		pc.pubMu.Unlock()
 		if closed {
 			return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+		}
+		if failed {
+			// A client-side failure leaves the channel in a state nobody
+			// knows, and no publish takes it any more: close it, which
+			// fails what is still in flight on it and ends its loop.
+			_ = pc.ch.Close()
 		}
 		return brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
@@ -323,23 +335,32 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 }
 
 func (pc *pubChannel) onReturn(r amqp.Return) {
+	if pc.pair(&r) {
+		return
+	}
+	pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
+}
+
+// pair hands return r to the publish in flight it belongs to, and reports
+// whether there was one.
+func (pc *pubChannel) pair(r *amqp.Return) bool {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if seq, ok := r.Headers[seqHeader].(int64); ok {
 		if w := pc.pending[uint64(seq)]; w != nil {
-			w.ret = &r
-			return
+			w.ret = r
+			return true
 		}
 	} else if seq, ok := pc.ids[r.MessageId]; ok && r.MessageId != "" {
-		pc.pending[seq].ret = &r
-		return
+		pc.pending[seq].ret = r
+		return true
 	} else if len(pc.pending) == 1 {
 		for _, w := range pc.pending {
-			w.ret = &r
+			w.ret = r
 		}
-		return
+		return true
 	}
-	pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
+	return false
 }
 
 func (pc *pubChannel) onConfirm(c amqp.Confirmation) {
