@@ -94,14 +94,3 @@ func deadLetter(m *amqp.Delivery) runtime.DeadLetter {
 	}
 	return runtime.DeadLetter{Envelope: env, Reason: reason}
 }
-
-// PublishRaw publishes body to queue as it is, without properties or
-// headers, confirmed and mandatory: the way a foreign producer might. It
-// exists to put messages that are not envelopes on a queue, such as in
-// tests of poison handling.
-func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) error {
-	if b.isClosed() {
-		return fmt.Errorf("publish raw to %q: %w", queue, runtime.ErrClosed)
-	}
-	return b.pub.publishSerial(ctx, "", queue, amqp.Publishing{Body: body})
-}

@@ -1,10 +1,36 @@
 package rabbitmq
 
 import (
+	"context"
+	"fmt"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
 )
+
+// PublishRaw publishes body to queue as it is, without properties or
+// headers, confirmed and mandatory: the way a foreign producer might. It
+// puts messages that are not envelopes on a queue, for tests of poison
+// handling; as a method of Backend it makes the backend a
+// backendtest.RawPublisher in this package's tests.
+func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) error {
+	if b.isClosed() {
+		return fmt.Errorf("publish raw to %q: %w", queue, runtime.ErrClosed)
+	}
+	return b.pub.publishSerial(ctx, "", queue, amqp.Publishing{Body: body})
+}
+
+// publishSerial is publish without a correlation header: one publish at a
+// time on a channel of its own.
+func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	pc, err := p.serial.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publish(ctx, exchange, key, msg, true, true)
+}
 
 // Connections returns b's publishing and consuming AMQP connections as they
 // are now, for tests that check they survive something.

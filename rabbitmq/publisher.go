@@ -41,7 +41,8 @@ type publisher struct {
 	waits    []*slot
 	nextWait atomic.Uint32
 	// serial carries publishes one at a time, so that a publish without a
-	// correlation header (PublishRaw) can still be paired with its return.
+	// correlation header (PublishRaw, in tests) can still be paired with
+	// its return.
 	serial *slot
 }
 
@@ -115,16 +116,6 @@ func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg a
 		return err
 	}
 	return pc.publish(ctx, exchange, key, msg, false, false)
-}
-
-// publishSerial is publish without a correlation header: one publish at a
-// time on a channel of its own.
-func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
-	pc, err := p.serial.get(ctx, p)
-	if err != nil {
-		return err
-	}
-	return pc.publish(ctx, exchange, key, msg, true, true)
 }
 
 // close waits for every channel's confirm loop to end; the connection must
