@@ -5,11 +5,17 @@
 // Dial opens two connections, one for publishing and one for consuming, as
 // RabbitMQ recommends: a connection blocked by a resource alarm stops
 // carrying acks too. Publishes are spread over a few confirm-mode channels
-// (Options.PublishChannels); every subscription consumes on a channel of its
-// own with basic.qos set to the queue's prefetch and manual acks. Queues are
-// declared on a channel of their own, since a refused declare closes its
-// channel. A third connection, dialled only when a plugin-mode queue is
-// declared, carries delay exchange declares (see Delay modes).
+// (Options.PublishChannels), and plugin waits go over channels of their own
+// (see Delay modes); every subscription consumes on a channel of its own
+// with basic.qos set to its prefetch and manual acks. Queues are declared on
+// a channel of their own, since a refused declare closes its channel. A
+// third connection, dialled only when a plugin-mode queue is declared,
+// carries delay exchange declares (see Delay modes).
+//
+// The broker shows the connections by name, Options.ConnectionName ("queuey"
+// by default) and a suffix: "queuey publish" (publishes and queue declares),
+// "queuey consume" (subscriptions, and reads of dead letters) and "queuey
+// topology" (delay exchange declares and bindings, plugin mode only).
 //
 // # Topology
 //
@@ -25,8 +31,9 @@
 // up to Options.Granularity (1s by default), so that every wait leaves in
 // publish order and on time. A hold queue is declared right before each
 // publish to it, which renews its x-expires lease; an idle one deletes
-// itself. Hold queues are always classic, since a quorum queue's lease is
-// not renewed by a redeclare. Waits above runtime.MaxDeferral after rounding
+// itself. Hold queues are always classic, whatever q is, since a quorum
+// queue's lease is not renewed by a redeclare; so they are not replicated
+// as a quorum q is: a wait lives on one node until it is due. Waits above runtime.MaxDeferral after rounding
 // are refused with runtime.ErrDelayTooLong, never clamped, and a wait onto a
 // queue not declared through the backend in this process is
 // runtime.ErrUnknownQueue: the broker drops a TTL expiry into a missing queue
@@ -36,6 +43,13 @@
 // of what still waits on q (a consumer already holds up to prefetch jobs of
 // the backlog). The envelope keeps the job's own priority, which a retry
 // travels at.
+//
+// Caveat of waits in hold queues: when a wait is due, the broker
+// dead-letters it from the hold queue back to q, and that move is
+// at-most-once inside the broker: it is not confirmed, so a node failing
+// at that moment, or q missing (deleted behind the backend's back), loses
+// the job, with nothing returned and nothing logged. Publishing into the
+// hold queue is confirmed; the way out of it is not.
 //
 // Declaring q over an existing queue with other arguments fails with
 // ErrQueueMismatch (which is runtime.ErrQueueMismatch), naming the queue
@@ -80,8 +94,18 @@
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish
 //     in flight on it.
-//   - A channel closed by the broker (404 NOT_FOUND, 406 PRECONDITION_FAILED)
-//     is reported as an error naming what was done, and replaced.
+//   - A publishing or declaring channel closed by the broker (404 NOT_FOUND,
+//     406 PRECONDITION_FAILED) is reported as an error naming what was
+//     done, and replaced on the next use. A subscription's channel is not
+//     replaced by the backend: the subscription ends with the error, and
+//     the runtime's worker subscribes again.
+//   - With q.dead deleted, a dead job or an invalid message comes back
+//     unroutable; the backend owns q.dead, so it declares it again and
+//     publishes once more. An invalid message whose move still fails goes
+//     back to q only after a backoff (1s, doubling to 30s per consecutive
+//     failure), never in a hot loop, and the failure is logged at a
+//     limited rate. It keeps every header and property in q.dead, except
+//     its expiration and user id, which move to headers.
 //
 // # Connection loss
 //
@@ -136,6 +160,7 @@
 //
 // The plugin keeps delayed messages on the node that received them, one
 // copy, not replicated, and it is not meant for hundreds of thousands of
-// waiting messages; hold queues are replicated as the broker replicates
-// queues.
+// waiting messages. Hold queues are not replicated either (they are
+// classic queues), so neither mode replicates a wait; only q, when it is a
+// quorum queue, holds its jobs on several nodes.
 package rabbitmq

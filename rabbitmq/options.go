@@ -66,7 +66,8 @@ type Options struct {
 	// DefaultPublishChannels.
 	PublishChannels int
 	// ConnectionName is shown in the broker's management UI, suffixed with
-	// " publish" and " consume". Empty means "queuey".
+	// " publish", " consume" and, once a plugin-mode queue is declared,
+	// " topology". Empty means "queuey".
 	ConnectionName string
 }
 
