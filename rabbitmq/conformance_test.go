@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 // priority cases where the broker's quorum queues have no priorities (3.x).
 func TestConformanceQuorum(t *testing.T) {
 	requireBroker(t)
-	f := backendtest.Features{QueueType: runtime.QueueQuorum}
+	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true}
 	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
 		f.NoPriority = true
 	}

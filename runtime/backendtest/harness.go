@@ -22,6 +22,11 @@ type Features struct {
 	// NoPriority is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
 	NoPriority bool
+	// CoarsePriority is set when the backend orders by priority in fewer
+	// levels than max_priority (RabbitMQ 4.x quorum queues: 0-4 and 5+).
+	// The exact priority-order case is skipped; a deferral, which travels
+	// at max_priority, must still return ahead of the backlog.
+	CoarsePriority bool
 	// QueueType is the queue type the suite declares. Empty means classic.
 	QueueType runtime.QueueType
 	// Delay is the delay mode the suite declares. Empty means the backend's
