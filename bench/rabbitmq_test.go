@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +27,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -46,30 +45,9 @@ type benchJob struct {
 	N       int
 }
 
-func amqpURL() string {
-	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
+func amqpURL() string { return brokertest.URL() }
 
-func requireBroker(b *testing.B) {
-	b.Helper()
-	u, err := amqp.ParseURI(amqpURL())
-	if err != nil {
-		b.Fatalf("QUEUEY_AMQP_URL: %v", err)
-	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, fmt.Sprint(u.Port)), 2*time.Second)
-	if err == nil {
-		conn.Close()
-		return
-	}
-	msg := fmt.Sprintf("no RabbitMQ answers at %s:%d: %v (make broker starts one)", u.Host, u.Port, err)
-	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
-		b.Fatal(msg)
-	}
-	b.Skip(msg)
-}
+func requireBroker(b *testing.B) { b.Helper(); brokertest.Require(b) }
 
 // BenchmarkEndToEnd enqueues 20,000 jobs and runs a no-op handler on each
 // with prefetch 50, through the typed runtime path, and the same with raw

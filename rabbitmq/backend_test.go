@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestQuorumPrioritiesByVersion(t *testing.T) {
 		{"4.0.1", 5, ""},
 		{"4.0.1", 10, ""},
 	} {
-		t.Run(tc.version+"/"+itoa(tc.maxPrio), func(t *testing.T) {
+		t.Run(tc.version+"/"+strconv.Itoa(tc.maxPrio), func(t *testing.T) {
 			logs := make(records, 16)
 			b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
 			rabbitmq.SetBrokerVersion(b, tc.version)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -28,44 +27,11 @@ func TestMain(m *testing.M) {
 // wait bounds every wait of these tests on an event.
 const wait = 30 * time.Second
 
-func amqpURL() string {
-	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
+func amqpURL() string { return brokertest.URL() }
 
 // requireBroker skips t when no broker answers, or fails it when CI or
 // QUEUEY_REQUIRE_BROKER is set.
-func requireBroker(t testing.TB) {
-	t.Helper()
-	u, err := amqp.ParseURI(amqpURL())
-	if err != nil {
-		t.Fatalf("QUEUEY_AMQP_URL: %v", err)
-	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, itoa(u.Port)), 2*time.Second)
-	if err == nil {
-		conn.Close()
-		return
-	}
-	msg := "no RabbitMQ answers at " + u.Host + ": " + err.Error() + " (is rabbitmq-server running? make broker starts one)"
-	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-func itoa(n int) string {
-	const digits = "0123456789"
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{digits[n%10]}, b...)
-	}
-	return string(b)
-}
+func requireBroker(t testing.TB) { t.Helper(); brokertest.Require(t) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"regexp"
-	"strconv"
 	"testing"
-	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
+
+	"github.com/queuey/queuey/internal/brokertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,23 +26,7 @@ func TestRun(t *testing.T) {
 // QUEUEY_AMQP_URL=... make run does. It skips without a broker, unless CI or
 // QUEUEY_REQUIRE_BROKER is set.
 func TestRunRabbitMQ(t *testing.T) {
-	url := os.Getenv(amqpURLEnv)
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
-	u, err := amqp.ParseURI(url)
-	if err != nil {
-		t.Fatalf("%s: %v", amqpURLEnv, err)
-	}
-	if c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), 2*time.Second); err != nil {
-		msg := fmt.Sprintf("no RabbitMQ answers at %s:%d (%v); is rabbitmq-server running? make broker starts one", u.Host, u.Port, err)
-		if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	} else {
-		c.Close()
-	}
+	url := brokertest.Require(t)
 	t.Setenv(amqpURLEnv, url)
 	t.Setenv(delayEnv, "")
 	checkRun(t, `(?m)^backend: +RabbitMQ `)
