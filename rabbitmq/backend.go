@@ -11,6 +11,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
@@ -33,7 +34,8 @@ type Backend struct {
 	conConn  *connection
 	pub      *publisher
 	decl     *declarer
-	topoConn *connection // dialled on first use; see pluginDelayer.declare
+	holds    singleflight.Group // hold-queue declares in flight, by name
+	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer
 

@@ -49,7 +49,17 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	if err != nil {
 		return err
 	}
-	if err := d.b.decl.declare(ctx, hold); err != nil {
+	// Waits onto one hold queue share a declare that is in flight. The
+	// broker renews the lease (2×TTL) when it handles the declare, at most
+	// a round trip before a joining wait asked, and each wait publishes
+	// right after the declare returns: its message leaves the hold queue one
+	// TTL later, long before the lease can end. Under a burst of retries
+	// with one backoff this is one declare instead of hundreds, all queued
+	// on the one declaring channel.
+	_, err, _ = d.b.holds.Do(hold.Name, func() (any, error) {
+		return nil, d.b.decl.declare(ctx, hold)
+	})
+	if err != nil {
 		return brokerError(fmt.Sprintf("declare hold queue %q", hold.Name), err)
 	}
 	return d.b.pub.publish(ctx, "", hold.Name, msg)

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// BenchmarkWaitPublish enqueues 20,000 jobs with a delay, 64 at once: each
+// is a declare of its hold queue (which renews the queue's lease) and a
+// confirmed publish to it. Half wait 60s and half 120s, so two hold queues
+// are in use, as retries with a few backoff steps are. Nothing is consumed;
+// the queues are deleted afterwards.
+func BenchmarkWaitPublish(b *testing.B) {
+	requireBroker(b)
+	var total time.Duration
+	for i := 0; b.Loop(); i++ {
+		total += runWaits(b, uniqueBenchName("waits", i))
+	}
+	b.ReportMetric(float64(b.N*jobs)/total.Seconds(), "waits/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+func runWaits(b *testing.B, name string) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	defer deleteQueues(b, name, name+".dead", name+".deferred.60000", name+".deferred.120000")
+	q := runtime.DefaultQueueConfig(name)
+	q.Kind = "benchJob"
+	p, err := runtime.NewProducer(ctx, be, q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > jobs {
+					return
+				}
+				delay := time.Minute * time.Duration(1+i%2)
+				if _, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: int(i)}, runtime.WithDelay(delay)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func uniqueBenchName(what string, i int) string {
+	return fmt.Sprintf("queuey-bench.%s.%d.%d", what, time.Now().UnixNano(), i)
+}
