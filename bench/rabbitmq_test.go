@@ -148,23 +148,10 @@ func runQueuey(b *testing.B, name string, consume bool) time.Duration {
 	}
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range inFlight {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > jobs {
-					return
-				}
-				if _, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: int(i)}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	enqueueAll(b, func(i int) error {
+		_, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: i})
+		return err
+	})
 	if consume {
 		select {
 		case <-all:
@@ -295,4 +282,27 @@ func meta(queue string, now time.Time) amqp.Table {
 		"enqueued-at":  now.UnixNano(),
 		"queue":        queue,
 	}
+}
+
+// enqueueAll calls enqueue for jobs 1..jobs from inFlight goroutines at
+// once, as producers of a synchronous API keep that many publishes in
+// flight.
+func enqueueAll(b *testing.B, enqueue func(i int) error) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > jobs {
+					return
+				}
+				if err := enqueue(int(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,24 +43,11 @@ func runWaits(b *testing.B, name string) time.Duration {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range inFlight {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > jobs {
-					return
-				}
-				delay := time.Minute * time.Duration(1+i%2)
-				if _, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: int(i)}, runtime.WithDelay(delay)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	enqueueAll(b, func(i int) error {
+		delay := time.Minute * time.Duration(1+i%2)
+		_, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: i}, runtime.WithDelay(delay))
+		return err
+	})
 	return time.Since(start)
 }
 
