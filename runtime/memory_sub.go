@@ -53,6 +53,13 @@ func (s *memSub) closeLocked(requeue bool) {
 		return
 	}
 	s.closed = true
+	if !requeue {
+		// The backend is closing: what is still buffered can never be
+		// settled, so no handler should start on it.
+		for len(s.ch) > 0 {
+			<-s.ch
+		}
+	}
 	if !s.stopped {
 		s.stopped = true
 		close(s.ch)

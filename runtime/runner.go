@@ -7,18 +7,29 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // settleRetryDelay is how long a job whose outcome could not be recorded
-// waits before it is put back on its queue.
-const settleRetryDelay = time.Second
+// waits before it is put back on its queue; it doubles with each failure in
+// a row on the queue, up to maxSettleRetryDelay.
+const (
+	settleRetryDelay    = time.Second
+	maxSettleRetryDelay = 30 * time.Second
+)
+
+// healthySubscription is how long a subscription must have run for the
+// resubscribe backoff to start again from its minimum.
+const healthySubscription = 10 * time.Second
 
 // queueRunner consumes one queue for a Worker.
 type queueRunner struct {
 	w       *Worker
 	queue   QueueConfig
 	handler HandlerFunc
+
+	settleFailures atomic.Int64 // settles failed in a row
 }
 
 // run consumes until ctx ends, subscribing again with backoff when a
@@ -29,8 +40,11 @@ func (c *queueRunner) run(ctx context.Context) error {
 	for {
 		sub, err := c.w.backend.Consume(ctx, c.queue)
 		if err == nil {
+			began := time.Now()
 			c.consume(ctx, sub)
-			backoff = 100 * time.Millisecond
+			if time.Since(began) > healthySubscription {
+				backoff = 100 * time.Millisecond
+			}
 			err = sub.Err()
 		}
 		if ctx.Err() != nil {
@@ -153,16 +167,28 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	if base.Err() != nil {
 		return // shutdown timeout: leave the job for redelivery
 	}
-	if serr := c.settle(base, d, env, err); serr != nil {
-		// The outcome could not be recorded (its publish failed, say), so
-		// the job must run again; but not at once, or a lasting failure
-		// would spin the handler. Holding this handler slot for a while
-		// also slows the queue while the backend is in trouble.
-		c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", settleRetryDelay)
-		sleepCtx(base, settleRetryDelay)
-		if rerr := d.Requeue(base); rerr != nil {
-			c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
+	serr := c.settle(base, d, env, err)
+	if serr == nil {
+		if c.settleFailures.Load() != 0 {
+			c.settleFailures.Store(0)
 		}
+		return
+	}
+	if errors.Is(serr, ErrClosed) {
+		// The delivery's channel is gone: the backend delivers it again.
+		c.w.log.Warn("queuey: consumer closed before the job was settled; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
+		return
+	}
+	// The outcome could not be recorded (its publish failed, say), so
+	// the job must run again; but not at once, or a lasting failure
+	// would spin the handler. The wait grows while failures go on, and
+	// holding this handler slot meanwhile slows the queue too.
+	n := c.settleFailures.Add(1)
+	delay := min(settleRetryDelay<<min(n-1, 5), maxSettleRetryDelay)
+	c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", delay)
+	sleepCtx(base, delay)
+	if rerr := d.Requeue(base); rerr != nil {
+		c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
 	}
 }
 

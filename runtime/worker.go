@@ -165,6 +165,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	for _, r := range regs {
 		if err := w.backend.Declare(runCtx, r.queue); err != nil {
+			if runCtx.Err() != nil {
+				return ctx.Err() // stopped while declaring: nil after Stop
+			}
 			return fmt.Errorf("declare queue %q: %w", r.queue.Name, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +225,43 @@ func TestEnqueueOptionErrors(t *testing.T) {
 	}
 	if b.Len("opts") != 0 {
 		t.Errorf("refused enqueues left %d jobs", b.Len("opts"))
+	}
+}
+
+// TestBackendCloseRunsNoBufferedJob: when the backend closes under a
+// worker, deliveries it had buffered can no longer be settled; their
+// handlers must not run (the jobs would run twice), and Run ends.
+func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	q := runtime.QueueConfig{Name: "buffered", Kind: "ping", Prefetch: 5, Concurrency: 1}
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	w := runtime.NewWorker(b, quiet())
+	runtime.Handle(w, q, func(ctx context.Context, j ping) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background()) }()
+	recvT(t, started)
+	b.Close()
+	close(release)
+	if err := recvT(t, errc); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Run = %v, want ErrClosed", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("%d handler runs, want 1: buffered deliveries of a closed backend ran", n)
 	}
 }
