@@ -107,9 +107,11 @@ func (b *Backend) Close() error {
 	var err error
 	b.once.Do(func() {
 		close(b.closed)
+		// Connections first: a declare stuck on a blocked connection
+		// holds its declarer's lock until its connection closes.
+		err = errors.Join(b.pubConn.close(), b.conConn.close(), b.topoConn.close())
 		b.decl.close()
 		b.topo.close()
-		err = errors.Join(b.pubConn.close(), b.conConn.close(), b.topoConn.close())
 		b.pub.wait()
 	})
 	return err

@@ -34,6 +34,9 @@ func delayers(b *Backend) map[runtime.DelayMode]delayer {
 	}
 }
 
+// holdDeclareTimeout bounds a hold-queue declare shared by several waits.
+const holdDeclareTimeout = 30 * time.Second
+
 // queueDelayer holds each distinct delay in a hold queue whose queue-level
 // TTL dead-letters its messages back to q. The hold queue is declared right
 // before each publish to it, which renews its x-expires lease.
@@ -56,9 +59,20 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	// TTL later, long before the lease can end. Under a burst of retries
 	// with one backoff this is one declare instead of hundreds, all queued
 	// on the one declaring channel.
-	_, err, _ = d.b.holds.Do(hold.Name, func() (any, error) {
-		return nil, d.b.decl.declare(ctx, hold)
+	// The shared declare runs on a context of its own, so that one caller
+	// giving up does not fail the others; each caller still stops waiting
+	// when its own ctx ends.
+	res := d.b.holds.DoChan(hold.Name, func() (any, error) {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
+		defer cancel()
+		return nil, d.b.decl.declare(dctx, hold)
 	})
+	select {
+	case r := <-res:
+		err = r.Err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil {
 		return brokerError(fmt.Sprintf("declare hold queue %q", hold.Name), err)
 	}

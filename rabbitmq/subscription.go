@@ -140,7 +140,15 @@ func (s *subscription) Err() error {
 
 func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error) {
 	defer close(s.done)
-	defer close(s.out)
+	defer func() {
+		if s.Err() != nil {
+			// The channel is gone: deliveries still buffered can no
+			// longer be settled, and the broker delivers them again.
+			// Running their handlers now would run them twice.
+			s.drain()
+		}
+		close(s.out)
+	}()
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -167,6 +175,17 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 				s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
 				return
 			}
+		}
+	}
+}
+
+// drain empties the buffer of decoded deliveries without blocking.
+func (s *subscription) drain() {
+	for {
+		select {
+		case <-s.out:
+		default:
+			return
 		}
 	}
 }
