@@ -22,6 +22,7 @@ import (
 var (
 	_ runtime.Backend          = (*Backend)(nil)
 	_ runtime.DeadLetterReader = (*Backend)(nil)
+	_ runtime.BatchPublisher   = (*Backend)(nil)
 )
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
@@ -247,6 +248,37 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 // delay is zero or less, else through the queue's delay mode (its deferred
 // hold queue, or its delay exchange, not mandatory) at the job's own
 // priority.
+// PublishBatch publishes envs to their queues at once, many in flight on
+// one channel, each confirmed and mandatory, and returns one error per
+// envelope.
+func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []error {
+	errs := make([]error, len(envs))
+	msgs := make([]outMsg, 0, len(envs))
+	idx := make([]int, 0, len(envs))
+	for i, env := range envs {
+		switch {
+		case env == nil:
+			errs[i] = errors.New("rabbitmq: publish: nil envelope")
+		case b.isClosed():
+			errs[i] = fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
+		default:
+			msg, err := codec.Encode(env, codec.Options{Priority: env.Priority})
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			msgs = append(msgs, outMsg{key: env.Queue, msg: msg})
+			idx = append(idx, i)
+		}
+	}
+	if len(msgs) > 0 {
+		for j, err := range b.pub.publishBatch(ctx, msgs) {
+			errs[idx[j]] = err
+		}
+	}
+	return errs
+}
+
 func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time.Duration) error {
 	if env == nil {
 		return errors.New("rabbitmq: publish: nil envelope")

@@ -109,6 +109,47 @@ func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bo
 // publishWait publishes a wait through the delayed-message-exchange plugin,
 // confirmed but not mandatory (the plugin routes nothing at publish time,
 // so it returns every mandatory publish), on the channels of plugin waits.
+// batchWindow is how many publishes of one batch may await their confirms
+// at once.
+const batchWindow = 256
+
+// outMsg is one publish of a batch.
+type outMsg struct {
+	key string
+	msg amqp.Publishing
+}
+
+// publishBatch publishes msgs to the default exchange, mandatory, all on
+// one channel without waiting in between, then waits for every confirm. It
+// returns one error per message.
+func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
+	errs := make([]error, len(msgs))
+	s := p.slots[int(p.next.Add(1))%len(p.slots)]
+	pc, err := s.get(ctx, p)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	waiters := make([]*waiter, len(msgs))
+	await := func(i int) {
+		if waiters[i] != nil {
+			errs[i] = waiters[i].await(ctx, msgs[i].key)
+		}
+	}
+	for i, m := range msgs {
+		if i >= batchWindow {
+			await(i - batchWindow)
+		}
+		waiters[i], errs[i] = pc.start(ctx, "", m.key, m.msg, true, false)
+	}
+	for i := max(0, len(msgs)-batchWindow); i < len(msgs); i++ {
+		await(i)
+	}
+	return errs
+}
+
 func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
 	s := p.waits[int(p.nextWait.Add(1))%len(p.waits)]
 	pc, err := s.get(ctx, p)
@@ -182,17 +223,30 @@ func (pc *pubChannel) breakWith(err error, generic bool) {
 // or by seqHeader; one that is not mandatory gets no return and needs
 // neither.
 func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, serial bool) error {
+	w, err := pc.start(ctx, exchange, key, msg, mandatory, serial)
+	if err != nil {
+		return err
+	}
+	if serial {
+		defer pc.pubMu.Unlock()
+	}
+	return w.await(ctx, key)
+}
+
+// start publishes msg and returns the waiter its confirm will reach. With
+// serial, pubMu stays locked for the caller to unlock once confirmed.
+func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, serial bool) (*waiter, error) {
 	// A field too long for the wire fails in the client library after the
 	// method frame went out, and the broker closes the whole connection:
 	// refuse it before it touches the channel.
 	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
-		return fmt.Errorf("publish to %q: %w", clip(key), err)
+		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	// So would a header the client library cannot encode, before it
 	// touches the channel; checked here, it does not count as a failure
 	// of the channel.
 	if err := msg.Headers.Validate(); err != nil {
-		return fmt.Errorf("publish to %q: %w", clip(key), err)
+		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	w := &waiter{res: make(chan error, 1)}
 	pc.pubMu.Lock()
@@ -200,7 +254,7 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	if pc.broken != nil {
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
-		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+		return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
 	pc.pending[seq] = w
@@ -229,7 +283,7 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		pc.mu.Unlock()
 		pc.pubMu.Unlock()
 		if closed {
-			return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+			return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 		}
 		if failed {
 			// A client-side failure leaves the channel in a state nobody
@@ -237,13 +291,17 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 			// fails what is still in flight on it and ends its loop.
 			_ = pc.ch.Close()
 		}
-		return brokerError(fmt.Sprintf("publish to %q", key), err)
+		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	if !serial {
 		pc.pubMu.Unlock()
-	} else {
-		defer pc.pubMu.Unlock()
 	}
+	return w, nil
+}
+
+// await waits for w's confirm: nil for an ack, the return or nack
+// otherwise, and ErrNotConfirmed when ctx ends first.
+func (w *waiter) await(ctx context.Context, key string) error {
 	select {
 	case err := <-w.res:
 		if err != nil {

@@ -119,3 +119,12 @@ type DeadLetterReader interface {
 type ReadyCounter interface {
 	Ready(ctx context.Context, queue string) (int, error)
 }
+
+// BatchPublisher is implemented by backends that can keep many publishes
+// of one caller in flight at once. PublishBatch stores each envelope on its
+// queue at once (no delay) and returns one error per envelope, nil where it
+// was stored. Producers use it for EnqueueMany; without it they publish one
+// envelope after another.
+type BatchPublisher interface {
+	PublishBatch(ctx context.Context, envs []*Envelope) []error
+}

@@ -1,6 +1,9 @@
 package runtime
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrUnknownQueue is returned for a publish or a wait onto a queue that
@@ -27,3 +30,36 @@ var (
 // ErrQueueMismatch is returned by Declare when the queue exists with other
 // arguments than the config asks for.
 var ErrQueueMismatch = errors.New("queuey: queue exists with other arguments")
+
+// BatchError reports the jobs of one EnqueueMany call that were not
+// enqueued. The others were.
+type BatchError struct {
+	// Errs holds one entry per job, in the order given: nil where the job
+	// was enqueued.
+	Errs []error
+}
+
+func (e *BatchError) Error() string {
+	var first error
+	n := 0
+	for _, err := range e.Errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	return fmt.Sprintf("queuey: %d of %d jobs not enqueued; first: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the errors of the jobs that were not enqueued.
+func (e *BatchError) Unwrap() []error {
+	var errs []error
+	for _, err := range e.Errs {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}

@@ -84,9 +84,64 @@ func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) { o.id = id }
 }
 
-// EnqueuePayload enqueues an already encoded payload of kind onto q and
-// returns the job's ID. Generated code calls Enqueue instead.
+// EnqueuePayload enqueues an already encoded payload onto q and returns the
+// job's ID. Generated code calls Enqueue instead.
 func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
+	o, q := p.options(q, opts)
+	env, err := p.envelope(q, o, payload)
+	if err != nil {
+		return "", err
+	}
+	if err := p.backend.Publish(ctx, env, o.delay); err != nil {
+		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
+	}
+	return env.ID, nil
+}
+
+// EnqueuePayloads enqueues already encoded payloads onto q, with the same
+// options for each, keeping many publishes in flight where the backend can
+// (BatchPublisher). It returns every job's ID, in order, and a *BatchError
+// naming the jobs that were not enqueued, if any. WithID is refused: IDs
+// must differ. Generated code calls EnqueueMany instead.
+func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
+	o, q := p.options(q, opts)
+	if o.id != "" {
+		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
+	}
+	envs := make([]*Envelope, len(payloads))
+	ids := make([]string, len(payloads))
+	for i, payload := range payloads {
+		env, err := p.envelope(q, o, payload)
+		if err != nil {
+			return nil, err
+		}
+		envs[i], ids[i] = env, env.ID
+	}
+	var errs []error
+	if bp, ok := p.backend.(BatchPublisher); ok && o.delay == 0 {
+		errs = bp.PublishBatch(ctx, envs)
+	} else {
+		errs = make([]error, len(envs))
+		for i, env := range envs {
+			errs[i] = p.backend.Publish(ctx, env, o.delay)
+		}
+	}
+	failed := false
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
+			failed = true
+		}
+	}
+	if failed {
+		return ids, &BatchError{Errs: errs}
+	}
+	return ids, nil
+}
+
+// options applies opts and returns them with q as this producer declared it
+// (or with its defaults).
+func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig) {
 	var o enqueueOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -95,25 +150,28 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 	declared, ok := p.queues[q.Name]
 	p.mu.RUnlock()
 	if ok {
-		q = declared
-	} else {
-		q = q.WithDefaults()
+		return o, declared
 	}
+	return o, q.WithDefaults()
+}
+
+// envelope checks the options against q and returns the envelope of one job.
+func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*Envelope, error) {
 	if o.hasPriority && (o.priority < 0 || o.priority > q.MaxPriority) {
-		return "", fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
+		return nil, fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
 	}
 	if o.delay < 0 {
-		return "", fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)
+		return nil, fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)
 	}
 	id := o.id
 	if id == "" {
 		u, err := uuid.NewV7()
 		if err != nil {
-			return "", fmt.Errorf("queuey: job id: %w", err)
+			return nil, fmt.Errorf("queuey: job id: %w", err)
 		}
 		id = u.String()
 	}
-	env := &Envelope{
+	return &Envelope{
 		ID:          id,
 		Queue:       q.Name,
 		Kind:        q.Kind,
@@ -122,10 +180,6 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 		MaxAttempts: q.MaxAttempts,
 		Priority:    uint8(o.priority),
 		EnqueuedAt:  p.now().UTC(),
-		Headers:     o.headers,
-	}
-	if err := p.backend.Publish(ctx, env, o.delay); err != nil {
-		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
-	}
-	return id, nil
+		Headers:     maps.Clone(o.headers),
+	}, nil
 }

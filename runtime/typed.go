@@ -17,6 +17,22 @@ func Enqueue[T any](ctx context.Context, p *Producer, q QueueConfig, job T, opts
 	return p.EnqueuePayload(ctx, q, payload, opts...)
 }
 
+// EnqueueMany encodes each job with msgpack and enqueues them onto q, with
+// the same options, keeping many publishes in flight where the backend can.
+// It returns every job's ID in order and a *BatchError naming the jobs that
+// were not enqueued, if any. Generated EnqueueManyX functions call it.
+func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []T, opts ...EnqueueOption) ([]string, error) {
+	payloads := make([][]byte, len(jobs))
+	for i := range jobs {
+		payload, err := msgpack.Marshal(&jobs[i])
+		if err != nil {
+			return nil, fmt.Errorf("encode %s #%d: %w", q.Kind, i, err)
+		}
+		payloads[i] = payload
+	}
+	return p.EnqueuePayloads(ctx, q, payloads, opts...)
+}
+
 // Handle registers h as the handler of q's jobs on w. Each payload is
 // decoded into a T; one that does not decode is dead-lettered at once with a
 // DecodeError. Generated HandleX functions call it.

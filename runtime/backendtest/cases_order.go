@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -137,4 +138,54 @@ func fullOrNil(mu *sync.Mutex, full *chan struct{}) <-chan struct{} {
 		return c
 	}
 	return *full
+}
+
+// testEnqueueMany: jobs enqueued together all run, once each, in the order
+// given; onto a queue nobody declared, every one of them is reported.
+func testEnqueueMany(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	const batches, per = 3, 100
+	var all []string
+	for b := range batches {
+		jobs := make([]job, per)
+		for i := range jobs {
+			jobs[i] = job{N: b*per + i}
+		}
+		ids, err := runtime.EnqueueMany(ctxT(t), h.p, h.q, jobs)
+		if err != nil {
+			t.Fatalf("EnqueueMany: %v", err)
+		}
+		if len(ids) != per {
+			t.Fatalf("EnqueueMany returned %d IDs, want %d", len(ids), per)
+		}
+		all = append(all, ids...)
+	}
+	runs := make(chan runtime.Info, batches*per)
+	h.start(func(ctx context.Context, j job) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		runs <- info
+		return nil
+	})
+	for i := range batches * per {
+		if info := recv(t, runs, "a job"); info.ID != all[i] {
+			t.Fatalf("run %d was job %s, want %s: jobs enqueued together must run in order", i, info.ID, all[i])
+		}
+	}
+	if _, err := runtime.EnqueueMany(ctxT(t), h.p, h.q, []job{{}, {}}, runtime.WithID("same")); !errors.Is(err, runtime.ErrInvalidOption) {
+		t.Errorf("EnqueueMany with WithID = %v, want ErrInvalidOption", err)
+	}
+
+	other := h.q
+	other.Name += ".never-declared"
+	p := runtime.NewProducerUndeclared(h.b)
+	ids, err := runtime.EnqueueMany(ctxT(t), p, other, []job{{N: 1}, {N: 2}, {N: 3}})
+	var be *runtime.BatchError
+	if !errors.As(err, &be) || len(be.Errs) != 3 || len(ids) != 3 {
+		t.Fatalf("EnqueueMany onto an undeclared queue = %v, %v; want a BatchError for 3 jobs", ids, err)
+	}
+	for i, err := range be.Errs {
+		if err == nil {
+			t.Errorf("job %d onto an undeclared queue reported enqueued", i)
+		}
+	}
 }
