@@ -30,6 +30,14 @@ func EnqueueEverything(ctx context.Context, p *runtime.Producer, job Everything,
 	return runtime.Enqueue(ctx, p, EverythingQueue, job, opts...)
 }
 
+// EnqueueManyEverything encodes each job with msgpack and enqueues them onto
+// EverythingQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManyEverything(ctx context.Context, p *runtime.Producer, jobs []Everything, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, EverythingQueue, jobs, opts...)
+}
+
 // HandleEverything registers h on w as the handler of EverythingQueue.
 // A payload that does not decode into a Everything is dead-lettered
 // without running h.

@@ -215,3 +215,44 @@ func TestGeneratedConfig(t *testing.T) {
 		t.Errorf("Queues() (-want +got):\n%s", diff)
 	}
 }
+
+// TestEnqueueManyRoundTrip sends several jobs through the generated
+// EnqueueManyX and checks each arrives unchanged.
+func TestEnqueueManyRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	in := []Everything{{ID: "zero"}, full(), {ID: "empty", Bytes: []byte{}, Strings: []string{}, Map: map[string]int{}}}
+
+	got := make(chan Everything, len(in))
+	w := runtime.NewWorker(b)
+	HandleEverything(w, func(ctx context.Context, job Everything) error {
+		got <- job
+		return nil
+	})
+	stop := runWorker(t, ctx, w)
+	defer stop()
+	p, err := runtime.NewProducer(ctx, b, Queues()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := EnqueueManyEverything(ctx, p, in)
+	if err != nil || len(ids) != len(in) {
+		t.Fatalf("EnqueueManyEverything = %v, %v; want %d IDs", ids, err, len(in))
+	}
+	byID := map[string]Everything{}
+	for range in {
+		select {
+		case job := <-got:
+			byID[job.ID] = job
+		case <-ctx.Done():
+			t.Fatalf("handled %d of %d jobs within %v", len(byID), len(in), wait)
+		}
+	}
+	for _, want := range in {
+		if diff := cmp.Diff(want, byID[want.ID], cmp.AllowUnexported(Everything{}, other.Address{})); diff != "" {
+			t.Errorf("job %q differs (-want +got):\n%s", want.ID, diff)
+		}
+	}
+}

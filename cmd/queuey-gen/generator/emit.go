@@ -76,6 +76,12 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bo
 		))
 		f.Line()
 
+		comment(f, "%s encodes each job with msgpack and enqueues them onto\n%s through p, many in flight at once where the backend\ncan. It returns every job's ID in order, and a *runtime.BatchError\nnaming the jobs that were not enqueued, if any.", n.enqueueMany, n.queue)
+		f.Add(enqueueManyFunc(n, j.Type).Block(
+			jen.Return(jen.Qual(runtimePath, "EnqueueMany").Call(jen.Id("ctx"), jen.Id("p"), jen.Id(n.queue), jen.Id("jobs"), jen.Id("opts").Op("..."))),
+		))
+		f.Line()
+
 		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s is dead-lettered\nwithout running h.", n.handle, n.queue, j.Type)
 		f.Add(handleFunc(n, j.Type).Block(
 			jen.Qual(runtimePath, "Handle").Call(jen.Id("w"), jen.Id(n.queue), jen.Id("h")),
@@ -142,6 +148,16 @@ func enqueueFunc(n names, typ string) *jen.Statement {
 		jen.Id("job").Id(typ),
 		jen.Id("opts").Op("...").Qual(runtimePath, "EnqueueOption"),
 	).Params(jen.String(), jen.Error())
+}
+
+// enqueueManyFunc is func EnqueueManyX(ctx, p, jobs []X, opts...) ([]string, error).
+func enqueueManyFunc(n names, typ string) *jen.Statement {
+	return jen.Func().Id(n.enqueueMany).Params(
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("p").Op("*").Qual(runtimePath, "Producer"),
+		jen.Id("jobs").Index().Id(typ),
+		jen.Id("opts").Op("...").Qual(runtimePath, "EnqueueOption"),
+	).Params(jen.Index().String(), jen.Error())
 }
 
 // handleFunc is func HandleX(w, h func(ctx, job X) error).

@@ -14,7 +14,7 @@ import (
 
 // stub returns, parsed into p.Fset under the name of p's generated file,
 // declarations of what that file is to declare: per annotated type X,
-// XQueue, EnqueueX and HandleX with their generated signatures and no
+// XQueue, EnqueueX, EnqueueManyX and HandleX with their generated signatures and no
 // bodies worth the name, and Queues. It works from files, the syntax of p
 // without its generated file, alone, so that a package whose own code
 // uses those names can be type-checked before the file exists or while
@@ -49,6 +49,7 @@ func stub(p *packages.Package, files []*ast.File) (*ast.File, error) {
 		n := generatedNames(ts.Name.Name)
 		add(n.queue, jen.Var().Id(n.queue).Add(queueVarType()))
 		add(n.enqueue, enqueueFunc(n, ts.Name.Name).Block(jen.Return(jen.Lit(""), jen.Nil())))
+		add(n.enqueueMany, enqueueManyFunc(n, ts.Name.Name).Block(jen.Return(jen.Nil(), jen.Nil())))
 		add(n.handle, handleFunc(n, ts.Name.Name).Block())
 	}
 	if jobs > 0 {

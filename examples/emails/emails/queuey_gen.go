@@ -31,6 +31,14 @@ func EnqueueSendEmail(ctx context.Context, p *runtime.Producer, job SendEmail, o
 	return runtime.Enqueue(ctx, p, SendEmailQueue, job, opts...)
 }
 
+// EnqueueManySendEmail encodes each job with msgpack and enqueues them onto
+// SendEmailQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManySendEmail(ctx context.Context, p *runtime.Producer, jobs []SendEmail, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, SendEmailQueue, jobs, opts...)
+}
+
 // HandleSendEmail registers h on w as the handler of SendEmailQueue.
 // A payload that does not decode into a SendEmail is dead-lettered
 // without running h.
@@ -57,6 +65,14 @@ var ChargeCardQueue = runtime.QueueConfig{
 // has stored the job.
 func EnqueueChargeCard(ctx context.Context, p *runtime.Producer, job ChargeCard, opts ...runtime.EnqueueOption) (string, error) {
 	return runtime.Enqueue(ctx, p, ChargeCardQueue, job, opts...)
+}
+
+// EnqueueManyChargeCard encodes each job with msgpack and enqueues them onto
+// ChargeCardQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManyChargeCard(ctx context.Context, p *runtime.Producer, jobs []ChargeCard, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, ChargeCardQueue, jobs, opts...)
 }
 
 // HandleChargeCard registers h on w as the handler of ChargeCardQueue.
