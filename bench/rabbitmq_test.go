@@ -54,21 +54,39 @@ func requireBroker(b *testing.B) { b.Helper(); brokertest.Require(b) }
 // amqp091-go, reporting both rates and their ratio.
 func BenchmarkEndToEnd(b *testing.B) {
 	requireBroker(b)
-	compare(b, true)
+	compare(b, true, false)
 }
 
 // BenchmarkPublish enqueues 20,000 jobs without consuming them, through the
 // typed runtime path and with raw amqp091-go.
 func BenchmarkPublish(b *testing.B) {
 	requireBroker(b)
-	compare(b, false)
+	compare(b, false, false)
 }
 
-func compare(b *testing.B, consume bool) {
+// BenchmarkEndToEndBatch is BenchmarkEndToEnd with one producer enqueueing
+// through runtime.EnqueueMany (generated EnqueueManyX) in batches of
+// inFlight: the shape of the raw loop, one goroutine with many publishes
+// in flight.
+func BenchmarkEndToEndBatch(b *testing.B) {
+	requireBroker(b)
+	compare(b, true, true)
+}
+
+// BenchmarkPublishBatch is BenchmarkPublish through runtime.EnqueueMany in
+// batches of inFlight from one goroutine.
+func BenchmarkPublishBatch(b *testing.B) {
+	requireBroker(b)
+	compare(b, false, true)
+}
+
+// compare times the raw loop and queuey on the same work, alternately;
+// batch enqueues through EnqueueMany instead of concurrent Enqueue calls.
+func compare(b *testing.B, consume, batch bool) {
 	var ours, raw time.Duration
 	for i := 0; b.Loop(); i++ {
 		raw += runRaw(b, fmt.Sprintf("queuey-bench.raw.%d.%d", time.Now().UnixNano(), i), consume)
-		ours += runQueuey(b, fmt.Sprintf("queuey-bench.ours.%d.%d", time.Now().UnixNano(), i), consume)
+		ours += runQueuey(b, fmt.Sprintf("queuey-bench.ours.%d.%d", time.Now().UnixNano(), i), consume, batch)
 	}
 	n := float64(b.N * jobs)
 	oursRate := n / ours.Seconds()
@@ -97,7 +115,7 @@ func deleteQueues(b *testing.B, names ...string) {
 
 // runQueuey times jobs enqueues (and handles, when consume) through
 // runtime.Enqueue and runtime.Handle, as generated code does.
-func runQueuey(b *testing.B, name string, consume bool) time.Duration {
+func runQueuey(b *testing.B, name string, consume, batch bool) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
 	opts := rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -148,10 +166,17 @@ func runQueuey(b *testing.B, name string, consume bool) time.Duration {
 	}
 
 	start := time.Now()
-	enqueueAll(b, func(i int) error {
-		_, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: i})
-		return err
-	})
+	if batch {
+		enqueueBatches(b, func(batch []benchJob) error {
+			_, err := runtime.EnqueueMany(ctx, p, q, batch)
+			return err
+		})
+	} else {
+		enqueueAll(b, func(i int) error {
+			_, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: i})
+			return err
+		})
+	}
 	if consume {
 		select {
 		case <-all:
@@ -305,4 +330,19 @@ func enqueueAll(b *testing.B, enqueue func(i int) error) {
 		})
 	}
 	wg.Wait()
+}
+
+// enqueueBatches calls enqueue for jobs 1..jobs in batches of inFlight,
+// one after another from one goroutine.
+func enqueueBatches(b *testing.B, enqueue func(batch []benchJob) error) {
+	batch := make([]benchJob, 0, inFlight)
+	for i := 1; i <= jobs; i++ {
+		batch = append(batch, benchJob{To: "a@b.c", Subject: "hello", N: i})
+		if len(batch) == inFlight || i == jobs {
+			if err := enqueue(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
 }
