@@ -81,6 +81,8 @@
 //     before that publish's basic.ack) is paired with exactly its publish by
 //     message id, or by an x-queuey-publish-seq header when another publish
 //     with the same id is in flight, and reported as ErrUnroutable.
+//     PublishBatch (runtime.EnqueueMany) puts a batch on one channel with up
+//     to 256 awaiting their confirms, and reports each publish on its own.
 //   - Retry, defer and dead-letter publish first and ack second, and do not
 //     ack when the publish failed: a job is never lost, at worst delivered
 //     again. A refused wait happens before anything is acked.
