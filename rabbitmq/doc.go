@@ -83,6 +83,12 @@
 //     with the same id is in flight, and reported as ErrUnroutable.
 //     PublishBatch (runtime.EnqueueMany) puts a batch on one channel with up
 //     to 256 awaiting their confirms, and reports each publish on its own.
+//   - Acks are coalesced: once every delivery up to tag n is done or
+//     otherwise settled, one basic.ack with multiple=true settles them all.
+//     A nack or reject is on the wire before its tag counts as settled, so
+//     a multiple ack never covers a requeued or unsettled delivery; a done
+//     delivery behind a slow one is acked on its own after 5ms. Close sends
+//     every waiting ack before the channel closes.
 //   - Retry, defer and dead-letter publish first and ack second, and do not
 //     ack when the publish failed: a job is never lost, at worst delivered
 //     again. A refused wait happens before anything is acked.

@@ -61,6 +61,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		cancel: cancel,
 		done:   make(chan struct{}),
 		timers: map[*time.Timer]struct{}{},
+		acks:   newAcker(ch, q.Prefetch),
 	}
 	go s.loop(msgs, closes)
 	return s, nil
@@ -68,11 +69,12 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 
 // subscription is a consumer of one queue on its own channel.
 type subscription struct {
-	b   *Backend
-	q   runtime.QueueConfig
-	ch  *amqp.Channel
-	tag string
-	out chan runtime.Delivery
+	b    *Backend
+	q    runtime.QueueConfig
+	ch   *amqp.Channel
+	tag  string
+	out  chan runtime.Delivery
+	acks *acker
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -124,6 +126,7 @@ func (s *subscription) Close() error {
 	clear(s.timers)
 	s.mu.Unlock()
 	s.cancel()
+	s.acks.close() // done work is acked before the channel returns the rest
 	var err error
 	if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) {
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
@@ -231,7 +234,9 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		s.b.log.Error("queuey: invalid message rejected (no dead-letter queue declared)", "queue", s.q.Name, "message_id", m.MessageId, "error", derr)
 		if err := m.Reject(false); err != nil {
 			s.b.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
+			return
 		}
+		s.acks.settled(m.DeliveryTag)
 		return
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
@@ -241,7 +246,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	}
 	s.poisonFails = 0
 	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
-	if err := m.Ack(false); err != nil {
+	if err := s.acks.ack(m.DeliveryTag); err != nil {
 		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
 	}
 }
@@ -333,7 +338,9 @@ func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
 		s.mu.Lock()
 		delete(s.timers, t)
 		s.mu.Unlock()
-		_ = m.Nack(false, true) // fails only when the channel closed, which puts it back too
+		if m.Nack(false, true) == nil { // fails only when the channel closed, which puts it back too
+			s.acks.settled(m.DeliveryTag)
+		}
 	})
 	s.timers[t] = struct{}{}
 }
@@ -347,8 +354,10 @@ type delivery struct {
 
 func (d *delivery) Envelope() *runtime.Envelope { return d.env }
 
+// Ack hands the ack to the subscription's acker, which coalesces acks;
+// it fails once the channel is known gone.
 func (d *delivery) Ack(context.Context) error {
-	if err := d.s.ch.Ack(d.tag, false); err != nil {
+	if err := d.s.acks.ack(d.tag); err != nil {
 		return d.settleErr("ack", err)
 	}
 	return nil
@@ -358,6 +367,7 @@ func (d *delivery) Requeue(context.Context) error {
 	if err := d.s.ch.Nack(d.tag, false, true); err != nil {
 		return d.settleErr("requeue", err)
 	}
+	d.s.acks.settled(d.tag)
 	return nil
 }
 
@@ -387,6 +397,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		if err := d.s.ch.Reject(d.tag, false); err != nil {
 			return d.settleErr("reject", err)
 		}
+		d.s.acks.settled(d.tag)
 		return nil
 	}
 	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
