@@ -1,6 +1,10 @@
 package rabbitmq
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -11,11 +15,16 @@ import (
 // delivery before it is sent on its own.
 const ackStragglerDelay = 5 * time.Millisecond
 
-// Tag states in an acker.
-const (
-	ackPending = iota + 1 // done, ack not yet sent
-	ackSettled            // acked, nacked or rejected on the wire already
-)
+// errAlreadySettled is returned for a second settle of one delivery.
+var errAlreadySettled = errors.New("delivery already settled")
+
+// ackSender is what an acker sends on: an *amqp.Channel.
+type ackSender interface {
+	Ack(tag uint64, multiple bool) error
+}
+
+// tagRange is the delivery tags lo..hi, inclusive.
+type tagRange struct{ lo, hi uint64 }
 
 // acker coalesces the acks of one subscription's channel. Delivery tags
 // on a channel count up from 1, one per delivery; once every tag up to n is
@@ -25,135 +34,190 @@ const (
 // acked on its own once ackStragglerDelay passes or half the prefetch
 // waits, so a straggler never holds the window shut.
 //
+// Memory is bounded by the prefetch, however long a delivery stays
+// unsettled: waiting tags are deliveries the broker still counts against
+// the prefetch, and tags settled above the lowest unsettled one are kept as
+// ranges, one per gap.
+//
 // A nack or reject must be on the wire before its tag is marked settled
 // here: a multiple ack sent later then cannot cover it.
 type acker struct {
-	ch        *amqp.Channel
+	ch        ackSender
 	threshold int
 
 	mu      sync.Mutex
-	low     uint64 // lowest tag not yet known settled
-	state   map[uint64]int
-	beyond  int // ackPending tags above low
-	err     error
+	low     uint64              // lowest tag not known settled
+	waiting map[uint64]struct{} // done, ack not yet sent
+	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
+	err     error               // why acks can no longer be sent
 	closing bool
 
 	kick chan struct{}
 	done chan struct{}
 }
 
-func newAcker(ch *amqp.Channel, prefetch int) *acker {
-	a := &acker{
-		ch:        ch,
-		threshold: max(1, prefetch/2),
-		low:       1,
-		state:     map[uint64]int{},
-		kick:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-	}
-	go a.run()
+// newAcker starts an acker sending on ch. closed, when not nil, tells it
+// the channel is gone, so that it stops even if close is never called.
+func newAcker(ch ackSender, prefetch int, closed <-chan *amqp.Error) *acker {
+	a := makeAcker(ch, prefetch)
+	go a.run(closed)
 	return a
 }
 
-// ack marks tag done; the flusher sends the ack. It fails only once a send
-// on the channel failed or the acker closed: the broker then delivers the
-// message again.
+// makeAcker returns an acker whose flusher is not running.
+func makeAcker(ch ackSender, prefetch int) *acker {
+	return &acker{
+		ch:        ch,
+		threshold: max(1, prefetch/2),
+		low:       1,
+		waiting:   map[uint64]struct{}{},
+		kick:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+}
+
+// ack marks tag done; the flusher sends the ack. It fails once acks can no
+// longer be sent (the error wraps amqp.ErrClosed: the broker delivers the
+// message again) and for a tag already settled.
 func (a *acker) ack(tag uint64) error {
 	a.mu.Lock()
-	if a.err != nil || a.closing {
-		err := a.err
+	if err := a.usableLocked(tag); err != nil {
 		a.mu.Unlock()
-		if err == nil {
-			err = amqp.ErrClosed
-		}
 		return err
 	}
-	a.state[tag] = ackPending
+	a.waiting[tag] = struct{}{}
 	a.mu.Unlock()
-	select {
-	case a.kick <- struct{}{}:
-	default:
-	}
+	a.wake()
 	return nil
 }
 
 // settled marks tag as settled on the wire by a nack or reject.
 func (a *acker) settled(tag uint64) {
 	a.mu.Lock()
-	a.state[tag] = ackSettled
+	if tag >= a.low && !a.isSettledLocked(tag) {
+		delete(a.waiting, tag)
+		a.addSettledLocked(tag)
+	}
 	a.mu.Unlock()
+	a.wake()
+}
+
+func (a *acker) usableLocked(tag uint64) error {
+	switch {
+	case a.err != nil:
+		return a.err
+	case a.closing:
+		return fmt.Errorf("%w: consumer closed", amqp.ErrClosed)
+	case tag < a.low || a.isSettledLocked(tag):
+		return fmt.Errorf("ack of delivery tag %d: %w", tag, errAlreadySettled)
+	}
+	if _, ok := a.waiting[tag]; ok {
+		return fmt.Errorf("ack of delivery tag %d: %w", tag, errAlreadySettled)
+	}
+	return nil
+}
+
+func (a *acker) wake() {
 	select {
 	case a.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (a *acker) run() {
+// isSettledLocked reports whether tag is in a settled range.
+func (a *acker) isSettledLocked(tag uint64) bool {
+	i := sort.Search(len(a.ranges), func(i int) bool { return a.ranges[i].hi >= tag })
+	return i < len(a.ranges) && a.ranges[i].lo <= tag
+}
+
+// addSettledLocked adds tag to the settled ranges, merging neighbours.
+func (a *acker) addSettledLocked(tag uint64) {
+	i := sort.Search(len(a.ranges), func(i int) bool { return a.ranges[i].hi >= tag })
+	joinLeft := i > 0 && a.ranges[i-1].hi+1 == tag
+	joinRight := i < len(a.ranges) && a.ranges[i].lo == tag+1
+	switch {
+	case joinLeft && joinRight:
+		a.ranges[i-1].hi = a.ranges[i].hi
+		a.ranges = slices.Delete(a.ranges, i, i+1)
+	case joinLeft:
+		a.ranges[i-1].hi = tag
+	case joinRight:
+		a.ranges[i].lo = tag
+	default:
+		a.ranges = slices.Insert(a.ranges, i, tagRange{tag, tag})
+	}
+}
+
+func (a *acker) run(closed <-chan *amqp.Error) {
 	defer close(a.done)
-	var straggle *time.Timer
-	var straggleC <-chan time.Time
+	straggle := time.NewTimer(ackStragglerDelay)
+	straggle.Stop()
+	defer straggle.Stop()
+	armed := false
 	for {
 		force := false
 		select {
 		case <-a.kick:
-		case <-straggleC:
-			force, straggleC = true, nil
+		case <-straggle.C:
+			force, armed = true, false
+		case e := <-closed:
+			a.mu.Lock()
+			if a.err == nil {
+				a.err = fmt.Errorf("%w: channel closed: %v", amqp.ErrClosed, e)
+			}
+			a.mu.Unlock()
+			return
 		}
 		a.mu.Lock()
 		closing := a.closing
 		a.mu.Unlock()
 		left := a.flush(force || closing)
 		if closing {
-			if straggle != nil {
-				straggle.Stop()
-			}
 			return
 		}
-		if left && straggleC == nil {
-			if straggle == nil {
-				straggle = time.NewTimer(ackStragglerDelay)
-			} else {
-				straggle.Reset(ackStragglerDelay)
-			}
-			straggleC = straggle.C
+		if left && !armed {
+			straggle.Reset(ackStragglerDelay)
+			armed = true
 		}
 	}
 }
 
 // flush sends what can be sent: one multiple ack for the settled prefix,
-// and single acks for done tags above it when force is set or too many
-// wait. It reports whether done tags are left waiting.
+// and single acks for waiting tags above it when force is set or too many
+// wait. It reports whether tags are left waiting.
 func (a *acker) flush(force bool) (left bool) {
 	a.mu.Lock()
+	if a.err != nil {
+		a.mu.Unlock()
+		return false
+	}
 	var multi uint64
 	for {
-		st, ok := a.state[a.low]
-		if !ok {
-			break
-		}
-		if st == ackPending {
+		if _, ok := a.waiting[a.low]; ok {
+			delete(a.waiting, a.low)
 			multi = a.low
+			a.low++
+			continue
 		}
-		delete(a.state, a.low)
-		a.low++
-	}
-	a.beyond = 0
-	for _, st := range a.state {
-		if st == ackPending {
-			a.beyond++
+		if len(a.ranges) > 0 && a.ranges[0].lo == a.low {
+			a.low = a.ranges[0].hi + 1
+			a.ranges = a.ranges[1:]
+			continue
 		}
+		break
 	}
 	var singles []uint64
-	if a.beyond > 0 && (force || a.beyond >= a.threshold) {
-		for tag, st := range a.state {
-			if st == ackPending {
-				singles = append(singles, tag)
-				a.state[tag] = ackSettled
-			}
+	if len(a.waiting) > 0 && (force || len(a.waiting) >= a.threshold) {
+		for tag := range a.waiting {
+			singles = append(singles, tag)
 		}
-		a.beyond = 0
+		slices.Sort(singles)
+		clear(a.waiting)
+		for _, tag := range singles {
+			a.addSettledLocked(tag)
+		}
 	}
-	left = a.beyond > 0
+	left = len(a.waiting) > 0
 	a.mu.Unlock()
 
 	var err error
@@ -169,7 +233,7 @@ func (a *acker) flush(force bool) (left bool) {
 	if err != nil {
 		a.mu.Lock()
 		if a.err == nil {
-			a.err = err
+			a.err = fmt.Errorf("%w: sending an ack failed: %v", amqp.ErrClosed, err)
 		}
 		a.mu.Unlock()
 	}
@@ -177,19 +241,12 @@ func (a *acker) flush(force bool) (left bool) {
 }
 
 // close sends every ack still waiting and stops the flusher. Call it
-// before the channel closes, so that done work is not delivered again.
+// before the channel closes, so that done work is not delivered again. It
+// is safe to call twice.
 func (a *acker) close() {
 	a.mu.Lock()
-	if a.closing {
-		a.mu.Unlock()
-		<-a.done
-		return
-	}
 	a.closing = true
 	a.mu.Unlock()
-	select {
-	case a.kick <- struct{}{}:
-	default:
-	}
+	a.wake()
 	<-a.done
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,7 @@ type Backend struct {
 
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
+	subs   map[*subscription]struct{}     // open subscriptions
 	closed chan struct{}
 	once   sync.Once
 }
@@ -78,6 +81,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		topoConn: topoConn,
 		topo:     &declarer{conn: topoConn},
 		queues:   map[string]runtime.QueueConfig{},
+		subs:     map[*subscription]struct{}{},
 		closed:   make(chan struct{}),
 	}
 	b.delayers = delayers(b)
@@ -108,7 +112,15 @@ func (b *Backend) Close() error {
 	var err error
 	b.once.Do(func() {
 		close(b.closed)
-		// Connections first: a declare stuck on a blocked connection
+		// Acks of done work first, while the consuming connection is up:
+		// they would otherwise be lost and the jobs delivered again.
+		b.mu.RLock()
+		subs := slices.Collect(maps.Keys(b.subs))
+		b.mu.RUnlock()
+		for _, s := range subs {
+			s.acks.close()
+		}
+		// Then connections: a declare stuck on a blocked connection
 		// holds its declarer's lock until its connection closes.
 		err = errors.Join(b.pubConn.close(), b.conConn.close(), b.topoConn.close())
 		b.decl.close()

@@ -87,8 +87,10 @@
 //     otherwise settled, one basic.ack with multiple=true settles them all.
 //     A nack or reject is on the wire before its tag counts as settled, so
 //     a multiple ack never covers a requeued or unsettled delivery; a done
-//     delivery behind a slow one is acked on its own after 5ms. Close sends
-//     every waiting ack before the channel closes.
+//     delivery behind a slow one is acked on its own after 5ms, and what is
+//     kept meanwhile is bounded by the prefetch however long the slow one
+//     runs. Subscription.Close and Backend.Close send every waiting ack
+//     before the channel closes. A second settle of one delivery is refused.
 //   - Retry, defer and dead-letter publish first and ack second, and do not
 //     ack when the publish failed: a job is never lost, at worst delivered
 //     again. A refused wait happens before anything is acked.

@@ -61,8 +61,11 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		cancel: cancel,
 		done:   make(chan struct{}),
 		timers: map[*time.Timer]struct{}{},
-		acks:   newAcker(ch, q.Prefetch),
+		acks:   newAcker(ch, q.Prefetch, ch.NotifyClose(make(chan *amqp.Error, 1))),
 	}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
 	go s.loop(msgs, closes)
 	return s, nil
 }
@@ -127,6 +130,9 @@ func (s *subscription) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.acks.close() // done work is acked before the channel returns the rest
+	s.b.mu.Lock()
+	delete(s.b.subs, s)
+	s.b.mu.Unlock()
 	var err error
 	if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) {
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)

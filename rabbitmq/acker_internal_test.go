@@ -1,0 +1,182 @@
+package rabbitmq
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// wait bounds the waits of these tests.
+const wait = 10 * time.Second
+
+type ackFrame struct {
+	tag      uint64
+	multiple bool
+}
+
+// frames records the acks an acker sends.
+type frames struct {
+	mu   sync.Mutex
+	sent []ackFrame
+	fail error
+}
+
+func (f *frames) Ack(tag uint64, multiple bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	f.sent = append(f.sent, ackFrame{tag, multiple})
+	return nil
+}
+
+func (f *frames) take() []ackFrame {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.sent
+	f.sent = nil
+	return out
+}
+
+func mustAck(t *testing.T, a *acker, tags ...uint64) {
+	t.Helper()
+	for _, tag := range tags {
+		if err := a.ack(tag); err != nil {
+			t.Fatalf("ack(%d): %v", tag, err)
+		}
+	}
+}
+
+func wantFrames(t *testing.T, f *frames, want ...ackFrame) {
+	t.Helper()
+	if got := f.take(); !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %v", got, want)
+	}
+}
+
+func TestAckerCoalescesThePrefix(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 100)
+	mustAck(t, a, 3, 1, 2, 4, 5)
+	a.flush(false)
+	wantFrames(t, f, ackFrame{5, true})
+	// A nacked tag in the prefix is passed over, never acked.
+	a.settled(6)
+	mustAck(t, a, 7)
+	a.flush(false)
+	wantFrames(t, f, ackFrame{7, true})
+}
+
+func TestAckerStragglers(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 100)
+	mustAck(t, a, 2, 3) // 1 is still running
+	a.flush(false)
+	wantFrames(t, f) // below the threshold: they wait
+	a.flush(true)    // the straggler delay passed
+	wantFrames(t, f, ackFrame{2, false}, ackFrame{3, false})
+	mustAck(t, a, 1)
+	a.flush(false)
+	// 1..3 are settled; the multiple ack's own tag is 1, the only one
+	// outstanding, so 2 and 3 are not acked twice.
+	wantFrames(t, f, ackFrame{1, true})
+	mustAck(t, a, 4)
+	a.flush(false)
+	wantFrames(t, f, ackFrame{4, true})
+}
+
+func TestAckerThresholdSendsWithoutWaiting(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 4) // half the prefetch: 2
+	mustAck(t, a, 2)
+	a.flush(false)
+	wantFrames(t, f)
+	mustAck(t, a, 3)
+	a.flush(false)
+	wantFrames(t, f, ackFrame{2, false}, ackFrame{3, false})
+}
+
+func TestAckerRefusesSecondSettle(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 100)
+	mustAck(t, a, 1, 3)
+	for _, tag := range []uint64{1, 3} {
+		if err := a.ack(tag); !errors.Is(err, errAlreadySettled) {
+			t.Errorf("second ack(%d) = %v, want errAlreadySettled", tag, err)
+		}
+	}
+	a.flush(true)
+	wantFrames(t, f, ackFrame{1, true}, ackFrame{3, false})
+	for _, tag := range []uint64{1, 3} {
+		if err := a.ack(tag); !errors.Is(err, errAlreadySettled) {
+			t.Errorf("ack(%d) after it was sent = %v, want errAlreadySettled", tag, err)
+		}
+	}
+	a.flush(true)
+	wantFrames(t, f)
+}
+
+// TestAckerMemoryIsBounded: however long one delivery stays unsettled,
+// what the acker keeps does not grow with the deliveries after it.
+func TestAckerMemoryIsBounded(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 10)
+	for tag := uint64(2); tag <= 10001; tag++ {
+		mustAck(t, a, tag)
+		if tag%5 == 0 {
+			a.flush(false)
+		}
+	}
+	a.flush(true)
+	if len(a.waiting) != 0 || len(a.ranges) != 1 || a.low != 1 {
+		t.Fatalf("after 10,000 acks behind tag 1: %d waiting, %d ranges, low %d; want 0, 1, 1", len(a.waiting), len(a.ranges), a.low)
+	}
+	f.take()
+	mustAck(t, a, 1)
+	a.flush(false)
+	wantFrames(t, f, ackFrame{1, true})
+	if a.low != 10002 || len(a.ranges) != 0 {
+		t.Errorf("low %d with %d ranges, want 10002 and none", a.low, len(a.ranges))
+	}
+}
+
+func TestAckerFailureIsReported(t *testing.T) {
+	f := &frames{fail: errors.New("write: broken pipe")}
+	a := makeAcker(f, 100)
+	mustAck(t, a, 1)
+	a.flush(false)
+	if err := a.ack(2); !errors.Is(err, amqp.ErrClosed) {
+		t.Errorf("ack after a failed send = %v, want one wrapping amqp.ErrClosed", err)
+	}
+}
+
+func TestAckerCloseSendsWaitingAcks(t *testing.T) {
+	f := &frames{}
+	a := newAcker(f, 100, nil)
+	mustAck(t, a, 2, 3) // behind 1, which is never settled
+	a.close()
+	wantFrames(t, f, ackFrame{2, false}, ackFrame{3, false})
+	if err := a.ack(4); !errors.Is(err, amqp.ErrClosed) {
+		t.Errorf("ack after close = %v, want one wrapping amqp.ErrClosed", err)
+	}
+	a.close() // twice is safe
+}
+
+func TestAckerStopsWhenTheChannelCloses(t *testing.T) {
+	closed := make(chan *amqp.Error, 1)
+	a := newAcker(&frames{}, 100, closed)
+	closed <- &amqp.Error{Code: amqp.ChannelError, Reason: "gone"}
+	select {
+	case <-a.done:
+	case <-time.After(wait):
+		t.Fatalf("acker still running %v after its channel closed", wait)
+	}
+	if err := a.ack(1); !errors.Is(err, amqp.ErrClosed) {
+		t.Errorf("ack after the channel closed = %v, want one wrapping amqp.ErrClosed", err)
+	}
+}
