@@ -106,22 +106,7 @@ func roundTrip(t *testing.T, in Everything) Everything {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b := runtime.NewMemoryBackend()
-	defer b.Close()
-
-	got := make(chan Everything, 1)
-	w := runtime.NewWorker(b)
-	HandleEverything(w, func(ctx context.Context, job Everything) error {
-		got <- job
-		return nil
-	})
-	stop := runWorker(t, ctx, w)
-	defer stop()
-
-	p, err := runtime.NewProducer(ctx, b, Queues()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, got := handling(t, ctx, 1)
 	if _, err := EnqueueEverything(ctx, p, in); err != nil {
 		t.Fatalf("EnqueueEverything: %v", err)
 	}
@@ -132,6 +117,27 @@ func roundTrip(t *testing.T, in Everything) Everything {
 		t.Fatalf("handler not called within %v", wait)
 		return Everything{}
 	}
+}
+
+// handling starts a worker on a fresh memory backend whose handler sends
+// every job it gets to the returned channel (room for n), and returns a
+// producer onto the same backend. Both end with the test.
+func handling(t *testing.T, ctx context.Context, n int) (*runtime.Producer, <-chan Everything) {
+	t.Helper()
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { b.Close() })
+	got := make(chan Everything, n)
+	w := runtime.NewWorker(b)
+	HandleEverything(w, func(ctx context.Context, job Everything) error {
+		got <- job
+		return nil
+	})
+	t.Cleanup(runWorker(t, ctx, w))
+	p, err := runtime.NewProducer(ctx, b, Queues()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, got
 }
 
 // runWorker runs w until the returned function is called, which waits for
@@ -221,22 +227,8 @@ func TestGeneratedConfig(t *testing.T) {
 func TestEnqueueManyRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b := runtime.NewMemoryBackend()
-	defer b.Close()
 	in := []Everything{{ID: "zero"}, full(), {ID: "empty", Bytes: []byte{}, Strings: []string{}, Map: map[string]int{}}}
-
-	got := make(chan Everything, len(in))
-	w := runtime.NewWorker(b)
-	HandleEverything(w, func(ctx context.Context, job Everything) error {
-		got <- job
-		return nil
-	})
-	stop := runWorker(t, ctx, w)
-	defer stop()
-	p, err := runtime.NewProducer(ctx, b, Queues()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, got := handling(t, ctx, len(in))
 	ids, err := EnqueueManyEverything(ctx, p, in)
 	if err != nil || len(ids) != len(in) {
 		t.Fatalf("EnqueueManyEverything = %v, %v; want %d IDs", ids, err, len(in))
