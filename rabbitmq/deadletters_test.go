@@ -55,12 +55,7 @@ func moveFailures(logs records) []slog.Record {
 func TestMissingDeadLetterQueueIsDeclaredAgain(t *testing.T) {
 	logs := make(records, 1024)
 	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b)
 	ran := make(chan int, 16)
 	runWorker(t, b, q, func(_ context.Context, j job) error {
 		ran <- j.N
@@ -111,12 +106,7 @@ func TestMissingDeadLetterQueueIsDeclaredAgain(t *testing.T) {
 func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
 	logs := make(records, 4096)
 	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b)
 	ran := make(chan int, 1)
 	runWorker(t, b, q, func(_ context.Context, j job) error { ran <- j.N; return nil })
 	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {

@@ -247,12 +247,7 @@ func publishRaw(t *testing.T, ch *amqp.Channel, queue string, msg amqp.Publishin
 // queue.
 func TestHoldQueueLease(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
-	q := runtime.DefaultQueueConfig(queueName(t, ".deferred.2000"))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b, ".deferred.2000")
 	back := make(chan int, 64)
 	runWorker(t, b, q, func(_ context.Context, j job) error {
 		back <- j.N
@@ -335,12 +330,7 @@ func TestDeferReturnsAheadOfBacklog(t *testing.T) {
 // anything is acked, and the job is delivered again.
 func TestTooLongDeferralIsRefused(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b)
 	id, err := runtime.Enqueue(ctxT(t), p, q, job{N: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -375,12 +365,7 @@ func TestTooLongDeferralIsRefused(t *testing.T) {
 // poison are rejected, not published anywhere.
 func TestNoDeadLetterQueuesRejects(t *testing.T) {
 	b := dial(t, rabbitmq.Options{NoDeadLetterQueues: true})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b)
 	raw := rawChannel(t)
 	if _, err := raw.QueueDeclarePassive(q.Name+".dead", true, false, false, false, nil); err == nil {
 		t.Fatalf("dead-letter queue %q declared although turned off", q.Name+".dead")

@@ -126,6 +126,20 @@ func queueName(t *testing.T, companions ...string) string {
 	return name
 }
 
+// jobQueue declares a queue of job with the annotation's defaults and a
+// name of its own (deleted with the given companions when t ends), and
+// returns it with a producer onto it.
+func jobQueue(t *testing.T, b *rabbitmq.Backend, companions ...string) (runtime.QueueConfig, *runtime.Producer) {
+	t.Helper()
+	q := runtime.DefaultQueueConfig(queueName(t, companions...))
+	q.Kind = "job"
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, p
+}
+
 // within receives from c, failing t after the bound.
 func within[T any](t *testing.T, c <-chan T, what string) T {
 	t.Helper()

@@ -106,12 +106,7 @@ func deleteExchangeAtEnd(t *testing.T, exchange string) {
 func TestPluginMissingIsExplained(t *testing.T) {
 	requireNoPlugin(t)
 	b := dial(t, rabbitmq.Options{})
-	work := runtime.DefaultQueueConfig(queueName(t))
-	work.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, work)
-	if err != nil {
-		t.Fatal(err)
-	}
+	work, p := jobQueue(t, b)
 	got := make(chan int, 4)
 	runWorker(t, b, work, func(_ context.Context, j job) error {
 		got <- j.N

@@ -17,12 +17,7 @@ import (
 // succeed: sent, it would make the broker close the publishing connection.
 func TestOverlongIDIsRefusedAlone(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := jobQueue(t, b)
 	const good = 400
 	errs := make(chan error, good)
 	start := make(chan struct{})
@@ -67,7 +62,7 @@ func TestOverlongIDIsRefusedAlone(t *testing.T) {
 	}
 
 	// Every path checks: a raw publish with a too-long routing key, too.
-	err = b.PublishRaw(ctxT(t), strings.Repeat("q", 256), []byte("x"))
+	err := b.PublishRaw(ctxT(t), strings.Repeat("q", 256), []byte("x"))
 	if !errors.Is(err, rabbitmq.ErrFieldTooLong) || !strings.Contains(err.Error(), fmt.Sprint(256)) {
 		t.Errorf("raw publish to a 256-byte queue name = %v, want ErrFieldTooLong naming its length", err)
 	}
