@@ -17,13 +17,17 @@ var (
 	ErrInvalidConfig = errors.New("queuey: invalid queue config")
 	// ErrInvalidOption is wrapped by errors about enqueue and worker options.
 	ErrInvalidOption = errors.New("queuey: invalid option")
+	// ErrNoHandlers is returned by Worker.Run when no handler was
+	// registered: there is nothing to run.
+	ErrNoHandlers = errors.New("queuey: no handlers registered")
 	// ErrWorkerRunning is returned by a second call of Worker.Run.
 	ErrWorkerRunning = errors.New("queuey: worker already running")
 	// ErrClosed is returned by a backend, subscription or delivery after
 	// Close.
 	ErrClosed = errors.New("queuey: closed")
 	// ErrShutdownTimeout is the cancel cause of handler contexts still
-	// running when the worker's shutdown timeout passes.
+	// running when the worker's shutdown timeout passes, and is wrapped by
+	// Worker.Run's error then.
 	ErrShutdownTimeout = errors.New("queuey: shutdown timeout passed")
 )
 

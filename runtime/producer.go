@@ -53,6 +53,7 @@ type enqueueOptions struct {
 	delay       time.Duration
 	headers     map[string]string
 	id          string
+	hasID       bool
 }
 
 // WithPriority enqueues the job at priority p, 0..the queue's MaxPriority.
@@ -79,9 +80,10 @@ func WithHeaders(h map[string]string) EnqueueOption {
 }
 
 // WithID sets the job's ID instead of a generated one. The caller keeps it
-// unique.
+// unique. An empty id is refused with ErrInvalidOption: leave WithID out
+// for a generated ID.
 func WithID(id string) EnqueueOption {
-	return func(o *enqueueOptions) { o.id = id }
+	return func(o *enqueueOptions) { o.id, o.hasID = id, true }
 }
 
 // EnqueuePayload enqueues an already encoded payload onto q and returns the
@@ -105,7 +107,7 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 // must differ. Generated code calls EnqueueMany instead.
 func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
 	o, q := p.options(q, opts)
-	if o.id != "" {
+	if o.hasID {
 		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
 	}
 	envs := make([]*Envelope, len(payloads))
@@ -163,8 +165,11 @@ func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*E
 	if o.delay < 0 {
 		return nil, fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)
 	}
+	if o.hasID && o.id == "" {
+		return nil, fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
+	}
 	id := o.id
-	if id == "" {
+	if !o.hasID {
 		u, err := uuid.NewV7()
 		if err != nil {
 			return nil, fmt.Errorf("queuey: job id: %w", err)

@@ -126,11 +126,13 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 // with ErrShutdownTimeout as the cause, and a handler that ignores that may
 // outlive Run.
 //
-// Run returns ctx's error when ctx ended, nil after Stop, joined with
-// ErrShutdownTimeout when the timeout passed. It returns at once with an
-// error for bad registrations, a failed declare, or a backend that was
-// closed under it. Run may be called once; a second call returns
-// ErrWorkerRunning.
+// Run returns nil after a clean shutdown, whether ctx ended or Stop was
+// called. When the shutdown timeout passed with handlers still running, it
+// returns an error wrapping ErrShutdownTimeout: their jobs were abandoned,
+// to be delivered again. It returns at once with an error for bad
+// registrations (ErrInvalidOption), no registrations at all
+// (ErrNoHandlers), a failed declare, or a backend that was closed under
+// it. Run may be called once; a second call returns ErrWorkerRunning.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -147,7 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return regErr
 	}
 	if len(regs) == 0 {
-		return fmt.Errorf("%w: no handlers registered", ErrInvalidOption)
+		return fmt.Errorf("%w: register a handler (a generated HandleX) before Run", ErrNoHandlers)
 	}
 	select {
 	case <-w.stop:
@@ -166,7 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, r := range regs {
 		if err := w.backend.Declare(runCtx, r.queue); err != nil {
 			if runCtx.Err() != nil {
-				return ctx.Err() // stopped while declaring: nil after Stop
+				return nil // stopped while declaring: a clean shutdown
 			}
 			return fmt.Errorf("declare queue %q: %w", r.queue.Name, err)
 		}
@@ -188,15 +190,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	errs := append(runErrs, ctx.Err())
 	if w.timedOut.Load() {
-		errs = append(errs, ErrShutdownTimeout)
+		runErrs = append(runErrs, fmt.Errorf("%w (%v): unfinished jobs were left to be delivered again", ErrShutdownTimeout, w.shutdownTimeout))
 	}
-	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
-	if len(errs) == 1 {
-		return errs[0] // ctx.Err() itself, comparable with ==
-	}
-	return errors.Join(errs...)
+	return errors.Join(runErrs...)
 }
 
 // Stop ends Run as if its context had ended and waits until Run has

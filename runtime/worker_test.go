@@ -162,8 +162,12 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 			t.Errorf("Run = %v, want it to mention %q", err, want)
 		}
 	}
-	if err := runtime.NewWorker(b, quiet()).Run(context.Background()); !errors.Is(err, runtime.ErrInvalidOption) {
-		t.Errorf("Run without handlers = %v, want ErrInvalidOption", err)
+	err = runtime.NewWorker(b, quiet()).Run(context.Background())
+	if !errors.Is(err, runtime.ErrNoHandlers) || errors.Is(err, runtime.ErrInvalidOption) {
+		t.Errorf("Run without handlers = %v, want ErrNoHandlers, not ErrInvalidOption", err)
+	}
+	if want := "queuey: no handlers registered: register a handler (a generated HandleX) before Run"; err == nil || err.Error() != want {
+		t.Errorf("Run without handlers = %v, want %q", err, want)
 	}
 }
 
@@ -196,8 +200,8 @@ func TestMiddlewareOrder(t *testing.T) {
 	}
 	recvT(t, done)
 	cancel()
-	if err := recvT(t, errc); !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
+	if err := recvT(t, errc); err != nil {
+		t.Errorf("Run = %v, want nil after its context ended", err)
 	}
 	want := []string{"outer>", "inner>", "handler", "<inner", "<outer"}
 	mu.Lock()
@@ -215,7 +219,7 @@ func TestEnqueueOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opt := range []runtime.EnqueueOption{runtime.WithPriority(4), runtime.WithPriority(-1), runtime.WithDelay(-time.Second)} {
+	for _, opt := range []runtime.EnqueueOption{runtime.WithPriority(4), runtime.WithPriority(-1), runtime.WithDelay(-time.Second), runtime.WithID("")} {
 		if _, err := runtime.Enqueue(context.Background(), p, q, ping{}, opt); !errors.Is(err, runtime.ErrInvalidOption) {
 			t.Errorf("Enqueue = %v, want ErrInvalidOption", err)
 		}
@@ -263,5 +267,50 @@ func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("%d handler runs, want 1: buffered deliveries of a closed backend ran", n)
+	}
+}
+
+func TestWithEmptyIDIsRefused(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "ids", Kind: "ping"}
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runtime.Enqueue(context.Background(), p, q, ping{}, runtime.WithID(""))
+	want := `queuey: invalid option: queue "ids": WithID(""): a job ID must not be empty; leave WithID out for a generated one`
+	if err == nil || err.Error() != want {
+		t.Errorf("Enqueue with WithID(\"\") = %v, want %q", err, want)
+	}
+	if _, err := runtime.EnqueueMany(context.Background(), p, q, []ping{{}}, runtime.WithID("")); !errors.Is(err, runtime.ErrInvalidOption) {
+		t.Errorf("EnqueueMany with WithID(\"\") = %v, want ErrInvalidOption", err)
+	}
+	if n := b.Len(q.Name); n != 0 {
+		t.Errorf("%d jobs enqueued, want none", n)
+	}
+}
+
+// TestRunReturnsNilAfterStop: Stop is a clean shutdown, as the end of
+// Run's context is.
+func TestRunReturnsNilAfterStop(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	w := runtime.NewWorker(b, quiet())
+	started := make(chan struct{})
+	runtime.Handle(w, runtime.QueueConfig{Name: "stop", Kind: "ping"}, func(ctx context.Context, p ping) error { return nil })
+	errc := make(chan error, 1)
+	go func() {
+		close(started)
+		errc <- w.Run(context.Background())
+	}()
+	recvT(t, started)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+	if err := recvT(t, errc); err != nil {
+		t.Errorf("Run = %v, want nil after Stop", err)
 	}
 }
