@@ -50,8 +50,8 @@ func TestEnqueueAndHandle(t *testing.T) {
 		}
 	}
 	stop()
-	if err := within(t, errc, "worker stop"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
+	if err := within(t, errc, "worker stop"); err != nil {
+		t.Errorf("Run = %v, want nil after a clean shutdown", err)
 	}
 }
 

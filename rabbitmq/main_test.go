@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -175,7 +174,7 @@ func runWorker[T any](t *testing.T, b *rabbitmq.Backend, q runtime.QueueConfig, 
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := within(t, errc, "the worker to stop"); err != nil && !errors.Is(err, context.Canceled) {
+			if err := within(t, errc, "the worker to stop"); err != nil {
 				t.Errorf("worker Run: %v", err)
 			}
 		})

@@ -117,7 +117,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	stopWorker()
 	select {
 	case err := <-ran:
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 	case <-time.After(10 * time.Second):

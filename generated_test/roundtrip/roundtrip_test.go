@@ -151,7 +151,7 @@ func runWorker(t *testing.T, ctx context.Context, w *runtime.Worker) func() {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
+			if err != nil {
 				t.Errorf("worker: %v", err)
 			}
 		case <-time.After(wait):
