@@ -251,7 +251,7 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	q, ok := b.queues[name]
 	b.mu.RUnlock()
 	if !ok {
-		return q, fmt.Errorf("%w: %q was not declared through this backend in this process", runtime.ErrUnknownQueue, name)
+		return q, runtime.UnknownQueueError(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
 	}
 	return q, nil
 }
@@ -285,7 +285,7 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	}
 	if len(msgs) > 0 {
 		for j, err := range b.pub.publishBatch(ctx, msgs) {
-			errs[idx[j]] = err
+			errs[idx[j]] = missingQueue(msgs[j].key, err)
 		}
 	}
 	return errs
@@ -305,14 +305,15 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	if err != nil {
 		return err
 	}
-	return b.pub.publish(ctx, "", env.Queue, msg)
+	return missingQueue(env.Queue, b.pub.publish(ctx, "", env.Queue, msg))
 }
 
-// wait publishes env to come back to queue after delay at wire priority
-// prio. A delay that is too long or a queue not declared here is refused
-// before anything is published.
+// wait publishes env to come back to queue after delay, at least one
+// granularity (runtime.WaitDelay), at wire priority prio. A delay that is
+// too long or a queue not declared here is refused before anything is
+// published.
 func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, prio uint8, delay time.Duration) error {
-	rounded, err := runtime.RoundDelay(delay, b.opts.Granularity)
+	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
 	}
@@ -327,9 +328,6 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	msg, err := codec.Encode(env, codec.Options{Priority: prio})
 	if err != nil {
 		return err
-	}
-	if rounded <= 0 {
-		return b.pub.publish(ctx, "", q.Name, msg)
 	}
 	return d.wait(ctx, q, kind, msg, rounded)
 }

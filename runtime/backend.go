@@ -10,10 +10,12 @@ import (
 // up to a multiple of it, which bounds how many hold queues exist.
 const DefaultGranularity = time.Second
 
-// MaxDeferral is the longest wait a backend accepts: 2^31-1 ms halved, since
-// a hold queue's x-expires is twice its TTL and both are signed 32-bit
-// millisecond values.
-const MaxDeferral = (1<<31 - 1) * time.Millisecond / 2
+// MaxDeferral is the longest wait a backend accepts, about 24.8 days:
+// 2^32-1 ms halved, since a hold queue's x-expires is twice its TTL and an
+// x-expires of 2^32-1 ms is what RabbitMQ is known to take (3.10.8 takes
+// more). It is also within the delayed-message plugin's x-delay limit,
+// 2^31-1 ms.
+const MaxDeferral = (1<<32 - 1) * time.Millisecond / 2
 
 // RoundDelay rounds d up to a multiple of granularity (DefaultGranularity
 // when zero or less) and refuses a result above MaxDeferral with
@@ -35,6 +37,16 @@ func RoundDelay(d, granularity time.Duration) (time.Duration, error) {
 	return r, nil
 }
 
+// WaitDelay is the wait of a retry or a deferral: d rounded up as RoundDelay
+// does, but at least one granularity, so that a handler returning Defer(0)
+// does not run its job again at once, ahead of the backlog, for ever.
+func WaitDelay(d, granularity time.Duration) (time.Duration, error) {
+	if granularity <= 0 {
+		granularity = DefaultGranularity
+	}
+	return RoundDelay(max(d, granularity), granularity)
+}
+
 // Backend carries envelopes between producers and workers. Implementations
 // must be safe for concurrent use. Every publish returns only once the job
 // is safely stored (for RabbitMQ: confirmed by the broker) and is an error
@@ -52,6 +64,10 @@ type Backend interface {
 	// Consume starts delivering q's jobs, holding at most q.Prefetch
 	// unsettled deliveries at once. q must have been declared.
 	Consume(ctx context.Context, q QueueConfig) (Subscription, error)
+	// Close releases the backend: subscriptions end, and what it owns
+	// (connections, timers) is let go. Calls after Close fail with
+	// ErrClosed. Close is safe to call twice.
+	Close() error
 }
 
 // Subscription is a running consumer of one queue.
@@ -83,10 +99,13 @@ type Delivery interface {
 	// delivered again.
 	Requeue(ctx context.Context) error
 	// Retry publishes next to come back to its queue after delay at
-	// next.Priority, then acks this delivery.
+	// next.Priority, then acks this delivery. The wait is WaitDelay(delay):
+	// at least one granularity.
 	Retry(ctx context.Context, next *Envelope, delay time.Duration) error
 	// Defer publishes next to come back to its queue after delay ahead of
-	// the queue's backlog (at the queue's maximum priority), then acks.
+	// the queue's backlog (at the queue's maximum priority), then acks. The
+	// wait is WaitDelay(delay): at least one granularity, even for a delay
+	// of zero or less.
 	Defer(ctx context.Context, next *Envelope, delay time.Duration) error
 	// DeadLetter moves next to the queue's dead-letter queue with reason,
 	// then acks; a backend without dead-letter queues rejects instead.

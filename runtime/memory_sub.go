@@ -135,6 +135,10 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	delay, err := WaitDelay(delay, DefaultGranularity)
+	if err != nil {
+		return fmt.Errorf("queue %q: %w", d.q.cfg.Name, err)
+	}
 	d.b.mu.Lock()
 	defer d.b.mu.Unlock()
 	if err := d.heldLocked(); err != nil {

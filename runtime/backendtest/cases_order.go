@@ -140,6 +140,31 @@ func fullOrNil(mu *sync.Mutex, full *chan struct{}) <-chan struct{} {
 	return *full
 }
 
+// testUndeclaredProducer: a producer that declares nothing enqueues onto a
+// queue declared by another on the same backend, and an enqueue onto a
+// queue that does not exist is ErrUnknownQueue saying how to declare it,
+// on every backend alike.
+func testUndeclaredProducer(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	p := runtime.NewProducerUndeclared(h.b)
+	id, err := runtime.Enqueue(ctxT(t), p, h.q, job{N: 1})
+	if err != nil {
+		t.Fatalf("undeclared producer onto a declared queue: %v", err)
+	}
+	runs := make(chan run, 1)
+	h.start(func(ctx context.Context, j job) error { runs <- runOf(ctx, j); return nil })
+	if r := recv(t, runs, "the job"); r.Info.ID != id {
+		t.Errorf("ran job %s, want %s", r.Info.ID, id)
+	}
+
+	missing := h.q
+	missing.Name += ".never-declared"
+	_, err = runtime.Enqueue(ctxT(t), p, missing, job{N: 2})
+	wantErrIs(t, err, runtime.ErrUnknownQueue, "enqueue onto a queue that does not exist")
+	wantContains(t, err.Error(), fmt.Sprintf("%q", missing.Name), "error")
+	wantContains(t, err.Error(), "declare it first: runtime.NewProducer(ctx, backend, queues...) declares the queues it is given", "error")
+}
+
 // testEnqueueMany: jobs enqueued together all run, once each, in the order
 // given; onto a queue nobody declared, every one of them is reported.
 func testEnqueueMany(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {

@@ -128,6 +128,46 @@ func testDeferNoAttempt(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 	}
 }
 
+// testDeferZero: Defer(0) and Defer(d < 0) wait one granularity (1s), so
+// a job that keeps deferring cannot loop ahead of the backlog: with
+// prefetch 1, job 1, waiting behind job 0, runs before job 0 returns.
+func testDeferZero(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency, q.MaxAttempts = 1, 1, 1 })
+	h.enqueue(job{N: 0})
+	h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	var zeroRuns atomic.Int32
+	h.start(func(ctx context.Context, j job) error {
+		runs <- runOf(ctx, j)
+		if j.N != 0 {
+			return nil
+		}
+		switch zeroRuns.Add(1) {
+		case 1:
+			return runtime.Defer(0)
+		case 2:
+			return runtime.Defer(-time.Hour)
+		}
+		return nil
+	})
+	var rs []run
+	for range 4 {
+		rs = append(rs, recv(t, runs, "a run"))
+	}
+	if rs[0].N != 0 || rs[1].N != 1 || rs[2].N != 0 || rs[3].N != 0 {
+		t.Fatalf("runs %s, want job 0 (defers 0), job 1, then job 0 twice (its Defer(0) and Defer(-1h) each waited)", fmtRuns(rs))
+	}
+	for i, prev := range []run{rs[0], rs[2]} {
+		next := rs[2+i]
+		if gap := next.At.Sub(prev.At); gap < runtime.DefaultGranularity-early {
+			t.Errorf("deferral %d with a delay of zero or less came back after %v, want at least one granularity (%v)", i+1, gap, runtime.DefaultGranularity)
+		}
+		if next.Attempt != 1 {
+			t.Errorf("deferral %d burned an attempt: run attempt %d, want 1", i+1, next.Attempt)
+		}
+	}
+}
+
 // testDeferAhead: a deferred job comes back ahead of the jobs still waiting
 // on its queue. With prefetch 1, job 0 defers and job 1 is held until job 0
 // is back on the queue (seen through ReadyCounter); the next run must then

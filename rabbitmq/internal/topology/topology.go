@@ -199,7 +199,7 @@ func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration
 			ArgMessageTTL:           int32(ttl),
 			ArgDeadLetterExchange:   "",
 			ArgDeadLetterRoutingKey: name,
-			ArgExpires:              int32(2 * ttl),
+			ArgExpires:              int64(2 * ttl), // up to 2^32-2: past int32
 		},
 	}, d, nil
 }

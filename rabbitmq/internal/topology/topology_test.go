@@ -82,7 +82,7 @@ func TestHold(t *testing.T) {
 		{"tiny rounds to one unit", Names{}, Deferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000},
 		{"finer granularity", Names{}, Retry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300},
 		{"custom suffix", Names{RetrySuffix: "-wait"}, Retry, time.Minute, 0, "q-wait.60000", 60000},
-		{"longest accepted", Names{}, Deferred, 1073741823 * time.Millisecond, time.Millisecond, "q.deferred.1073741823", 1073741823},
+		{"longest accepted", Names{}, Deferred, runtime.MaxDeferral.Truncate(time.Millisecond), time.Millisecond, "q.deferred.2147483647", 2147483647},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, d, err := tc.names.Hold("q", tc.kind, tc.delay, tc.gran)
@@ -100,7 +100,7 @@ func TestHold(t *testing.T) {
 				"x-message-ttl":             tc.wantTTL,
 				"x-dead-letter-exchange":    "",
 				"x-dead-letter-routing-key": "q",
-				"x-expires":                 2 * tc.wantTTL,
+				"x-expires":                 2 * int64(tc.wantTTL),
 			}
 			if diff := cmp.Diff(want, got.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
