@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -61,8 +62,12 @@ func TestPublishToUndeclaredQueueIsUnroutable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	err := b.Publish(ctx, env, 0)
-	if !errors.Is(err, rabbitmq.ErrUnroutable) {
-		t.Fatalf("Publish to a missing queue = %v, want ErrUnroutable", err)
+	if !errors.Is(err, rabbitmq.ErrUnroutable) || !errors.Is(err, runtime.ErrUnknownQueue) {
+		t.Fatalf("Publish to a missing queue = %v, want ErrUnknownQueue and ErrUnroutable", err)
+	}
+	want := fmt.Sprintf(`queuey: unknown queue: %q does not exist on the broker; declare it first: runtime.NewProducer(ctx, backend, queues...) declares the queues it is given (generated code lists a package's in Queues()), and Worker.Run declares the queues it handles (`, env.Queue)
+	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "312 NO_ROUTE)") {
+		t.Errorf("Publish to a missing queue:\n got %v\nwant %s...312 NO_ROUTE)", err, want)
 	}
 	err = b.Publish(ctx, env, time.Second)
 	if !errors.Is(err, runtime.ErrUnknownQueue) {

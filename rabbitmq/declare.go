@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
 )
 
 // declarer declares topology on a channel of its own, since a refused
@@ -109,6 +110,10 @@ func mismatchError(q topology.Queue, err error, dead bool) error {
 		asItIs = fmt.Sprintf("or turn dead-letter queues off (Options.NoDeadLetterQueues) and route dead jobs by broker policy; the backend declares dead-letter queues without arguments, and this one has %s", describeArg(arg, current, present))
 	case arg == topology.ArgQueueType && present:
 		asItIs = fmt.Sprintf("or declare it as it is: queue_type=%s", current)
+	case arg == topology.ArgMaxPriority && present && q.Args[topology.ArgQueueType] == string(runtime.QueueQuorum):
+		// Quorum queues never have x-max-priority, so the broker names
+		// that argument first; the difference that matters is the type.
+		asItIs = fmt.Sprintf("or declare it as it is: queue_type=classic max_priority=%s (the existing queue has x-max-priority=%s, so it is a classic queue, and a quorum queue cannot take its place)", current, current)
 	case arg == topology.ArgMaxPriority && !present:
 		asItIs = "or declare it as it is: max_priority=0 (deferral still works then, but deferred jobs return in FIFO order, behind the backlog)"
 	case arg == topology.ArgMaxPriority:

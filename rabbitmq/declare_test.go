@@ -43,3 +43,16 @@ func TestMismatchErrorSuggests(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchQuorumOverClassic: declaring a quorum queue where a classic
+// one with priorities exists makes the broker name x-max-priority (quorum
+// queues never have it); the advice must be about the queue type.
+func TestMismatchQuorumOverClassic(t *testing.T) {
+	q := topology.Queue{Name: "q", Args: amqp.Table{"x-queue-type": "quorum"}}
+	reason := "PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received none but current is the value '10' of type 'signedint'"
+	err := mismatchError(q, &amqp.Error{Code: amqp.PreconditionFailed, Reason: reason}, false)
+	want := "or declare it as it is: queue_type=classic max_priority=10 (the existing queue has x-max-priority=10, so it is a classic queue, and a quorum queue cannot take its place)"
+	if !errors.Is(err, ErrQueueMismatch) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error %q, want it to end %q", err, want)
+	}
+}

@@ -63,6 +63,17 @@ func brokerError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// missingQueue makes err, from a publish onto queue through the default
+// exchange, runtime.ErrUnknownQueue as well when the broker returned it
+// unroutable: no queue of that name exists. The memory backend says the
+// same of a queue never declared on it.
+func missingQueue(queue string, err error) error {
+	if !errors.Is(err, ErrUnroutable) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", runtime.UnknownQueueError(queue, "does not exist on the broker"), err)
+}
+
 func isCode(err error, code int) bool {
 	var ae *amqp.Error
 	return errors.As(err, &ae) && ae.Code == code

@@ -31,6 +31,13 @@ var (
 	ErrShutdownTimeout = errors.New("queuey: shutdown timeout passed")
 )
 
+// UnknownQueueError returns ErrUnknownQueue for queue, saying why (such as
+// "was not declared on this backend") and how to declare it. Backends
+// return it so that the advice reads the same whichever runs.
+func UnknownQueueError(queue, why string) error {
+	return fmt.Errorf("%w: %q %s; declare it first: runtime.NewProducer(ctx, backend, queues...) declares the queues it is given (generated code lists a package's in Queues()), and Worker.Run declares the queues it handles", ErrUnknownQueue, queue, why)
+}
+
 // ErrQueueMismatch is returned by Declare when the queue exists with other
 // arguments than the config asks for.
 var ErrQueueMismatch = errors.New("queuey: queue exists with other arguments")

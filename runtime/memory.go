@@ -117,7 +117,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	}
 	q, ok := b.queues[env.Queue]
 	if !ok {
-		return fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, env.Queue)
+		return UnknownQueueError(env.Queue, "was not declared on this backend")
 	}
 	if atMax {
 		prio = uint8(q.cfg.MaxPriority)
@@ -158,7 +158,7 @@ func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byt
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+		return UnknownQueueError(queue, "was not declared on this backend")
 	}
 	b.seq++
 	m.seq = b.seq
@@ -215,7 +215,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	}
 	mq, ok := b.queues[q.Name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, q.Name)
+		return nil, UnknownQueueError(q.Name, "was not declared on this backend")
 	}
 	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}}
 	mq.subs = append(mq.subs, s)
@@ -229,7 +229,7 @@ func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+		return nil, UnknownQueueError(queue, "was not declared on this backend")
 	}
 	n := min(max(limit, 0), len(q.dead))
 	out := append([]DeadLetter(nil), q.dead[:n]...)
@@ -244,7 +244,7 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return 0, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, queue)
+		return 0, UnknownQueueError(queue, "was not declared on this backend")
 	}
 	return q.ready.Len(), nil
 }

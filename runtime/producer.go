@@ -36,7 +36,13 @@ func NewProducer(ctx context.Context, b Backend, queues ...QueueConfig) (*Produc
 }
 
 // NewProducerUndeclared returns a Producer over b that declares nothing: the
-// queues it publishes to must exist already.
+// queues it publishes to must exist already. Both backends agree on what
+// that means: a queue declared by anyone on the same backend (on RabbitMQ,
+// by any process on the broker; in memory, through the same
+// MemoryBackend) takes jobs at once, and an enqueue onto a queue that does
+// not exist is ErrUnknownQueue, with how to declare it. An enqueue with
+// WithDelay needs the queue declared through the same backend value, in
+// this process: a wait needs the queue's config.
 func NewProducerUndeclared(b Backend) *Producer {
 	return &Producer{backend: b, now: time.Now, queues: map[string]QueueConfig{}}
 }
