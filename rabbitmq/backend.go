@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -196,8 +197,14 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 		return err
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old, ok := b.queues[q.Name]; ok {
+		if err := runtime.KindConflict(old, q); err != nil {
+			return err
+		}
+		q.Kind = cmp.Or(q.Kind, old.Kind)
+	}
 	b.queues[q.Name] = q
-	b.mu.Unlock()
 	return nil
 }
 

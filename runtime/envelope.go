@@ -14,7 +14,8 @@ type Envelope struct {
 	ID string
 	// Queue is the logical queue the job belongs to.
 	Queue string
-	// Kind is the Go type name of the job.
+	// Kind is the Go type of the job as %T prints it (emails.SendEmail):
+	// the Kind of the QueueConfig it was enqueued with.
 	Kind string
 	// Payload is the msgpack encoding of the job.
 	Payload []byte

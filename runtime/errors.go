@@ -17,6 +17,9 @@ var (
 	ErrInvalidConfig = errors.New("queuey: invalid queue config")
 	// ErrInvalidOption is wrapped by errors about enqueue and worker options.
 	ErrInvalidOption = errors.New("queuey: invalid option")
+	// ErrKindConflict is returned by Declare for a queue already declared
+	// through the same backend for another job kind.
+	ErrKindConflict = errors.New("queuey: two job kinds on one queue")
 	// ErrNoHandlers is returned by Worker.Run when no handler was
 	// registered: there is nothing to run.
 	ErrNoHandlers = errors.New("queuey: no handlers registered")

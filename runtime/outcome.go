@@ -45,6 +45,20 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// KindError is the error of a job whose envelope names another kind than
+// the one its queue's handler takes: another job type was enqueued onto
+// this queue name. The job is dead-lettered at once, and the handler, which
+// would get a zero or half-filled struct, does not run.
+type KindError struct {
+	Queue string // the queue the job came from
+	Got   string // the envelope's kind
+	Want  string // the handler's kind
+}
+
+func (e *KindError) Error() string {
+	return fmt.Sprintf("job of kind %q on queue %q, whose handler takes %q: dead-lettered without running the handler (is another job type enqueued onto this queue name?)", e.Got, e.Queue, e.Want)
+}
+
 // DecodeError is the error of a payload that does not decode into the job's
 // type. The job is dead-lettered at once: retrying cannot help.
 type DecodeError struct {

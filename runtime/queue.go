@@ -57,7 +57,11 @@ var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 type QueueConfig struct {
 	// Name is the broker queue name, [A-Za-z0-9._-]+. Required.
 	Name string
-	// Kind is the Go type name of the jobs on this queue. Empty means any.
+	// Kind is the Go type of the jobs on this queue as %T prints it: the
+	// package name, a dot, the type name (emails.SendEmail). A worker
+	// dead-letters a job of another kind without running the handler, and
+	// a backend refuses to declare one queue name for two kinds. Empty
+	// means any kind.
 	Kind string
 	// Prefetch is how many unacked deliveries a consumer holds, 1..65535.
 	// Zero means DefaultPrefetch.
@@ -176,6 +180,19 @@ func (q QueueConfig) Validate() error {
 		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), "a name of [A-Za-z0-9._-]")
 	}
 	return errors.Join(errs...)
+}
+
+// KindConflict returns an error when declared and q, two configs of one
+// queue name, ask for different job kinds, nil when they agree or either
+// leaves Kind empty. Backends call it on each Declare, so that one process
+// cannot put two job types on one queue, where each handler would get the
+// other's jobs.
+func KindConflict(declared, q QueueConfig) error {
+	if declared.Kind == "" || q.Kind == "" || declared.Kind == q.Kind {
+		return nil
+	}
+	return fmt.Errorf("%w: queue %q is declared for %s jobs and now for %s jobs; a queue carries one job type: give one of them another name= in its //queuey:queue line",
+		ErrKindConflict, q.Name, declared.Kind, q.Kind)
 }
 
 // RetryDelay returns how long a job waits after failing run number attempt

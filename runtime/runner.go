@@ -230,6 +230,7 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 	var (
 		deferErr  *DeferError
 		decodeErr *DecodeError
+		kindErr   *KindError
 	)
 	if errors.As(herr, &deferErr) {
 		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
@@ -241,7 +242,7 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 		}
 		herr = fmt.Errorf("defer for %v refused: %w", deferErr.Delay, err)
 	}
-	if errors.As(herr, &decodeErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
+	if errors.As(herr, &decodeErr) || errors.As(herr, &kindErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
 		return c.deadLetter(ctx, d, env, herr)
 	}
 	delay := c.queue.RetryDelay(env.Attempt)

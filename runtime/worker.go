@@ -107,15 +107,20 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	case h == nil:
 		w.regErrs = append(w.regErrs, fmt.Errorf("%w: queue %q: nil handler", ErrInvalidOption, q.Name))
 		return
-	case slices.ContainsFunc(w.regs, func(r registration) bool { return r.queue.Name == q.Name }):
-		w.regErrs = append(w.regErrs, fmt.Errorf("%w: queue %q registered twice", ErrInvalidOption, q.Name))
+	}
+	if i := slices.IndexFunc(w.regs, func(r registration) bool { return r.queue.Name == q.Name }); i >= 0 {
+		err := fmt.Errorf("%w: queue %q registered twice", ErrInvalidOption, q.Name)
+		if conflict := KindConflict(w.regs[i].queue, q); conflict != nil {
+			err = fmt.Errorf("%w: queue %q registered twice: %w", ErrInvalidOption, q.Name, conflict)
+		}
+		w.regErrs = append(w.regErrs, err)
 		return
 	}
 	if err := q.Validate(); err != nil {
 		w.regErrs = append(w.regErrs, err)
 		return
 	}
-	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: h})
+	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: checkKind(q, h)})
 }
 
 // Run declares every registered queue, consumes each with its prefetch and
@@ -212,6 +217,21 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// checkKind returns h behind a check that each job's envelope is of q's
+// kind: one of another kind fails with a KindError, which dead-letters it,
+// and h does not run.
+func checkKind(q QueueConfig, h HandlerFunc) HandlerFunc {
+	if q.Kind == "" {
+		return h
+	}
+	return func(ctx context.Context, env *Envelope) error {
+		if env.Kind != q.Kind {
+			return &KindError{Queue: q.Name, Got: env.Kind, Want: q.Kind}
+		}
+		return h(ctx, env)
 	}
 }
 

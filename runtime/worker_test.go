@@ -314,3 +314,18 @@ func TestRunReturnsNilAfterStop(t *testing.T) {
 		t.Errorf("Run = %v, want nil after Stop", err)
 	}
 }
+
+// TestRegisterTwoKindsOnOneQueue: two job types registered on one queue
+// name are refused, naming both types.
+func TestRegisterTwoKindsOnOneQueue(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	w := runtime.NewWorker(b, quiet())
+	runtime.Handle(w, runtime.QueueConfig{Name: "notify", Kind: "sms.Send"}, func(ctx context.Context, p ping) error { return nil })
+	runtime.Handle(w, runtime.QueueConfig{Name: "notify", Kind: "push.Send"}, func(ctx context.Context, p ping) error { return nil })
+	err := w.Run(context.Background())
+	want := `queuey: invalid option: queue "notify" registered twice: queuey: two job kinds on one queue: queue "notify" is declared for sms.Send jobs and now for push.Send jobs`
+	if !errors.Is(err, runtime.ErrKindConflict) || err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Run = %v, want ErrKindConflict starting %q", err, want)
+	}
+}

@@ -36,6 +36,8 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"UndeclaredProducer", false, testUndeclaredProducer},
 		{"DeadLetterReasons", false, testDeadLetterReasons},
 		{"PoisonIsolation", false, testPoison},
+		{"WrongKindDeadLettered", false, testWrongKind},
+		{"KindConflict", false, testKindConflict},
 		{"ConcurrencyLimit", false, testConcurrency},
 		{"HandlerTimeout", false, testTimeout},
 		{"RedeliveryAfterShutdown", false, testRedelivery},

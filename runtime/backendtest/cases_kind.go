@@ -1,0 +1,59 @@
+package backendtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// testWrongKind: a job whose envelope names another kind than the queue's
+// handler takes (another job type enqueued onto this queue name) is
+// dead-lettered with a reason naming both kinds and the queue, and the
+// handler never runs on it; a job of the right kind behind it runs.
+func testWrongKind(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	alien := &runtime.Envelope{ID: "alien", Queue: h.q.Name, Kind: "other.Job", Payload: []byte{0x80}, Attempt: 1, MaxAttempts: 5, EnqueuedAt: time.Now()}
+	if err := h.b.Publish(ctxT(t), alien, 0); err != nil {
+		t.Fatalf("publish a job of another kind: %v", err)
+	}
+	id := h.enqueue(job{N: 1})
+	runs := make(chan run, 2)
+	h.start(func(ctx context.Context, j job) error { runs <- runOf(ctx, j); return nil })
+	if r := recv(t, runs, "the job of the right kind"); r.Info.ID != id {
+		t.Fatalf("handler ran job %s, want only %s", r.Info.ID, id)
+	}
+	dl := h.deadLetters(1)
+	if dl[0].Envelope == nil || dl[0].Envelope.ID != "alien" {
+		t.Fatalf("dead letter %+v, want job alien", dl[0])
+	}
+	want := fmt.Sprintf(`job of kind "other.Job" on queue %q, whose handler takes "job": dead-lettered without running the handler`, h.q.Name)
+	wantContains(t, dl[0].Reason, want, "dead-letter reason")
+	select {
+	case r := <-runs:
+		t.Errorf("handler ran job %s too", r.Info.ID)
+	default:
+	}
+}
+
+// testKindConflict: declaring a queue name, through the backend it was
+// declared on, for another job kind is refused, naming both kinds.
+func testKindConflict(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	other := h.q
+	other.Kind = "other.Job"
+	_, err := runtime.NewProducer(ctxT(t), h.b, other)
+	wantErrIs(t, err, runtime.ErrKindConflict, "declare for another kind")
+	want := fmt.Sprintf("queue %q is declared for job jobs and now for other.Job jobs", h.q.Name)
+	wantContains(t, err.Error(), want, "error")
+	same := h.q
+	same.Kind = ""
+	if _, err := runtime.NewProducer(ctxT(t), h.b, same); err != nil {
+		t.Errorf("declare without a kind (any): %v", err)
+	}
+	if _, err := runtime.NewProducer(ctxT(t), h.b, other); err == nil {
+		t.Errorf("declare for another kind after one without a kind succeeded")
+	}
+}
