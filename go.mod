@@ -9,11 +9,11 @@ require (
 	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.42.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/tools v0.52.0
 )
 
-require (
-	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
-	golang.org/x/mod v0.42.0 // indirect
-)
+require github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+
+tool github.com/queuey/queuey/cmd/queuey-gen

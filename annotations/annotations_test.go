@@ -56,7 +56,7 @@ type SendHTTPRequest struct{ URL string }
 		t.Fatalf("got %d jobs, want 1", len(jobs))
 	}
 	want := runtime.DefaultQueueConfig("emails.send_http_request")
-	want.Kind = "SendHTTPRequest"
+	want.Kind = "emails.SendHTTPRequest"
 	if diff := cmp.Diff(want, jobs[0].Queue); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -79,11 +79,11 @@ type (
 		t.Fatal(err)
 	}
 	want := []runtime.QueueConfig{{
-		Name: "billing.charge", Kind: "ChargeCard", Prefetch: 20, Concurrency: 4,
+		Name: "billing.charge", Kind: "emails.ChargeCard", Prefetch: 20, Concurrency: 4,
 		MaxPriority: 0, MaxAttempts: 3, RetryBase: 2 * time.Second, RetryMax: time.Minute,
 		Timeout: 30 * time.Second, QueueType: runtime.QueueQuorum, Delay: runtime.DelayPlugin,
 	}, {
-		Name: "emails.slow", Kind: "Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,
+		Name: "emails.slow", Kind: "emails.Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,
 		MaxAttempts: 5, RetryBase: 2 * time.Hour, RetryMax: 2 * time.Hour,
 		QueueType: runtime.QueueClassic,
 	}}

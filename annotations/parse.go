@@ -18,7 +18,8 @@ const directivePrefix = "//queuey:"
 
 // Job is a struct type annotated with //queuey:queue.
 type Job struct {
-	// Type is the Go type name. Queue.Kind is the same.
+	// Type is the Go type name. Queue.Kind is the package name, a dot and
+	// Type, as %T prints it.
 	Type string
 	// Pos is the position of the type's name.
 	Pos token.Pos

@@ -68,7 +68,7 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 	settings, _ := p.settings(c)
 
 	q = runtime.DefaultQueueConfig(p.pkg + "." + SnakeCase(typeName))
-	q.Kind = typeName
+	q.Kind = p.pkg + "." + typeName
 	given := map[string]setting{}
 	bad := map[string]bool{}
 	for _, s := range settings {

@@ -12,7 +12,7 @@ import (
 
 const shopJobs = `package shop
 
-//go:generate go run github.com/queuey/queuey/cmd/queuey-gen
+//go:generate go tool queuey-gen
 
 //queuey:queue prefetch=3
 type ShipOrder struct{ ID string }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 // repoRoot is the directory of module github.com/queuey/queuey.
@@ -23,16 +25,31 @@ func repoRoot(t *testing.T) string {
 }
 
 // tempModule creates a module example.com/golden in a temporary directory
-// that requires this repository through a replace directive, and returns
+// that requires this repository through a replace directive, with
+// queuey-gen as a tool (so //go:generate go tool queuey-gen runs), and returns
 // its directory and the environment for the go command in it: module
 // downloads off, so that it works from the module cache alone.
 func tempModule(t *testing.T) (dir string, env []string) {
 	t.Helper()
 	root := repoRoot(t)
 	dir = t.TempDir()
+	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := modfile.ParseLax("go.mod", rootMod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every module the tool's packages come from is required, as go get
+	// -tool leaves them: go tool needs that.
 	gomod := "module example.com/golden\n\ngo 1.26.0\n\n" +
-		"require github.com/queuey/queuey v0.0.0-00010101000000-000000000000\n\n" +
-		"replace github.com/queuey/queuey => " + root + "\n"
+		"require github.com/queuey/queuey v0.0.0-00010101000000-000000000000\n\n"
+	for _, r := range mf.Require {
+		gomod += "require " + r.Mod.Path + " " + r.Mod.Version + " // indirect\n"
+	}
+	gomod += "\nreplace github.com/queuey/queuey => " + root + "\n\n" +
+		"tool github.com/queuey/queuey/cmd/queuey-gen\n"
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)

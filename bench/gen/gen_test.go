@@ -61,7 +61,7 @@ func source(file, n int) []byte {
 	var s strings.Builder
 	s.WriteString("package jobs\n\nimport \"time\"\n\n")
 	if file == 0 {
-		s.WriteString("//go:generate go run github.com/queuey/queuey/cmd/queuey-gen\n\n")
+		s.WriteString("//go:generate go tool queuey-gen\n\n")
 		s.WriteString("// Address is nested in every job.\ntype Address struct {\n\tStreet string\n\tZip    string\n}\n\n")
 	}
 	for i := range n {

@@ -8,7 +8,7 @@ import (
 	"github.com/queuey/queuey/generated_test/roundtrip/other"
 )
 
-//go:generate go run github.com/queuey/queuey/cmd/queuey-gen
+//go:generate go tool queuey-gen
 
 // Meta is embedded in Everything by value: msgpack inlines its fields.
 type Meta struct {
@@ -73,5 +73,5 @@ type Everything struct {
 	OmitEmpty string `msgpack:",omitempty"`
 	Skipped   string `msgpack:"-"`
 
-	unexported string
+	unexported string `msgpack:"-"`
 }

@@ -13,7 +13,7 @@ import (
 // annotation, resolved.
 var EverythingQueue = runtime.QueueConfig{
 	Name:        "roundtrip.everything",
-	Kind:        "Everything",
+	Kind:        "roundtrip.Everything",
 	Prefetch:    4,
 	Concurrency: 4,
 	MaxPriority: 10,

@@ -198,8 +198,8 @@ func TestUndecodablePayload(t *testing.T) {
 	select {
 	case err := <-results:
 		var de *runtime.DecodeError
-		if !errors.As(err, &de) || de.Kind != "Everything" {
-			t.Errorf("handler result %v, want a DecodeError of kind Everything", err)
+		if !errors.As(err, &de) || de.Kind != "roundtrip.Everything" {
+			t.Errorf("handler result %v, want a DecodeError of kind roundtrip.Everything", err)
 		}
 	case <-ctx.Done():
 		t.Fatalf("no result within %v", wait)
@@ -213,7 +213,7 @@ func TestUndecodablePayload(t *testing.T) {
 
 func TestGeneratedConfig(t *testing.T) {
 	want := runtime.DefaultQueueConfig("roundtrip.everything")
-	want.Kind, want.Prefetch, want.Concurrency, want.MaxAttempts = "Everything", 4, 4, 1
+	want.Kind, want.Prefetch, want.Concurrency, want.MaxAttempts = "roundtrip.Everything", 4, 4, 1
 	if diff := cmp.Diff(want, EverythingQueue); diff != "" {
 		t.Errorf("EverythingQueue (-want +got):\n%s", diff)
 	}

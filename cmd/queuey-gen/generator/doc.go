@@ -23,10 +23,17 @@
 //   - an embedded unexported non-struct type, or an embedded pointer to an
 //     unexported struct, which msgpack cannot set when decoding.
 //
+//   - an unexported field, which msgpack skips: it would arrive as its zero
+//     value. Tag it msgpack:"-" to leave it behind on purpose.
+//
 // Everything else is carried: booleans, numbers, strings, []byte, arrays,
 // slices, maps, pointers, structs of any package, embedded structs, and
-// types with matching encoding methods such as time.Time. Unexported fields
-// and fields tagged msgpack:"-" are not carried and not checked.
+// types with matching encoding methods such as time.Time. Fields tagged
+// msgpack:"-" and blank (_) fields are not carried and not checked.
+//
+// A time.Time keeps its instant to the nanosecond but not its location:
+// msgpack/v5 decodes it in the handling process's time.Local (the zero
+// time in UTC), and drops the monotonic clock reading.
 //
 // # Import names
 //

@@ -40,6 +40,9 @@ func (c *fieldChecker) checkStruct(st *types.Struct, prefix string) {
 			continue
 		}
 		if !f.Exported() {
+			if f.Name() != "_" {
+				c.add(path, f.Type(), "msgpack skips unexported fields, so it would arrive as its zero value; export it, or tag it `msgpack:\"-\"` to leave it behind on purpose")
+			}
 			continue
 		}
 		c.check(f.Type(), path)

@@ -18,7 +18,7 @@ config and typed EnqueueX and HandleX functions; per package, Queues().
 With no arguments it generates the package in the current directory, which
 is what a line in that package runs:
 
-	//go:generate go run github.com/queuey/queuey/cmd/queuey-gen
+	//go:generate go tool queuey-gen
 
 Arguments are package patterns (./..., github.com/you/app/jobs) or
 directories. A package that does not compile, a malformed annotation or a

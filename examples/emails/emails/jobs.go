@@ -3,7 +3,7 @@
 // them, holds the typed functions that enqueue and handle them.
 package emails
 
-//go:generate go run github.com/queuey/queuey/cmd/queuey-gen
+//go:generate go tool queuey-gen
 
 // SendEmail sends one email.
 //

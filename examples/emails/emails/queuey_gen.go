@@ -13,7 +13,7 @@ import (
 // annotation, resolved.
 var SendEmailQueue = runtime.QueueConfig{
 	Name:        "emails.send_email",
-	Kind:        "SendEmail",
+	Kind:        "emails.SendEmail",
 	Prefetch:    10,
 	Concurrency: 10,
 	MaxPriority: 10,
@@ -50,7 +50,7 @@ func HandleSendEmail(w *runtime.Worker, h func(ctx context.Context, job SendEmai
 // annotation, resolved.
 var ChargeCardQueue = runtime.QueueConfig{
 	Name:        "billing.charge_card",
-	Kind:        "ChargeCard",
+	Kind:        "emails.ChargeCard",
 	Prefetch:    4,
 	Concurrency: 2,
 	MaxPriority: 5,

@@ -16,7 +16,7 @@ type Address struct {
 	Geo    Geo
 	Tags   []string
 	Level  Level
-	hidden string
+	hidden string `msgpack:"-"`
 }
 
 // WithHidden returns a with its unexported field set, which msgpack does
