@@ -15,18 +15,13 @@
 // and why:
 //
 //   - chan, func and unsafe.Pointer: there is no value to encode;
-//
 //   - complex64, complex128 and uintptr: msgpack/v5 has no encoder for them;
-//
 //   - interface types, including any and error: a value decodes into
 //     generic types (map[string]any, int8, ...), not the one enqueued;
-//
 //   - a type with an encoding method (EncodeMsgpack, MarshalMsgpack,
 //     MarshalBinary, MarshalText) but not the matching decoding one;
-//
 //   - an embedded unexported non-struct type, or an embedded pointer to an
-//     unexported struct, which msgpack cannot set when decoding.
-//
+//     unexported struct, which msgpack cannot set when decoding;
 //   - an unexported field, which msgpack skips: it would arrive as its zero
 //     value. Tag it msgpack:"-" to leave it behind on purpose.
 //
