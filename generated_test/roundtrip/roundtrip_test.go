@@ -248,3 +248,24 @@ func TestEnqueueManyRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeKeepsInstantNotLocation pins what msgpack/v5 does with a
+// time.Time, as the README says: the instant survives to the nanosecond,
+// the location does not (it decodes in time.Local; the zero time in UTC).
+func TestTimeKeepsInstantNotLocation(t *testing.T) {
+	at := time.Date(2024, 2, 29, 23, 59, 59, 123456789, time.FixedZone("X", 3600))
+	got := roundTrip(t, Everything{ID: "time", Time: at})
+	if !got.Time.Equal(at) {
+		t.Errorf("handled time %v, want the instant %v", got.Time, at)
+	}
+	if got.Time.Location() != time.Local {
+		t.Errorf("handled time in %v, want time.Local: msgpack/v5 keeps no location", got.Time.Location())
+	}
+	if name, _ := got.Time.Zone(); name == "X" && time.Local.String() != "X" {
+		t.Errorf("handled time kept its zone X; update the README, which says it does not")
+	}
+	zero := roundTrip(t, Everything{ID: "zero time"})
+	if !zero.Time.IsZero() || zero.Time.Location() != time.UTC {
+		t.Errorf("handled zero time %v in %v, want the zero time in UTC", zero.Time, zero.Time.Location())
+	}
+}

@@ -10,7 +10,7 @@
 // # Field types
 //
 // A job travels as msgpack (github.com/vmihailenco/msgpack/v5), so every
-// exported field of a job, and of the structs it holds, must survive an
+// field of a job, and of the structs it holds, must survive an
 // encode and a decode unchanged. Generate refuses, naming the field path
 // and why:
 //
