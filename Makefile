@@ -25,12 +25,11 @@ generate: ## regenerate queuey_gen.go files
 	$(GO) generate ./...
 
 .PHONY: verify
-verify: ## gofmt, go vet, and generated code fresh
+verify: ## gofmt, go vet, go.mod tidy, and generated code fresh (queuey-gen -check)
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) generate ./...
-	@git diff --exit-code -- ':(glob)**/queuey_gen.go' || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	$(GO) tool queuey-gen -check ./...
 	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
 
 .PHONY: bench

@@ -56,7 +56,7 @@ func dirNames(t *testing.T, dir string) []string {
 
 func TestUsage(t *testing.T) {
 	code, out := run(t, "-h")
-	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [packages]") {
+	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [-check] [packages]") {
 		t.Errorf("-h: exit %d, output %q; want 0 and the usage", code, out)
 	}
 	if code, _ := run(t, "-nope"); code != 2 {
@@ -156,4 +156,51 @@ func TestGoGenerate(t *testing.T) {
 		}
 	}
 	goCmd(t, mod, env, "vet", "./...")
+}
+
+// TestCheck: -check names a missing and then a stale queuey_gen.go (an
+// annotation edited without regenerating), exits 1 and writes nothing;
+// on fresh output it is silent and exits 0.
+func TestCheck(t *testing.T) {
+	src := strings.Replace(shopJobs, "prefetch=3", "prefetch=3 max_attempts=12", 1)
+	dir := cliModule(t, src)
+	out := filepath.Join(dir, generator.OutputName)
+
+	code, msg := run(t, "-check")
+	want := generator.OutputName + ": missing\nqueuey-gen: 1 generated file(s) not fresh: run go generate and commit the result\n"
+	if code != 1 || msg != want {
+		t.Errorf("-check before generating: exit %d, stderr %q; want 1 and %q", code, msg, want)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("-check wrote files: directory holds %q", names)
+	}
+
+	if code, msg := run(t); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, msg)
+	}
+	if code, msg := run(t, "-check", "."); code != 0 || msg != "" {
+		t.Errorf("-check on fresh output: exit %d, stderr %q; want 0 and nothing", code, msg)
+	}
+
+	before, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(src, "max_attempts=12", "max_attempts=3", 1)))
+	code, msg = run(t, "-check")
+	want = generator.OutputName + ": stale: it differs from what queuey-gen generates from the annotations now\n" +
+		"queuey-gen: 1 generated file(s) not fresh: run go generate and commit the result\n"
+	if code != 1 || msg != want {
+		t.Errorf("-check after an edit: exit %d, stderr %q; want 1 and %q", code, msg, want)
+	}
+	if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+		t.Errorf("-check changed %s", generator.OutputName)
+	}
+
+	// A package whose jobs are all gone keeps a stale file until
+	// regenerated.
+	writeFile(t, filepath.Join(dir, "jobs.go"), []byte("package shop\n"))
+	if code, msg := run(t, "-check"); code != 1 || !strings.Contains(msg, generator.OutputName+": stale: its package has no //queuey:queue jobs any more") {
+		t.Errorf("-check with no jobs left: exit %d, stderr %q; want 1 and the file named stale", code, msg)
+	}
 }
