@@ -255,6 +255,28 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	return q.ready.Len(), nil
 }
 
+// Busy reports whether queue has jobs ready or handed to a consumer and not
+// yet settled, in one consistent look. Jobs held in a wait do not count.
+// It serves tests that run a queue until it is drained (package
+// queueytest); an undeclared queue is not busy.
+func (b *MemoryBackend) Busy(queue string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[queue]
+	if !ok {
+		return false
+	}
+	if q.ready.Len() > 0 {
+		return true
+	}
+	for _, s := range q.subs {
+		if len(s.unacked) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Len returns how many jobs wait ready on queue, not counting those handed
 // to consumers or held in waits.
 func (b *MemoryBackend) Len(queue string) int {

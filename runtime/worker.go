@@ -123,6 +123,18 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: checkKind(q, h)})
 }
 
+// Queues returns the configs of the queues registered on w, with their
+// defaults applied, in registration order.
+func (w *Worker) Queues() []QueueConfig {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	qs := make([]QueueConfig, len(w.regs))
+	for i, r := range w.regs {
+		qs[i] = r.queue
+	}
+	return qs
+}
+
 // Run declares every registered queue, consumes each with its prefetch and
 // concurrency, and runs handlers until ctx ends or Stop is called. Then it
 // stops consuming and waits for in-flight handlers up to the shutdown
