@@ -21,6 +21,9 @@
 //     RetryBase*2^(n-1), capped at RetryMax, until MaxAttempts runs, then
 //     dead-lettered with the last error.
 //   - a payload that does not decode into X: dead-lettered at once.
+//   - a job whose envelope kind is not X's (another job type enqueued onto
+//     this queue name): dead-lettered at once with a KindError, and the
+//     handler does not run.
 //
 // Retries, deferrals and dead letters are published before the delivery is
 // acked, and the ack is skipped when the publish fails: a job is never lost,
@@ -29,21 +32,27 @@
 // # Waits
 //
 // Every delay is rounded up to the backend's granularity (DefaultGranularity)
-// and a delay above MaxDeferral is refused, never clamped. A handler's
-// too-long Defer counts as a failed run.
+// and a delay above MaxDeferral is refused, never clamped. A retry or a
+// deferral waits at least one granularity (WaitDelay), so Defer(0) does not
+// run a job again at once. A handler's too-long Defer counts as a failed
+// run.
 //
 // # Shutdown
 //
-// When the context given to Worker.Run ends, the worker stops taking
-// deliveries, waits for in-flight handlers up to its shutdown timeout, then
-// cancels their contexts with ErrShutdownTimeout as the cause and returns.
-// Jobs whose handlers had not finished are left unsettled and delivered
-// again.
+// When the context given to Worker.Run ends, or Stop is called, the worker
+// stops taking deliveries and waits for in-flight handlers up to its
+// shutdown timeout; Run then returns nil. Handlers still running then have
+// their contexts cancelled with ErrShutdownTimeout as the cause, their jobs
+// are left unsettled and delivered again, and Run returns an error
+// wrapping ErrShutdownTimeout. Any other error from Run is a real failure.
 //
 // # Backends
 //
-// A Backend declares queues, publishes envelopes and opens Subscriptions
-// whose Deliveries are settled by Ack, Requeue, Retry, Defer or DeadLetter.
+// A Backend declares queues, publishes envelopes, opens Subscriptions
+// whose Deliveries are settled by Ack, Requeue, Retry, Defer or DeadLetter,
+// and is closed with Close. A queue name carries one job kind: Declare
+// refuses a second one (ErrKindConflict). An enqueue onto a queue that does
+// not exist is ErrUnknownQueue on every backend.
 // NewMemoryBackend keeps everything in process under the same rules as the
 // RabbitMQ backend in package rabbitmq; package backendtest is the
 // conformance suite both pass.
