@@ -47,7 +47,9 @@ const DrainTimeout = 30 * time.Second
 // Drain runs w, a worker over b with its handlers registered, until no job
 // is ready or running on any queue w handles, stops it, and returns the
 // outcome of every run, in the order the runs ended. Jobs held in a wait
-// (retried, deferred, enqueued with a delay) are not waited for. It fails
+// (retried, deferred, enqueued with a delay) are not waited for; each waits
+// at least a second, and one whose wait ends while Drain still runs may be
+// run and reported too. It fails
 // t when w's Run fails or the queues are still busy after DrainTimeout.
 // A worker runs once: Drain it once.
 func Drain(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {

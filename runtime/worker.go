@@ -95,7 +95,10 @@ func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 }
 
 // Register makes h the handler of q's jobs. Generated HandleX functions call
-// it. A bad config or a queue registered twice is reported by Run.
+// it. A bad config or a queue registered twice (naming both job types when
+// their kinds differ) is reported by Run. Each job's envelope kind is
+// checked against q.Kind before h runs: a job of another kind fails with a
+// KindError and is dead-lettered.
 // Registering after Run has started is a programming error and panics, as
 // nothing could report it.
 func (w *Worker) Register(q QueueConfig, h HandlerFunc) {

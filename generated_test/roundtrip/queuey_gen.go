@@ -39,8 +39,8 @@ func EnqueueManyEverything(ctx context.Context, p *runtime.Producer, jobs []Ever
 }
 
 // HandleEverything registers h on w as the handler of EverythingQueue.
-// A payload that does not decode into a Everything is dead-lettered
-// without running h.
+// A payload that does not decode into a Everything, or a job of another
+// kind on the queue, is dead-lettered without running h.
 func HandleEverything(w *runtime.Worker, h func(ctx context.Context, job Everything) error) {
 	runtime.Handle(w, EverythingQueue, h)
 }

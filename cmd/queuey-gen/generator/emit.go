@@ -82,7 +82,7 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bo
 		))
 		f.Line()
 
-		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s is dead-lettered\nwithout running h.", n.handle, n.queue, j.Type)
+		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s, or a job of another\nkind on the queue, is dead-lettered without running h.", n.handle, n.queue, j.Type)
 		f.Add(handleFunc(n, j.Type).Block(
 			jen.Qual(runtimePath, "Handle").Call(jen.Id("w"), jen.Id(n.queue), jen.Id("h")),
 		))

@@ -40,8 +40,8 @@ func EnqueueManySendEmail(ctx context.Context, p *runtime.Producer, jobs []SendE
 }
 
 // HandleSendEmail registers h on w as the handler of SendEmailQueue.
-// A payload that does not decode into a SendEmail is dead-lettered
-// without running h.
+// A payload that does not decode into a SendEmail, or a job of another
+// kind on the queue, is dead-lettered without running h.
 func HandleSendEmail(w *runtime.Worker, h func(ctx context.Context, job SendEmail) error) {
 	runtime.Handle(w, SendEmailQueue, h)
 }
@@ -76,8 +76,8 @@ func EnqueueManyChargeCard(ctx context.Context, p *runtime.Producer, jobs []Char
 }
 
 // HandleChargeCard registers h on w as the handler of ChargeCardQueue.
-// A payload that does not decode into a ChargeCard is dead-lettered
-// without running h.
+// A payload that does not decode into a ChargeCard, or a job of another
+// kind on the queue, is dead-lettered without running h.
 func HandleChargeCard(w *runtime.Worker, h func(ctx context.Context, job ChargeCard) error) {
 	runtime.Handle(w, ChargeCardQueue, h)
 }
