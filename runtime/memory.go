@@ -84,12 +84,12 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 		if err := KindConflict(old.cfg, q); err != nil {
 			return err
 		}
-		if old.cfg.Kind == "" {
-			old.cfg.Kind = q.Kind
-		}
 		if old.cfg.MaxPriority != q.MaxPriority || old.cfg.QueueType != q.QueueType {
 			return fmt.Errorf("%w: queue %q has max_priority=%d queue_type=%s, declared with max_priority=%d queue_type=%s",
 				ErrQueueMismatch, q.Name, old.cfg.MaxPriority, old.cfg.QueueType, q.MaxPriority, q.QueueType)
+		}
+		if old.cfg.Kind == "" {
+			old.cfg.Kind = q.Kind
 		}
 		return nil
 	}
