@@ -25,7 +25,7 @@ type MemoryBackend struct {
 
 	mu     sync.Mutex
 	queues map[string]*memQueue
-	timers map[*time.Timer]struct{}
+	timers map[*time.Timer]memHold // waits not yet over
 	seq    uint64
 	closed bool
 }
@@ -41,7 +41,7 @@ func NewMemoryBackend() *MemoryBackend {
 	return &MemoryBackend{
 		log:    slog.Default(),
 		queues: map[string]*memQueue{},
-		timers: map[*time.Timer]struct{}{},
+		timers: map[*time.Timer]memHold{},
 	}
 }
 
@@ -99,21 +99,21 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 
 // Publish stores env on its queue, at once or after delay.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
-	return b.publish(ctx, env.Clone(), env.Priority, delay, false)
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false, HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
-// prio; atMax raises it to the queue's maximum.
-func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool) error {
+// prio; atMax raises it to the queue's maximum. A wait is held as kind.
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.publishLocked(env, prio, delay, atMax)
+	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
-func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool) error {
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
 	d, err := RoundDelay(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
@@ -146,7 +146,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		m.seq = b.seq // a wait ends at the back of its priority, as a dead-lettered hold-queue message does
 		b.pushLocked(q, m)
 	})
-	b.timers[t] = struct{}{}
+	b.timers[t] = memHold{queue: q.cfg.Name, kind: kind, due: time.Now().Add(d)}
 	return nil
 }
 

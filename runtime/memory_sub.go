@@ -144,7 +144,11 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := d.heldLocked(); err != nil {
 		return err
 	}
-	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead); err != nil {
+	kind := HoldRetry
+	if ahead {
+		kind = HoldDeferred
+	}
+	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead, kind); err != nil {
 		return err
 	}
 	delete(d.sub.unacked, d)

@@ -45,6 +45,13 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"AbandonedHandlerNotAcked", false, testAbandonedNotAcked},
 		{"PrefetchLimit", false, testPrefetch},
 		{"NothingLostNothingDuplicated", false, testNoLossNoDup},
+		{"AdminListKeepsLetters", false, testAdminListKeeps},
+		{"AdminRedriveByID", false, testAdminRedriveByID},
+		{"AdminRedriveAll", false, testAdminRedriveAll},
+		{"AdminRedriveInterrupted", false, testAdminRedriveInterrupted},
+		{"AdminPoison", false, testAdminPoison},
+		{"AdminPurge", false, testAdminPurge},
+		{"AdminStats", true, testAdminStats},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {

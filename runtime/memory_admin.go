@@ -1,0 +1,233 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+var (
+	_ Inspector       = (*MemoryBackend)(nil)
+	_ DeadLetterAdmin = (*MemoryBackend)(nil)
+)
+
+// memHold is one wait of a MemoryBackend: a job held by a timer.
+type memHold struct {
+	queue string
+	kind  HoldKind
+	due   time.Time
+}
+
+// queueLocked returns the declared queue name.
+func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
+	if b.closed {
+		return nil, ErrClosed
+	}
+	q, ok := b.queues[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, name)
+	}
+	return q, nil
+}
+
+// Queues returns every queue declared on b, sorted.
+func (b *MemoryBackend) Queues(ctx context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	names := make([]string, 0, len(b.queues))
+	for n := range b.queues {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// QueueStats returns each queue's counts. Its holds are its timers, one
+// HoldStats per kind, with the exact time the first is due.
+func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...QueueConfig) ([]QueueStats, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]QueueStats, 0, len(queues))
+	for _, cfg := range queues {
+		q, err := b.queueLocked(cfg.Name)
+		if err != nil {
+			return nil, err
+		}
+		st := QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []HoldStats{}}
+		for _, s := range q.subs {
+			st.Unacked += len(s.unacked)
+			if !s.stopped {
+				st.Consumers++
+			}
+		}
+		for _, kind := range []HoldKind{HoldRetry, HoldDeferred} {
+			h := HoldStats{Name: cfg.Name + " " + string(kind) + " timers", Kind: kind}
+			for _, w := range b.timers {
+				if w.queue != cfg.Name || w.kind != kind {
+					continue
+				}
+				h.Jobs++
+				if h.NextReleaseBy.IsZero() || w.due.Before(h.NextReleaseBy) {
+					h.NextReleaseBy = w.due
+				}
+			}
+			if h.Jobs > 0 {
+				st.Holds = append(st.Holds, h)
+				st.Waiting += h.Jobs
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// DeadLetters returns a page of queue's dead letters, oldest first.
+func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page DeadLetterPage) (DeadLetterList, error) {
+	limit := pageLimit(page.Limit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, err := b.queueLocked(queue)
+	if err != nil {
+		return DeadLetterList{}, err
+	}
+	list := DeadLetterList{Letters: []DeadLetterInfo{}, Total: len(q.dead)}
+	start := 0
+	if page.After != "" {
+		start = -1
+		for i, d := range q.dead {
+			if NewDeadLetterInfo(queue, d, "").ID == page.After {
+				start = i + 1
+				break
+			}
+		}
+		if start < 0 {
+			return DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", ErrDeadLetterNotFound, queue, page.After)
+		}
+	}
+	for _, d := range q.dead[start:] {
+		if len(list.Letters) == limit {
+			list.Next = list.Letters[limit-1].ID
+			break
+		}
+		list.Letters = append(list.Letters, NewDeadLetterInfo(queue, d, ""))
+	}
+	return list, nil
+}
+
+// pageLimit is the page size a DeadLetterPage.Limit asks for.
+func pageLimit(n int) int {
+	if n <= 0 {
+		return DefaultDeadLetterLimit
+	}
+	return min(n, MaxDeadLetterLimit)
+}
+
+// DeadLetter returns the dead letter of queue with ID id.
+func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (DeadLetterInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, err := b.queueLocked(queue)
+	if err != nil {
+		return DeadLetterInfo{}, err
+	}
+	for _, d := range q.dead {
+		if info := NewDeadLetterInfo(queue, d, ""); info.ID == id {
+			return info, nil
+		}
+	}
+	return DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", ErrDeadLetterNotFound, queue, id)
+}
+
+// RedriveDeadLetters puts the selected dead letters back on queue, one at
+// a time, each in one critical section with its removal.
+func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, sel DeadLetterSelector, progress func(RedriveProgress)) (RedriveResult, error) {
+	res := RedriveResult{Moved: []string{}}
+	if sel.Empty() {
+		return res, fmt.Errorf("%w: re-drive of %q", ErrEmptySelector, queue)
+	}
+	seen := map[string]bool{}
+	b.mu.Lock()
+	q, err := b.queueLocked(queue)
+	total := 0
+	if err == nil {
+		total = len(q.dead)
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	next := 0 // index in q.dead of the first letter not looked at yet
+	for {
+		if err := ctx.Err(); err != nil {
+			res.NotFound = sel.NotFound(seen)
+			return res, fmt.Errorf("re-drive of %q stopped after %d moved: %w", queue, len(res.Moved), err)
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return res, ErrClosed
+		}
+		i := next
+		var info DeadLetterInfo
+		for ; i < len(q.dead); i++ {
+			info = NewDeadLetterInfo(queue, q.dead[i], "")
+			if sel.Selects(info) {
+				break
+			}
+		}
+		if i == len(q.dead) {
+			b.mu.Unlock()
+			break
+		}
+		seen[info.ID] = true
+		d := q.dead[i]
+		if d.Envelope == nil {
+			res.Refused = append(res.Refused, RefusedLetter{ID: info.ID, Reason: PoisonRefusal})
+			next = i + 1
+		} else {
+			env := RedriveEnvelope(d.Envelope, queue, time.Now())
+			b.seq++
+			b.pushLocked(q, &memMsg{env: env, prio: min(env.Priority, uint8(q.cfg.MaxPriority)), seq: b.seq})
+			q.dead = slices.Delete(q.dead, i, i+1)
+			res.Moved = append(res.Moved, info.ID)
+			next = i
+		}
+		b.mu.Unlock()
+		if progress != nil {
+			progress(RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
+		}
+	}
+	res.NotFound = sel.NotFound(seen)
+	return res, nil
+}
+
+// PurgeDeadLetters deletes the selected dead letters of queue.
+func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel DeadLetterSelector) (PurgeResult, error) {
+	if sel.Empty() {
+		return PurgeResult{}, fmt.Errorf("%w: purge of %q", ErrEmptySelector, queue)
+	}
+	if err := ctx.Err(); err != nil {
+		return PurgeResult{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, err := b.queueLocked(queue)
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	seen := map[string]bool{}
+	before := len(q.dead)
+	q.dead = slices.DeleteFunc(q.dead, func(d DeadLetter) bool {
+		info := NewDeadLetterInfo(queue, d, "")
+		if sel.Selects(info) {
+			seen[info.ID] = true
+			return true
+		}
+		return false
+	})
+	return PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
+}
