@@ -2,7 +2,10 @@
 # broker.sh makes sure a RabbitMQ answers at QUEUEY_AMQP_URL (default
 # amqp://guest:guest@127.0.0.1:5672/): it does nothing when the port
 # answers, starts an installed rabbitmq-server otherwise, and installs
-# Debian's rabbitmq-server with apt-get where there is none.
+# Debian's rabbitmq-server with apt-get where there is none. On a broker of
+# this machine it then enables the management plugin (part of Debian's
+# package), which `queuey` uses to list hold queues; that step is skipped
+# when the plugin is already enabled.
 set -eu
 
 url=${QUEUEY_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
@@ -38,16 +41,6 @@ answers() {
 	fi
 }
 
-if answers; then
-	say "RabbitMQ answers at $host:$port"
-	exit 0
-fi
-
-case $host in
-127.0.0.1 | localhost | ::1) ;;
-*) die "nothing answers at $host:$port, and it is not this machine: start the broker there, or unset QUEUEY_AMQP_URL to use a local one" ;;
-esac
-
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then
 		"$@"
@@ -57,6 +50,33 @@ as_root() {
 		die "need root to run: $* (and sudo is not installed)"
 	fi
 }
+
+local_host() {
+	case $host in
+	127.0.0.1 | localhost | ::1) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+# management enables rabbitmq_management on the local node unless it is
+# enabled already.
+management() {
+	local_host || return 0
+	command -v rabbitmq-plugins >/dev/null 2>&1 || return 0
+	if as_root rabbitmq-plugins list -e -m 2>/dev/null | grep -qx rabbitmq_management; then
+		return 0
+	fi
+	say "enabling the management plugin (rabbitmq_management)"
+	as_root rabbitmq-plugins enable rabbitmq_management >/dev/null || say "could not enable rabbitmq_management: queuey cannot list hold queues made by other processes"
+}
+
+if answers; then
+	management
+	say "RabbitMQ answers at $host:$port"
+	exit 0
+fi
+
+local_host || die "nothing answers at $host:$port, and it is not this machine: start the broker there, or unset QUEUEY_AMQP_URL to use a local one"
 
 if ! command -v rabbitmq-server >/dev/null 2>&1; then
 	command -v apt-get >/dev/null 2>&1 || die "rabbitmq-server is not installed and apt-get is not available: install RabbitMQ (https://www.rabbitmq.com/docs/download) and run this again"
@@ -82,4 +102,5 @@ done
 if command -v rabbitmqctl >/dev/null 2>&1; then
 	as_root rabbitmqctl await_startup >/dev/null 2>&1 || say "rabbitmqctl await_startup failed; the port answers, going on"
 fi
+management
 say "RabbitMQ answers at $host:$port"
