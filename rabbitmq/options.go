@@ -65,11 +65,20 @@ type Options struct {
 	// spread over, each carrying many publishes in flight. Zero means
 	// DefaultPublishChannels.
 	PublishChannels int
+	// ManagementURL is the RabbitMQ management HTTP API, with credentials,
+	// that the admin methods (Queues, QueueStats) use to list hold queues
+	// and count jobs in flight, which AMQP cannot. Empty means the AMQP
+	// URL's host on port 15672 with its credentials; ManagementOff uses
+	// none, and those methods say what they cannot see.
+	ManagementURL string
 	// ConnectionName is shown in the broker's management UI, suffixed with
 	// " publish", " consume" and, once a plugin-mode queue is declared,
 	// " topology". Empty means "queuey".
 	ConnectionName string
 }
+
+// ManagementOff as Options.ManagementURL turns the management API off.
+const ManagementOff = "off"
 
 // suffixRE accepts queue-name suffixes and exchange names.
 var suffixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)

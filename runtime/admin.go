@@ -129,8 +129,10 @@ type HoldStats struct {
 
 // DeadLetterPage asks for one page of dead letters, oldest first.
 type DeadLetterPage struct {
-	// After is the ID of the last letter of the previous page (its
-	// DeadLetterList.Next). Empty starts with the oldest.
+	// After is the previous page's DeadLetterList.Next, or the ID of the
+	// letter to start after. Empty starts with the oldest. A cursor
+	// carries the letter's position as well as its ID, which lets the
+	// RabbitMQ backend read no further than it needs.
 	After string
 	// Limit is the most letters returned. Zero means DefaultDeadLetterLimit;
 	// it is capped at MaxDeadLetterLimit.
@@ -147,7 +149,8 @@ const (
 type DeadLetterList struct {
 	// Letters are the page's letters, oldest first.
 	Letters []DeadLetterInfo `json:"letters"`
-	// Next is the After of the next page, empty on the last page.
+	// Next is the After of the next page (a cursor: see DeadLetterCursor),
+	// empty on the last page.
 	Next string `json:"next,omitempty"`
 	// Total counts the queue's dead letters when the page was read.
 	Total int `json:"total"`

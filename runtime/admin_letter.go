@@ -157,5 +157,23 @@ func RedriveEnvelope(e *Envelope, queue string, now time.Time) *Envelope {
 	return n
 }
 
+// DeadLetterCursor is the cursor of the letter with ID id at 1-based
+// position pos among its queue's dead letters: "pos:id".
+func DeadLetterCursor(pos int, id string) string { return strconv.Itoa(pos) + ":" + id }
+
+// ParseDeadLetterCursor splits a DeadLetterPage.After into the position and
+// ID of a cursor; a plain ID comes back with position 0 (unknown).
+func ParseDeadLetterCursor(after string) (pos int, id string) {
+	p, rest, ok := strings.Cut(after, ":")
+	if !ok {
+		return 0, after
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 {
+		return 0, after
+	}
+	return n, rest
+}
+
 // PoisonRefusal is why a re-drive keeps a poison letter.
 const PoisonRefusal = "poison: the message is not a valid envelope, so there is no job to put back; inspect it with dead show and remove it with dead purge --id"

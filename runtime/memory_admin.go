@@ -97,20 +97,21 @@ func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page Dead
 	list := DeadLetterList{Letters: []DeadLetterInfo{}, Total: len(q.dead)}
 	start := 0
 	if page.After != "" {
+		_, after := ParseDeadLetterCursor(page.After)
 		start = -1
 		for i, d := range q.dead {
-			if NewDeadLetterInfo(queue, d, "").ID == page.After {
+			if NewDeadLetterInfo(queue, d, "").ID == after {
 				start = i + 1
 				break
 			}
 		}
 		if start < 0 {
-			return DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", ErrDeadLetterNotFound, queue, page.After)
+			return DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", ErrDeadLetterNotFound, queue, after)
 		}
 	}
 	for _, d := range q.dead[start:] {
 		if len(list.Letters) == limit {
-			list.Next = list.Letters[limit-1].ID
+			list.Next = DeadLetterCursor(start+limit, list.Letters[limit-1].ID)
 			break
 		}
 		list.Letters = append(list.Letters, NewDeadLetterInfo(queue, d, ""))

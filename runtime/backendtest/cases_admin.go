@@ -111,7 +111,7 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := append(letterIDs(p1.Letters), letterIDs(p2.Letters)...); !slices.Equal(got, ids) || p1.Next != ids[1] || p2.Next != "" {
+	if got := append(letterIDs(p1.Letters), letterIDs(p2.Letters)...); !slices.Equal(got, ids) || p1.Next == "" || p2.Next != "" {
 		t.Errorf("pages %v (next %q) + %v (next %q), want %v", letterIDs(p1.Letters), p1.Next, letterIDs(p2.Letters), p2.Next, ids)
 	}
 	one, err := in.DeadLetter(ctxT(t), h.q.Name, ids[2])

@@ -1,0 +1,297 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/runtime"
+)
+
+var (
+	_ runtime.Inspector       = (*Backend)(nil)
+	_ runtime.DeadLetterAdmin = (*Backend)(nil)
+)
+
+// DeadLetters returns a page of queue's dead letters, oldest first, and
+// leaves them all in place (see the package doc on reading dead letters).
+// A page costs reading the dead-letter queue from its head to the page's
+// last letter: the first pages are cheap, the page after position n reads
+// n letters first.
+func (b *Backend) DeadLetters(ctx context.Context, queue string, page runtime.DeadLetterPage) (runtime.DeadLetterList, error) {
+	limit := page.Limit
+	if limit <= 0 {
+		limit = runtime.DefaultDeadLetterLimit
+	}
+	limit = min(limit, runtime.MaxDeadLetterLimit)
+	pos, after := runtime.ParseDeadLetterCursor(page.After)
+	window := 0 // a plain ID: read until it is found
+	switch {
+	case page.After == "":
+		window = limit + 1
+	case pos > 0:
+		// Letters only ever leave from before the cursor, so it is at pos
+		// or nearer the head.
+		window = pos + limit + 1
+	}
+	s, err := b.scanDead(ctx, queue, window)
+	if err != nil {
+		return runtime.DeadLetterList{}, err
+	}
+	list, err := collectPage(ctx, s, after, limit)
+	return list, errors.Join(err, s.close())
+}
+
+func collectPage(ctx context.Context, s *deadScan, after string, limit int) (runtime.DeadLetterList, error) {
+	list := runtime.DeadLetterList{Letters: []runtime.DeadLetterInfo{}, Total: s.depth}
+	found := after == ""
+	n := 0
+	for {
+		m, ok, err := s.next(ctx)
+		if err != nil {
+			return runtime.DeadLetterList{}, err
+		}
+		if !ok {
+			break
+		}
+		n++
+		info := s.letter(m)
+		if !found {
+			found = info.ID == after
+			continue
+		}
+		if len(list.Letters) == limit {
+			list.Next = runtime.DeadLetterCursor(n-1, list.Letters[limit-1].ID)
+			break
+		}
+		list.Letters = append(list.Letters, info)
+	}
+	if !found {
+		return runtime.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", runtime.ErrDeadLetterNotFound, s.queue, after)
+	}
+	return list, nil
+}
+
+// DeadLetter returns the dead letter of queue with ID id and leaves it in
+// place. It reads the dead-letter queue from its head up to that letter.
+func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (runtime.DeadLetterInfo, error) {
+	s, err := b.scanDead(ctx, queue, 0)
+	if err != nil {
+		return runtime.DeadLetterInfo{}, err
+	}
+	info, err := func() (runtime.DeadLetterInfo, error) {
+		for {
+			m, ok, err := s.next(ctx)
+			if err != nil {
+				return runtime.DeadLetterInfo{}, err
+			}
+			if !ok {
+				return runtime.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", runtime.ErrDeadLetterNotFound, queue, id)
+			}
+			if info := s.letter(m); info.ID == id {
+				return info, nil
+			}
+		}
+	}()
+	return info, errors.Join(err, s.close())
+}
+
+// redriveBatchMax bounds how many re-driven letters are published at once
+// before their confirms are awaited. Batches start at one letter and
+// double, so a re-drive stopped early has moved few.
+const redriveBatchMax = 128
+
+// RedriveDeadLetters puts the selected dead letters of queue back on
+// queue: each is published, mandatory, and confirmed before it is acked
+// away from the dead-letter queue, so a crash in between leaves it in both
+// (a duplicate) and never in neither. Letters not selected, poison letters
+// and letters whose publish failed stay where they were.
+func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel runtime.DeadLetterSelector, progress func(runtime.RedriveProgress)) (runtime.RedriveResult, error) {
+	res := runtime.RedriveResult{Moved: []string{}}
+	if sel.Empty() {
+		return res, fmt.Errorf("%w: re-drive of %q", runtime.ErrEmptySelector, queue)
+	}
+	if err := b.checkWorkQueue(ctx, queue); err != nil {
+		return res, err
+	}
+	s, err := b.scanDead(ctx, queue, 0)
+	if err != nil {
+		return res, err
+	}
+	r := &redrive{b: b, s: s, sel: sel, res: &res, progress: progress, seen: map[string]bool{}, batch: 1}
+	err = r.run(ctx)
+	res.NotFound = sel.NotFound(r.seen)
+	return res, errors.Join(err, s.close())
+}
+
+// checkWorkQueue fails with runtime.ErrUnknownQueue when queue does not
+// exist: re-driven letters would have nowhere to go.
+func (b *Backend) checkWorkQueue(ctx context.Context, queue string) error {
+	_, found, err := b.inspect(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("re-drive of %q: %w: the queue %q does not exist, so its dead letters stay where they are; declare it (start a worker or producer of it) and re-drive again", queue, runtime.ErrUnknownQueue, queue)
+	}
+	return nil
+}
+
+type redrive struct {
+	b        *Backend
+	s        *deadScan
+	sel      runtime.DeadLetterSelector
+	res      *runtime.RedriveResult
+	progress func(runtime.RedriveProgress)
+	seen     map[string]bool
+	batch    int
+	tags     []uint64
+	ids      []string
+	msgs     []outMsg
+}
+
+func (r *redrive) run(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("re-drive of %q stopped after %d moved: %w", r.s.queue, len(r.res.Moved), err)
+		}
+		m, ok, err := r.s.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return r.flush(ctx)
+		}
+		info := r.s.letter(m)
+		if !r.sel.Selects(info) {
+			continue
+		}
+		r.seen[info.ID] = true
+		if info.Poison {
+			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: runtime.PoisonRefusal})
+			r.report()
+			continue
+		}
+		env, err := codec.Decode(m)
+		if err != nil { // cannot happen: info says it decodes
+			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
+			r.report()
+			continue
+		}
+		next := runtime.RedriveEnvelope(env, r.s.queue, time.Now())
+		msg, err := codec.Encode(next, codec.Options{Priority: next.Priority})
+		if err != nil {
+			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
+			r.report()
+			continue
+		}
+		r.tags, r.ids, r.msgs = append(r.tags, m.DeliveryTag), append(r.ids, info.ID), append(r.msgs, outMsg{key: r.s.queue, msg: msg})
+		if len(r.msgs) >= r.batch {
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+			r.batch = min(2*r.batch, redriveBatchMax)
+		}
+	}
+}
+
+// flush publishes the pending letters, waits for their confirms, and acks
+// each confirmed one away from the dead-letter queue. It stops at the first
+// failure; the letters not confirmed stay dead.
+func (r *redrive) flush(ctx context.Context) error {
+	if len(r.msgs) == 0 {
+		return nil
+	}
+	errs := r.b.pub.publishBatch(ctx, r.msgs)
+	var failed error
+	for i, err := range errs {
+		if err != nil {
+			if failed == nil {
+				failed = err
+			}
+			continue
+		}
+		if aerr := r.s.ack(r.tags[i]); aerr != nil {
+			// Published, not removed: the job is both re-driven and still
+			// dead, which a duplicate at worst.
+			return fmt.Errorf("re-drive of %q: job %s was put back but is still a dead letter too: %w", r.s.queue, r.ids[i], aerr)
+		}
+		r.res.Moved = append(r.res.Moved, r.ids[i])
+		r.report()
+	}
+	r.tags, r.ids, r.msgs = r.tags[:0], r.ids[:0], r.msgs[:0]
+	if failed != nil {
+		if errors.Is(failed, ErrUnroutable) {
+			return fmt.Errorf("re-drive of %q: %w: the queue went away during the re-drive; the letters not moved stay dead: %v", r.s.queue, runtime.ErrUnknownQueue, failed)
+		}
+		return fmt.Errorf("re-drive of %q stopped after %d moved; the letters not moved stay dead: %w", r.s.queue, len(r.res.Moved), failed)
+	}
+	return nil
+}
+
+func (r *redrive) report() {
+	if r.progress != nil {
+		r.progress(runtime.RedriveProgress{Moved: len(r.res.Moved), Refused: len(r.res.Refused), Total: r.s.depth})
+	}
+}
+
+// PurgeDeadLetters deletes the selected dead letters of queue. Purging all
+// is one queue.purge of the dead-letter queue, which also takes letters
+// that arrive while the command runs; the count says how many went.
+func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel runtime.DeadLetterSelector) (runtime.PurgeResult, error) {
+	if sel.Empty() {
+		return runtime.PurgeResult{}, fmt.Errorf("%w: purge of %q", runtime.ErrEmptySelector, queue)
+	}
+	if sel.All && len(sel.IDs) == 0 {
+		return b.purgeAll(ctx, queue)
+	}
+	s, err := b.scanDead(ctx, queue, 0)
+	if err != nil {
+		return runtime.PurgeResult{}, err
+	}
+	seen := map[string]bool{}
+	res := runtime.PurgeResult{}
+	err = func() error {
+		for {
+			m, ok, err := s.next(ctx)
+			if err != nil || !ok {
+				return err
+			}
+			info := s.letter(m)
+			if !sel.Selects(info) {
+				continue
+			}
+			seen[info.ID] = true
+			if err := s.ack(m.DeliveryTag); err != nil {
+				return err
+			}
+			res.Purged++
+		}
+	}()
+	res.NotFound = sel.NotFound(seen)
+	return res, errors.Join(err, s.close())
+}
+
+func (b *Backend) purgeAll(ctx context.Context, queue string) (runtime.PurgeResult, error) {
+	if b.opts.NoDeadLetterQueues {
+		return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
+	}
+	dead := b.names.Dead(queue).Name
+	ch, err := b.conConn.channel(ctx)
+	if err != nil {
+		return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, err)
+	}
+	defer ch.Close()
+	n, err := ch.QueuePurge(dead, false)
+	if err != nil {
+		if isCode(err, amqp.NotFound) {
+			return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w: its dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
+		}
+		return runtime.PurgeResult{}, brokerError(fmt.Sprintf("purge dead letters of %q (%q)", queue, dead), err)
+	}
+	return runtime.PurgeResult{Purged: n}, nil
+}

@@ -1,0 +1,209 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+// inspect counts queue name with a passive declare, on a channel of its
+// own: a missing queue closes the channel it was asked on.
+func (b *Backend) inspect(ctx context.Context, name string) (amqp.Queue, bool, error) {
+	if b.isClosed() {
+		return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, runtime.ErrClosed)
+	}
+	ch, err := b.conConn.channel(ctx)
+	if err != nil {
+		return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	if isCode(err, amqp.NotFound) {
+		return amqp.Queue{}, false, nil
+	}
+	if err != nil {
+		return amqp.Queue{}, false, brokerError(fmt.Sprintf("inspect queue %q", name), err)
+	}
+	return q, true, nil
+}
+
+// management returns the management API client, or why there is none.
+func (b *Backend) management() (*mgmt.Client, error) {
+	if b.opts.ManagementURL == ManagementOff {
+		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", runtime.ErrCannotList)
+	}
+	u := b.opts.ManagementURL
+	if u == "" {
+		var err error
+		if u, err = mgmt.URLFor(b.pubConn.url); err != nil {
+			return nil, err
+		}
+	}
+	vhost := "/"
+	if p, err := amqp.ParseURI(b.pubConn.url); err == nil && p.Vhost != "" {
+		vhost = p.Vhost
+	}
+	return mgmt.New(u, vhost)
+}
+
+// listQueues lists the broker's queues through the management API.
+func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
+	c, err := b.management()
+	if err != nil {
+		return nil, err
+	}
+	qs, err := c.Queues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", runtime.ErrCannotList, err)
+	}
+	return qs, nil
+}
+
+// holdRE matches hold queue names: the logical queue, a suffix, the TTL.
+func (b *Backend) holdRE() *regexp.Regexp {
+	return regexp.MustCompile(`^(.+)(` + regexp.QuoteMeta(b.opts.RetrySuffix) + `|` + regexp.QuoteMeta(b.opts.DeferredSuffix) + `)\.(\d+)$`)
+}
+
+// Queues returns the logical queues on the broker: those with queuey's
+// topology beside them (a dead-letter queue or hold queues), found through
+// the management API, and those declared through b. When the API cannot be
+// reached it returns the declared ones with an error wrapping
+// runtime.ErrCannotList that says so.
+func (b *Backend) Queues(ctx context.Context) ([]string, error) {
+	names := map[string]bool{}
+	b.mu.RLock()
+	for n := range b.queues {
+		names[n] = true
+	}
+	b.mu.RUnlock()
+	qs, err := b.listQueues(ctx)
+	if err != nil {
+		return slices.Sorted(maps.Keys(names)), fmt.Errorf("queues: only those declared by this process are known: %w", err)
+	}
+	holds := b.holdRE()
+	exists := map[string]bool{}
+	for _, q := range qs {
+		exists[q.Name] = true
+	}
+	for _, q := range qs {
+		if base, ok := strings.CutSuffix(q.Name, b.opts.DeadSuffix); ok && base != "" {
+			names[base] = true
+		} else if m := holds.FindStringSubmatch(q.Name); m != nil && exists[m[1]] {
+			names[m[1]] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names)), nil
+}
+
+// QueueStats counts each queue. Ready, consumers and dead letters come
+// from passive declares, exact at the moment of asking. Jobs in flight and
+// hold queues come from the management API, whose counts lag by up to its
+// statistics interval (5 s by default); the jobs in each hold queue found
+// are then counted with a passive declare. Without the API, in-flight jobs
+// are runtime.Unknown, retry hold queues are looked for by the names the
+// config's retry schedule gives, and deferral hold queues (whose delays are
+// chosen at run time) cannot be found: Missing says so.
+func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig) ([]runtime.QueueStats, error) {
+	listed, lerr := b.listQueues(ctx)
+	byName := map[string]mgmt.Queue{}
+	for _, q := range listed {
+		byName[q.Name] = q
+	}
+	out := make([]runtime.QueueStats, 0, len(queues))
+	for _, cfg := range queues {
+		st, err := b.queueStats(ctx, cfg, listed, byName, lerr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (b *Backend) queueStats(ctx context.Context, cfg runtime.QueueConfig, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (runtime.QueueStats, error) {
+	st := runtime.QueueStats{Queue: cfg.Name, Holds: []runtime.HoldStats{}}
+	work, found, err := b.inspect(ctx, cfg.Name)
+	if err != nil {
+		return st, err
+	}
+	if !found {
+		return st, fmt.Errorf("stats of %q: %w: no such queue on the broker", cfg.Name, runtime.ErrUnknownQueue)
+	}
+	st.Ready, st.Consumers = work.Messages, work.Consumers
+	if b.opts.NoDeadLetterQueues {
+		st.Missing = append(st.Missing, "dead letters: none are kept (rabbitmq.Options.NoDeadLetterQueues)")
+	} else if dead, found, err := b.inspect(ctx, b.names.Dead(cfg.Name).Name); err != nil {
+		return st, err
+	} else if found {
+		st.Dead = dead.Messages
+	}
+	if cfg.Delay == runtime.DelayPlugin {
+		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
+	}
+	var holds []string
+	if lerr != nil {
+		st.Unacked = runtime.Unknown
+		st.Missing = append(st.Missing, "in flight: "+lerr.Error())
+		st.Missing = append(st.Missing, "deferred waits: their hold queues cannot be listed without the management API")
+		holds = b.retryHolds(cfg)
+	} else {
+		st.Unacked = byName[cfg.Name].Unacked
+		re := b.holdRE()
+		for _, q := range listed {
+			if m := re.FindStringSubmatch(q.Name); m != nil && m[1] == cfg.Name {
+				holds = append(holds, q.Name)
+			}
+		}
+	}
+	now := time.Now()
+	re := b.holdRE()
+	for _, name := range holds {
+		q, found, err := b.inspect(ctx, name)
+		if err != nil {
+			return st, err
+		}
+		if !found || q.Messages == 0 {
+			continue
+		}
+		m := re.FindStringSubmatch(name)
+		ttl, _ := strconv.ParseInt(m[3], 10, 64)
+		kind := runtime.HoldRetry
+		if m[2] == b.opts.DeferredSuffix {
+			kind = runtime.HoldDeferred
+		}
+		d := time.Duration(ttl) * time.Millisecond
+		st.Holds = append(st.Holds, runtime.HoldStats{Name: name, Kind: kind, Delay: d, Jobs: q.Messages, NextReleaseBy: now.Add(d)})
+		st.Waiting += q.Messages
+	}
+	return st, nil
+}
+
+// retryHolds names the retry hold queues cfg's retry schedule uses, when
+// cfg gives one.
+func (b *Backend) retryHolds(cfg runtime.QueueConfig) []string {
+	if cfg.MaxAttempts == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var names []string
+	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
+		h, _, err := b.names.Hold(cfg.Name, topology.Retry, cfg.RetryDelay(attempt), b.opts.Granularity)
+		if err != nil || seen[h.Name] {
+			continue
+		}
+		seen[h.Name] = true
+		names = append(names, h.Name)
+	}
+	return names
+}
