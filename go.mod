@@ -3,6 +3,7 @@ module github.com/queuey/queuey
 go 1.26.0
 
 require (
+	github.com/alecthomas/kong v1.17.0
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0

@@ -1,0 +1,197 @@
+// Package cli is the queuey command: its grammar, and each command run
+// against a backend's admin API (runtime.Inspector and
+// runtime.DeadLetterAdmin). Main is all of it but the process: arguments,
+// environment, standard streams and the backend come in as values, so
+// tests run it in process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0 // done
+	ExitFailure = 1 // the command ran and failed, or did not do all it was asked
+	ExitUsage   = 2 // the command line is wrong
+)
+
+// URLEnv and ManagementURLEnv name the environment variables that --url and
+// --management-url default to.
+const (
+	URLEnv           = "QUEUEY_AMQP_URL"
+	ManagementURLEnv = "QUEUEY_MANAGEMENT_URL"
+)
+
+// DefaultURL is the broker used when neither --url nor QUEUEY_AMQP_URL says
+// another.
+const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
+
+// Admin is what the commands need of a backend.
+type Admin interface {
+	runtime.Inspector
+	runtime.DeadLetterAdmin
+}
+
+// Target says which broker to open.
+type Target struct {
+	// URL is the AMQP URL.
+	URL string
+	// ManagementURL is the management API URL; empty means the one that
+	// goes with URL.
+	ManagementURL string
+}
+
+// Env is the world a run of the command sees.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+	// StdinTerminal and StderrTerminal say whether those streams are
+	// terminals: confirmations are asked only on one, progress is drawn
+	// only on one.
+	StdinTerminal, StderrTerminal bool
+	// Dir is where package patterns are resolved; empty means the current
+	// directory.
+	Dir string
+	// Open opens the backend; nil means RabbitMQ (OpenRabbitMQ).
+	Open func(ctx context.Context, t Target) (Admin, func() error, error)
+}
+
+// OSEnv is the process's own environment.
+func OSEnv() Env {
+	return Env{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Getenv:         os.Getenv,
+		StdinTerminal:  isTerminal(os.Stdin),
+		StderrTerminal: isTerminal(os.Stderr),
+	}
+}
+
+// isTerminal reports whether f is a character device: a terminal, for
+// this command's purposes.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// grammar is the command line. A later "dashboard" command is one more
+// field beside Queues and Dead.
+type grammar struct {
+	URL           string `name:"url" placeholder:"URL" help:"AMQP URL of the broker (default: $QUEUEY_AMQP_URL, then ${default_url})."`
+	ManagementURL string `name:"management-url" placeholder:"URL" help:"RabbitMQ management API URL with credentials, used to list hold queues (default: $QUEUEY_MANAGEMENT_URL, then the broker's host on port 15672 with the same credentials)."`
+	JSON          bool   `name:"json" help:"Print machine-readable JSON instead of tables."`
+
+	Queues queuesCmd `cmd:"" help:"Show every queue: ready, in flight, waiting, dead, consumers."`
+	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
+}
+
+type deadCmd struct {
+	Ls      lsCmd      `cmd:"" help:"List a queue's dead letters, oldest first, without removing them."`
+	Show    showCmd    `cmd:"" help:"Show one dead letter with its payload, without removing it."`
+	Redrive redriveCmd `cmd:"" help:"Put dead letters back on their queue with a fresh attempt count."`
+	Purge   purgeCmd   `cmd:"" help:"Delete dead letters."`
+}
+
+// run is one run of a command: the global flags, the environment, and
+// how to open the backend.
+type run struct {
+	ctx  context.Context
+	g    *grammar
+	env  Env
+	open func() (Admin, func() error, error)
+}
+
+// usageError is a command line that parses but asks for something
+// impossible.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitRequest carries kong's exit (after --help) out of Parse.
+type exitRequest int
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, args []string, env Env) (code int) {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	var g grammar
+	parser, err := kong.New(&g,
+		kong.Name("queuey"),
+		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them."),
+		kong.Writers(env.Stdout, env.Stderr),
+		kong.Vars{"default_url": DefaultURL},
+		kong.Exit(func(c int) { panic(exitRequest(c)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "queuey: internal error:", err)
+		return ExitFailure
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "queuey: %v\n", err)
+		fmt.Fprintln(env.Stderr, "run queuey --help for usage")
+		return ExitUsage
+	}
+	if err := g.resolve(env); err != nil {
+		return report(env, err)
+	}
+	open := env.Open
+	if open == nil {
+		open = OpenRabbitMQ
+	}
+	r := &run{ctx: ctx, g: &g, env: env, open: func() (Admin, func() error, error) {
+		return open(ctx, Target{URL: g.URL, ManagementURL: g.ManagementURL})
+	}}
+	return report(env, kctx.Run(r))
+}
+
+// resolve fills the URLs from the environment and the defaults.
+func (g *grammar) resolve(env Env) error {
+	if g.URL == "" {
+		g.URL = env.Getenv(URLEnv)
+	}
+	if g.URL == "" {
+		g.URL = DefaultURL
+	}
+	if g.ManagementURL == "" {
+		g.ManagementURL = env.Getenv(ManagementURLEnv)
+	}
+	return nil
+}
+
+// report prints err, if any, and returns the exit code it means.
+func report(env Env, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "queuey: %v\n", err)
+	var u usageError
+	if errors.As(err, &u) {
+		fmt.Fprintln(env.Stderr, "run queuey --help for usage")
+		return ExitUsage
+	}
+	return ExitFailure
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+type lsCmd struct {
+	Queue string `arg:"" help:"The logical queue (not its .dead queue)."`
+	Limit int    `name:"limit" default:"50" help:"Show at most N letters."`
+	After string `name:"after" placeholder:"CURSOR" help:"Start after this letter: the cursor the previous page printed, or a job ID."`
+}
+
+func (c *lsCmd) Run(r *run) error {
+	if c.Limit < 1 || c.Limit > runtime.MaxDeadLetterLimit {
+		return usagef("--limit %d: want 1..%d", c.Limit, runtime.MaxDeadLetterLimit)
+	}
+	admin, closeFn, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	list, err := admin.DeadLetters(r.ctx, c.Queue, runtime.DeadLetterPage{After: c.After, Limit: c.Limit})
+	if err != nil {
+		return err
+	}
+	if r.g.JSON {
+		return r.printJSON(list.Letters)
+	}
+	if len(list.Letters) == 0 {
+		fmt.Fprintf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
+		return nil
+	}
+	rows := make([][]string, 0, len(list.Letters))
+	for _, l := range list.Letters {
+		kind, attempt, enq := l.Kind, fmt.Sprintf("%d/%d", l.Attempt, l.MaxAttempts), l.EnqueuedAt.Format(time.DateTime)
+		if l.Poison {
+			kind, attempt, enq = "(poison)", "-", "-"
+		}
+		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, clip(l.Reason, 70)})
+	}
+	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED (UTC)", "REASON"}, rows)
+	fmt.Fprintf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
+	if list.Next != "" {
+		fmt.Fprintf(r.env.Stdout, "; next page: queuey dead ls %s --limit %d --after %s", c.Queue, c.Limit, list.Next)
+	}
+	fmt.Fprintln(r.env.Stdout)
+	return nil
+}
+
+type showCmd struct {
+	Queue string `arg:"" help:"The logical queue."`
+	ID    string `arg:"" help:"The job ID (as dead ls shows it)."`
+}
+
+func (c *showCmd) Run(r *run) error {
+	admin, closeFn, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	l, err := admin.DeadLetter(r.ctx, c.Queue, c.ID)
+	if err != nil {
+		return err
+	}
+	if r.g.JSON {
+		return r.printJSON(l)
+	}
+	w := r.env.Stdout
+	var rows [][]string
+	add := func(k, v string) { rows = append(rows, []string{k + ":", v}) }
+	add("id", l.ID)
+	add("queue", l.Queue)
+	if l.Poison {
+		add("poison", "yes: the message is not a valid envelope")
+		add("reason", l.Reason)
+		add("body", fmt.Sprintf("%d bytes", len(l.Body)))
+		table(w, nil, rows)
+		if printable(l.Body) {
+			fmt.Fprintf(w, "%s\n", l.Body)
+		} else {
+			fmt.Fprint(w, hex.Dump(l.Body))
+		}
+		return nil
+	}
+	add("kind", l.Kind)
+	add("attempt", fmt.Sprintf("%d of %d", l.Attempt, l.MaxAttempts))
+	add("priority", fmt.Sprint(l.Priority))
+	add("enqueued at", l.EnqueuedAt.Format(time.RFC3339Nano))
+	add("reason", l.Reason)
+	add("last error", orDash(l.LastError))
+	for _, k := range slices.Sorted(maps.Keys(l.Headers)) {
+		add("header "+k, l.Headers[k])
+	}
+	table(w, nil, rows)
+	if l.PayloadError != "" {
+		fmt.Fprintf(w, "payload: cannot decode: %s\n", l.PayloadError)
+		return nil
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, l.Payload, "", "  "); err != nil {
+		pretty.Write(l.Payload)
+	}
+	fmt.Fprintf(w, "payload:\n%s\n", pretty.Bytes())
+	return nil
+}
+
+// selector is how redrive and purge pick letters.
+type selector struct {
+	All bool     `name:"all" help:"Every dead letter of the queue."`
+	IDs []string `name:"id" placeholder:"ID" help:"This job ID (repeat for more)."`
+	Yes bool     `name:"yes" short:"y" help:"Do not ask for confirmation."`
+}
+
+func (s selector) check(what string) error {
+	if s.All && len(s.IDs) > 0 {
+		return usagef("%s: give --all or --id, not both", what)
+	}
+	return nil
+}
+
+type redriveCmd struct {
+	Queue string `arg:"" help:"The logical queue."`
+	selector
+	Reason string `name:"reason" placeholder:"TEXT" help:"Letters whose reason contains TEXT."`
+	Kind   string `name:"kind" placeholder:"KIND" help:"Letters of this job kind (alone, or with --reason)."`
+}
+
+func (c *redriveCmd) Run(r *run) error {
+	if err := c.check("dead redrive"); err != nil {
+		return err
+	}
+	sel := runtime.DeadLetterSelector{All: c.All, IDs: c.IDs, Reason: c.Reason, Kind: c.Kind}
+	if sel.Empty() {
+		return usagef("dead redrive %s: say which letters: --all, --id ID ..., --reason TEXT or --kind KIND", c.Queue)
+	}
+	if (c.All || len(c.IDs) > 0) && (c.Reason != "" || c.Kind != "") {
+		return usagef("dead redrive: --reason and --kind filter on their own; do not combine them with --all or --id")
+	}
+	if c.All {
+		if err := r.confirm(c.Yes, "re-drive every dead letter", fmt.Sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
+			return err
+		}
+	}
+	admin, closeFn, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	p := &progress{w: r.env.Stderr, on: r.env.StderrTerminal}
+	res, err := admin.RedriveDeadLetters(r.ctx, c.Queue, sel, func(pr runtime.RedriveProgress) {
+		p.draw("re-driving %s: %d moved, %d refused, of %d dead letters", c.Queue, pr.Moved, pr.Refused, pr.Total)
+	})
+	p.done()
+	if r.g.JSON {
+		if jerr := r.printJSON(res); jerr != nil {
+			return jerr
+		}
+	} else {
+		fmt.Fprintf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
+		for _, f := range res.Refused {
+			fmt.Fprintf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
+		}
+		for _, id := range res.NotFound {
+			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.Refused) > 0 || len(res.NotFound) > 0 {
+		return fmt.Errorf("dead redrive %s: %d refused, %d not found", c.Queue, len(res.Refused), len(res.NotFound))
+	}
+	return nil
+}
+
+type purgeCmd struct {
+	Queue string `arg:"" help:"The logical queue."`
+	selector
+}
+
+func (c *purgeCmd) Run(r *run) error {
+	if err := c.check("dead purge"); err != nil {
+		return err
+	}
+	sel := runtime.DeadLetterSelector{All: c.All, IDs: c.IDs}
+	if sel.Empty() {
+		return usagef("dead purge %s: say which letters: --all or --id ID ...", c.Queue)
+	}
+	q := fmt.Sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
+	if c.All {
+		q = fmt.Sprintf("Delete every dead letter of %s for good?", c.Queue)
+	}
+	if err := r.confirm(c.Yes, "purge dead letters", q); err != nil {
+		return err
+	}
+	admin, closeFn, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	res, err := admin.PurgeDeadLetters(r.ctx, c.Queue, sel)
+	if err != nil {
+		return err
+	}
+	if r.g.JSON {
+		if err := r.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
+		for _, id := range res.NotFound {
+			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+		}
+	}
+	if len(res.NotFound) > 0 {
+		return fmt.Errorf("dead purge %s: %d not found", c.Queue, len(res.NotFound))
+	}
+	return nil
+}

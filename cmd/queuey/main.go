@@ -1,0 +1,19 @@
+// Command queuey shows an operator every queue and dead letter of a
+// queuey application on RabbitMQ, and re-drives or purges dead letters.
+// Run it with --help for usage.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/queuey/queuey/cmd/queuey/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
+	stop()
+	os.Exit(code)
+}
