@@ -113,6 +113,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 		return err
 	}
 	p.printf("done", "all outcomes seen in %.1fs; shutting down", time.Since(start).Seconds())
+	if _, inMemory := b.(*runtime.MemoryBackend); !inMemory {
+		p.printf("inspect", "the dead letter stays on the broker; see it with: go run ./cmd/queuey dead ls %s", emails.SendEmailQueue.Name)
+	}
 
 	stopWorker()
 	select {
@@ -126,12 +129,12 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	return nil
 }
 
-// printDeadLetters takes the dead letters of queue from b and prints them,
-// until the one of job id has been seen.
+// printDeadLetters waits until the job id is a dead letter of queue and
+// prints it, leaving it there for an operator to inspect.
 func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue, id string) error {
-	dlr, ok := b.(runtime.DeadLetterReader)
+	in, ok := b.(runtime.Inspector)
 	if !ok {
-		p.printf("dead", "this backend cannot hand dead letters back; see queue %s.dead", queue)
+		p.printf("dead", "this backend cannot show dead letters; see queue %s.dead", queue)
 		return nil
 	}
 	// The worker dead-letters a job just after its handler returns, so
@@ -139,21 +142,13 @@ func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue,
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		dls, err := dlr.TakeDeadLetters(ctx, queue, 10)
-		if err != nil {
-			return fmt.Errorf("take dead letters of %s: %w", queue, err)
-		}
-		seen := false
-		for _, dl := range dls {
-			if dl.Envelope == nil {
-				p.printf("dead", "%s: unreadable message: %s", queue, dl.Reason)
-				continue
-			}
-			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.Envelope.ID, dl.Envelope.Attempt, dl.Envelope.MaxAttempts, dl.Reason)
-			seen = seen || dl.Envelope.ID == id
-		}
-		if seen {
+		dl, err := in.DeadLetter(ctx, queue, id)
+		if err == nil {
+			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.ID, dl.Attempt, dl.MaxAttempts, dl.Reason)
 			return nil
+		}
+		if !errors.Is(err, runtime.ErrDeadLetterNotFound) {
+			return fmt.Errorf("dead letter %s of %s: %w", id, queue, err)
 		}
 		select {
 		case <-tick.C:

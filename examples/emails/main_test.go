@@ -29,10 +29,13 @@ func TestRunRabbitMQ(t *testing.T) {
 	url := brokertest.Require(t)
 	t.Setenv(amqpURLEnv, url)
 	t.Setenv(delayEnv, "")
-	checkRun(t, `(?m)^backend: +RabbitMQ `)
+	out := checkRun(t, `(?m)^backend: +RabbitMQ `)
+	if want := regexp.MustCompile(`(?m)^inspect: +.* go run ./cmd/queuey dead ls emails.send_email$`); !want.Match(out) {
+		t.Errorf("output has no line matching %s\noutput:\n%s", want, out)
+	}
 }
 
-func checkRun(t *testing.T, backendLine string) {
+func checkRun(t *testing.T, backendLine string) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
@@ -52,4 +55,5 @@ func checkRun(t *testing.T, backendLine string) {
 			t.Errorf("output has no line matching %s\noutput:\n%s", want, &out)
 		}
 	}
+	return out.Bytes()
 }

@@ -1,0 +1,261 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/queuey/queuey/cmd/queuey/cli"
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait of these tests on an event.
+const wait = 30 * time.Second
+
+type result struct {
+	out, err string
+	code     int
+}
+
+// runCLI runs the command line args in env (stdout and stderr captured).
+func runCLI(t *testing.T, ctx context.Context, env cli.Env, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env.Stdout = &out
+	if env.Stderr == nil {
+		env.Stderr = &errb
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	code := cli.Main(ctx, args, env)
+	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type job struct {
+	To string
+	N  int
+}
+
+// memoryWithDead returns a memory backend whose queue "q" holds n dead
+// letters of failed jobs, and their IDs, oldest first.
+func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueConfig, []string) {
+	t.Helper()
+	b := runtime.NewMemoryBackend()
+	b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { _ = b.Close() })
+	q := runtime.DefaultQueueConfig("q")
+	q.Kind, q.Prefetch, q.Concurrency = "Job", 1, 1
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range n {
+		id, err := runtime.Enqueue(ctxT(t), p, q, job{To: "a@b.c", N: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	runtime.Handle(w, q, func(ctx context.Context, j job) error { return runtime.Permanent(errors.New("550 mailbox does not exist")) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := b.QueueStats(ctxT(t), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[0].Dead == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs dead within %v", st[0].Dead, n, wait)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Fatal("worker did not stop")
+	}
+	return b, q, ids
+}
+
+// memEnv is an environment whose backend is b.
+func memEnv(b *runtime.MemoryBackend) cli.Env {
+	return cli.Env{Open: func(context.Context, cli.Target) (cli.Admin, func() error, error) {
+		return b, func() error { return nil }, nil
+	}}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	b, _, _ := memoryWithDead(t, 1)
+	for _, args := range [][]string{
+		{},
+		{"dead"},
+		{"dead", "ls"},
+		{"dead", "ls", "q", "--limit", "0"},
+		{"dead", "redrive", "q"},
+		{"dead", "redrive", "q", "--all", "--id", "x"},
+		{"dead", "redrive", "q", "--all", "--reason", "x"},
+		{"dead", "purge", "q"},
+		{"dead", "purge", "q", "--all"}, // no terminal to confirm on, no --yes
+		{"dead", "redrive", "q", "--all"},
+		{"nonsense"},
+	} {
+		r := runCLI(t, ctxT(t), memEnv(b), args...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.err, "queuey:") {
+			t.Errorf("queuey %s: exit %d, stderr %q; want exit 2 with a message", strings.Join(args, " "), r.code, r.err)
+		}
+	}
+	if st, _ := b.QueueStats(ctxT(t), runtime.QueueConfig{Name: "q"}); st[0].Dead != 1 {
+		t.Errorf("%d dead letters after refused commands, want 1 kept", st[0].Dead)
+	}
+	if r := runCLI(t, ctxT(t), memEnv(b), "dead", "purge", "q", "--all"); !strings.Contains(r.err, "--yes") {
+		t.Errorf("refused purge says %q, want it to name --yes", r.err)
+	}
+}
+
+func TestDeadLsJSON(t *testing.T) {
+	b, _, ids := memoryWithDead(t, 2)
+	r := runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "ls", "q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	var letters []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &letters); err != nil {
+		t.Fatalf("output is not a JSON array: %v\n%s", err, r.out)
+	}
+	if len(letters) != 2 || letters[0]["id"] != ids[0] || letters[1]["id"] != ids[1] {
+		t.Fatalf("letters %v, want %v in order", letters, ids)
+	}
+	for _, key := range []string{"id", "queue", "kind", "attempt", "max_attempts", "enqueued_at", "reason", "last_error", "payload"} {
+		if _, ok := letters[0][key]; !ok {
+			t.Errorf("letter has no %q: %v", key, letters[0])
+		}
+	}
+	if p, _ := letters[0]["payload"].(map[string]any); p["To"] != "a@b.c" || p["N"] != float64(0) {
+		t.Errorf("payload = %v, want the job's fields by name", letters[0]["payload"])
+	}
+}
+
+func TestDeadLsTableAndPages(t *testing.T) {
+	b, _, ids := memoryWithDead(t, 3)
+	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "q", "--limit", "2")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	lines := strings.Split(r.out, "\n")
+	if !strings.HasPrefix(lines[0], "ID ") || !strings.Contains(lines[0], "REASON") || !strings.HasPrefix(lines[1], ids[0]) || !strings.HasPrefix(lines[2], ids[1]) {
+		t.Fatalf("table:\n%s", r.out)
+	}
+	if strings.Index(lines[0], "KIND") != strings.Index(lines[1], "Job") {
+		t.Errorf("columns not aligned:\n%s", r.out)
+	}
+	_, cursor, ok := strings.Cut(r.out, "--after ")
+	if !ok {
+		t.Fatalf("no next page command in:\n%s", r.out)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "q", "--after", strings.TrimSpace(cursor))
+	if r.code != 0 || !strings.Contains(r.out, ids[2]) || strings.Contains(r.out, ids[0]) {
+		t.Errorf("second page (exit %d):\n%s", r.code, r.out)
+	}
+}
+
+func TestConfirmOnTerminal(t *testing.T) {
+	b, _, ids := memoryWithDead(t, 2)
+	env := memEnv(b)
+	env.StdinTerminal = true
+	env.Stdin = strings.NewReader("n\n")
+	r := runCLI(t, ctxT(t), env, "dead", "purge", "q", "--all")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, "[y/N]") || !strings.Contains(r.err, "cancelled") {
+		t.Fatalf("answered no: exit %d, stderr %q", r.code, r.err)
+	}
+	env.Stdin = strings.NewReader("y\n")
+	r = runCLI(t, ctxT(t), env, "dead", "purge", "q", "--id", ids[0])
+	if r.code != 0 || !strings.Contains(r.out, "purged 1 dead letters of q") {
+		t.Fatalf("answered yes: exit %d, out %q, err %q", r.code, r.out, r.err)
+	}
+}
+
+func TestErrorsNameWhat(t *testing.T) {
+	b, _, _ := memoryWithDead(t, 1)
+	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "nope")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, `"nope"`) || !strings.Contains(r.err, "unknown queue") {
+		t.Errorf("unknown queue: exit %d, stderr %q", r.code, r.err)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "dead", "show", "q", "no-such-id")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, "no-such-id") {
+		t.Errorf("unknown ID: exit %d, stderr %q", r.code, r.err)
+	}
+	// Nothing listens on port 1: the dial fails at once.
+	r = runCLI(t, ctxT(t), cli.Env{}, "--url", "amqp://ops:s3cret@127.0.0.1:1/", "dead", "ls", "q")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, "broker unreachable") || !strings.Contains(r.err, "127.0.0.1:1") || strings.Contains(r.err, "s3cret") {
+		t.Errorf("unreachable broker: exit %d, stderr %q; want the URL without its password", r.code, r.err)
+	}
+}
+
+func TestURLFromEnvironment(t *testing.T) {
+	var got cli.Target
+	env := cli.Env{
+		Getenv: func(k string) string {
+			return map[string]string{cli.URLEnv: "amqp://env/", cli.ManagementURLEnv: "http://m/"}[k]
+		},
+		Open: func(_ context.Context, tg cli.Target) (cli.Admin, func() error, error) {
+			got = tg
+			return nil, nil, errors.New("stop here")
+		},
+	}
+	runCLI(t, ctxT(t), env, "dead", "ls", "q")
+	if got.URL != "amqp://env/" || got.ManagementURL != "http://m/" {
+		t.Errorf("target %+v, want the environment's URLs", got)
+	}
+	runCLI(t, ctxT(t), env, "--url", "amqp://flag/", "dead", "ls", "q")
+	if got.URL != "amqp://flag/" {
+		t.Errorf("target %+v, want --url to win", got)
+	}
+	env.Getenv = nil
+	runCLI(t, ctxT(t), env, "dead", "ls", "q")
+	if got.URL != cli.DefaultURL {
+		t.Errorf("target %+v, want the default %s", got, cli.DefaultURL)
+	}
+}
+
+func TestQueuesFromAnnotations(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Declare(ctxT(t), runtime.DefaultQueueConfig("emails.send_email")); err != nil {
+		t.Fatal(err)
+	}
+	env := memEnv(b)
+	env.Dir = "../../.."
+	r := runCLI(t, ctxT(t), env, "queues", "./examples/emails/...")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	if !strings.Contains(r.out, "emails.send_email    SendEmail") || !strings.Contains(r.out, "billing.charge_card  ChargeCard  -") ||
+		!strings.Contains(r.out, "note: billing.charge_card: not on the broker") {
+		t.Errorf("queues table:\n%s", r.out)
+	}
+}
