@@ -75,7 +75,9 @@ func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueC
 		ids = append(ids, id)
 	}
 	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	runtime.Handle(w, q, func(ctx context.Context, j job) error { return runtime.Permanent(errors.New("550 mailbox does not exist")) })
+	runtime.Handle(w, q, func(ctx context.Context, j job) error {
+		return runtime.Permanent(errors.New("550 mailbox does not exist"))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
