@@ -1,0 +1,396 @@
+package cli_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/cmd/queuey/cli"
+	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// brokerQueue is a queue of its own on the local broker, deleted with its
+// dead-letter queue when the test ends.
+type brokerQueue struct {
+	t   *testing.T
+	url string
+	b   *rabbitmq.Backend
+	q   runtime.QueueConfig
+	p   *runtime.Producer
+}
+
+func newBrokerQueue(t *testing.T) *brokerQueue {
+	t.Helper()
+	url := brokertest.Require(t)
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	name := "queuey-cli-test." + t.Name() + "." + hex.EncodeToString(buf[:])
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for _, n := range []string{name, name + ".dead"} {
+			if ch, err := conn.Channel(); err == nil {
+				_, _ = ch.QueueDelete(n, false, false, false)
+				ch.Close()
+			}
+		}
+	})
+	b, err := rabbitmq.Dial(ctxT(t), url, rabbitmq.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	q := runtime.DefaultQueueConfig(name)
+	q.Kind, q.Prefetch, q.Concurrency, q.MaxAttempts, q.RetryBase = "Job", 1, 1, 2, 10*time.Millisecond
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &brokerQueue{t: t, url: url, b: b, q: q, p: p}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// work runs a worker with h until the returned stop is called or the test
+// ends.
+func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func()) {
+	w := runtime.NewWorker(bq.b, runtime.WithLogger(quiet()))
+	runtime.Handle(w, bq.q, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(wait):
+				bq.t.Errorf("worker did not stop within %v", wait)
+			}
+		})
+	}
+	bq.t.Cleanup(stop)
+	return stop
+}
+
+// dead waits until the queue holds n dead letters.
+func (bq *brokerQueue) dead(n int) {
+	bq.t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := bq.b.QueueStats(ctxT(bq.t), bq.q)
+		if err != nil {
+			bq.t.Fatal(err)
+		}
+		if st[0].Dead == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			bq.t.Fatalf("%d dead letters within %v, want %d", st[0].Dead, wait, n)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+}
+
+// kill enqueues n jobs whose every run fails, runs them out of attempts
+// one at a time, and returns their IDs once all are dead letters.
+func (bq *brokerQueue) kill(n int) []string {
+	bq.t.Helper()
+	var ids []string
+	for i := range n {
+		id, err := runtime.Enqueue(ctxT(bq.t), bq.p, bq.q, job{To: "nobody@bounce.example", N: i})
+		if err != nil {
+			bq.t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	stop := bq.work(func(ctx context.Context, j job) error { return errors.New("550 mailbox does not exist") })
+	bq.dead(n)
+	stop()
+	return ids
+}
+
+// handled runs a worker that succeeds and reports each job it ran.
+func (bq *brokerQueue) handled() <-chan runtime.Info {
+	infos := make(chan runtime.Info, 1000)
+	bq.work(func(ctx context.Context, j job) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		infos <- info
+		return nil
+	})
+	return infos
+}
+
+func recvInfo(t *testing.T, c <-chan runtime.Info) runtime.Info {
+	t.Helper()
+	select {
+	case info := <-c:
+		return info
+	case <-time.After(wait):
+		t.Fatalf("no job handled within %v", wait)
+		return runtime.Info{}
+	}
+}
+
+// cli runs the command against the broker.
+func (bq *brokerQueue) cli(ctx context.Context, env cli.Env, args ...string) result {
+	bq.t.Helper()
+	return runCLI(bq.t, ctx, env, append([]string{"--url", bq.url}, args...)...)
+}
+
+// ls lists the queue's dead letters as JSON.
+func (bq *brokerQueue) ls() []runtime.DeadLetterInfo {
+	bq.t.Helper()
+	r := bq.cli(ctxT(bq.t), cli.Env{}, "--json", "dead", "ls", bq.q.Name, "--limit", "1000")
+	if r.code != 0 {
+		bq.t.Fatalf("dead ls: exit %d: %s", r.code, r.err)
+	}
+	var ls []runtime.DeadLetterInfo
+	if err := json.Unmarshal([]byte(r.out), &ls); err != nil {
+		bq.t.Fatalf("dead ls --json: %v\n%s", err, r.out)
+	}
+	return ls
+}
+
+func ids(ls []runtime.DeadLetterInfo) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.ID)
+	}
+	return out
+}
+
+// TestBrokerDeadLsTwice: dead letters of jobs that failed for real are
+// listed, and listing again shows the same: nothing was removed.
+func TestBrokerDeadLsTwice(t *testing.T) {
+	bq := newBrokerQueue(t)
+	want := bq.kill(3)
+	first, second := bq.ls(), bq.ls()
+	if !slices.Equal(ids(first), want) || !slices.Equal(ids(second), want) {
+		t.Fatalf("dead ls gave %v then %v, want %v both times", ids(first), ids(second), want)
+	}
+	l := first[0]
+	if l.Attempt != 2 || l.MaxAttempts != 2 || !strings.Contains(l.Reason, "550 mailbox") || !strings.Contains(l.LastError, "550 mailbox") || l.Kind != "Job" {
+		t.Errorf("letter %+v, want attempt 2 of 2 of kind Job with the error", l)
+	}
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "show", bq.q.Name, want[1])
+	if r.code != 0 || !strings.Contains(r.out, `"To": "nobody@bounce.example"`) || !strings.Contains(r.out, "attempt:      2 of 2") {
+		t.Errorf("dead show (exit %d):\n%s%s", r.code, r.out, r.err)
+	}
+	bq.dead(3)
+}
+
+// TestBrokerRedriveID: re-driving one ID moves exactly that job back, and
+// it is handled on a fresh attempt.
+func TestBrokerRedriveID(t *testing.T) {
+	bq := newBrokerQueue(t)
+	all := bq.kill(3)
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--id", all[1])
+	if r.code != 0 || !strings.Contains(r.out, "moved 1 dead letters") {
+		t.Fatalf("redrive --id: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if got := ids(bq.ls()); !slices.Equal(got, []string{all[0], all[2]}) {
+		t.Errorf("left %v, want %v", got, []string{all[0], all[2]})
+	}
+	info := recvInfo(t, bq.handled())
+	if info.ID != all[1] || info.Attempt != 1 || info.Headers[runtime.HeaderRedrives] != "1" {
+		t.Errorf("handled %+v, want job %s on attempt 1, re-driven once", info, all[1])
+	}
+}
+
+// TestBrokerRedriveAll: re-driving all empties the dead-letter queue and
+// every job is handled.
+func TestBrokerRedriveAll(t *testing.T) {
+	bq := newBrokerQueue(t)
+	all := bq.kill(5)
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--all", "--yes")
+	if r.code != 0 || !strings.Contains(r.out, "moved 5 dead letters") {
+		t.Fatalf("redrive --all: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	bq.dead(0)
+	infos := bq.handled()
+	got := map[string]bool{}
+	for range all {
+		got[recvInfo(t, infos).ID] = true
+	}
+	for _, id := range all {
+		if !got[id] {
+			t.Errorf("job %s not handled", id)
+		}
+	}
+}
+
+// cancelOnWrite cancels a context on its first write: the first progress
+// line of a re-drive.
+type cancelOnWrite struct {
+	once   sync.Once
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	c.once.Do(c.cancel)
+	return len(p), nil
+}
+
+// TestBrokerRedriveInterrupted: a re-drive stopped midway (its context
+// cancelled, as by ^C) loses nothing: each job is handled or still dead.
+func TestBrokerRedriveInterrupted(t *testing.T) {
+	bq := newBrokerQueue(t)
+	all := bq.kill(20)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	env := cli.Env{StderrTerminal: true, Stderr: &cancelOnWrite{cancel: cancel}}
+	r := bq.cli(ctx, env, "--json", "dead", "redrive", bq.q.Name, "--all", "--yes")
+	if r.code != cli.ExitFailure {
+		t.Fatalf("interrupted redrive: exit %d, want 1\n%s", r.code, r.out)
+	}
+	var res runtime.RedriveResult
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
+		t.Fatalf("redrive --json: %v\n%s", err, r.out)
+	}
+	left := ids(bq.ls())
+	if len(res.Moved) == 0 || len(res.Moved)+len(left) != len(all) {
+		t.Fatalf("%d moved + %d left, want some moved and %d in all", len(res.Moved), len(left), len(all))
+	}
+	infos := bq.handled()
+	handled := map[string]bool{}
+	for range res.Moved {
+		handled[recvInfo(t, infos).ID] = true
+	}
+	for _, id := range all {
+		if !handled[id] && !slices.Contains(left, id) {
+			t.Errorf("job %s lost", id)
+		}
+	}
+}
+
+// TestBrokerPoison: a poison letter is shown with its body and why, and a
+// re-drive refuses it with a reason and keeps it.
+func TestBrokerPoison(t *testing.T) {
+	bq := newBrokerQueue(t)
+	// A foreign producer's message: no envelope properties or headers.
+	ch := rawChannel(t, bq.url)
+	if err := ch.PublishWithContext(ctxT(t), "", bq.q.Name, true, false, amqp.Publishing{Body: []byte{0xde, 0xad, 0xbe, 0xef}}); err != nil {
+		t.Fatal(err)
+	}
+	bq.work(func(ctx context.Context, j job) error { return nil })
+	bq.dead(1)
+	ls := bq.ls()
+	if len(ls) != 1 || !ls[0].Poison || !strings.Contains(ls[0].Reason, "not a valid envelope") {
+		t.Fatalf("letters %+v, want one poison letter with its reason", ls)
+	}
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "show", bq.q.Name, ls[0].ID)
+	if r.code != 0 || !strings.Contains(r.out, "de ad be ef") || !strings.Contains(r.out, "not a valid envelope") {
+		t.Errorf("dead show of poison (exit %d):\n%s%s", r.code, r.out, r.err)
+	}
+	r = bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--all", "--yes")
+	if r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+ls[0].ID+": poison") {
+		t.Errorf("redrive of poison: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	bq.dead(1)
+}
+
+// TestBrokerPurge: purge removes what it says it removes.
+func TestBrokerPurge(t *testing.T) {
+	bq := newBrokerQueue(t)
+	all := bq.kill(4)
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "purge", bq.q.Name, "--id", all[0], "--id", all[3], "--yes")
+	if r.code != 0 || !strings.Contains(r.out, "purged 2 dead letters") {
+		t.Fatalf("purge --id: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if got := ids(bq.ls()); !slices.Equal(got, all[1:3]) {
+		t.Errorf("left %v, want %v", got, all[1:3])
+	}
+	r = bq.cli(ctxT(t), cli.Env{}, "dead", "purge", bq.q.Name, "--all", "--yes")
+	if r.code != 0 || !strings.Contains(r.out, "purged 2 dead letters") {
+		t.Fatalf("purge --all: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	bq.dead(0)
+}
+
+// TestBrokerRedriveQueueGone: dead letters whose queue was deleted are
+// refused with a clear error and stay.
+func TestBrokerRedriveQueueGone(t *testing.T) {
+	bq := newBrokerQueue(t)
+	bq.kill(1)
+	ch := rawChannel(t, bq.url)
+	if _, err := ch.QueueDelete(bq.q.Name, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--all", "--yes")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, "does not exist") || !strings.Contains(r.err, "stay") {
+		t.Errorf("redrive onto a deleted queue: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if n := queueDepth(t, ch, bq.q.Name+".dead"); n != 1 {
+		t.Errorf("%d dead letters left, want the 1 kept", n)
+	}
+}
+
+// TestBrokerQueues: the queues table shows the counts of annotated
+// queues and of queues the broker knows, and says what it cannot see
+// without the management API.
+func TestBrokerQueues(t *testing.T) {
+	bq := newBrokerQueue(t)
+	bq.kill(2)
+	if _, err := runtime.Enqueue(ctxT(t), bq.p, bq.q, job{N: 99}); err != nil {
+		t.Fatal(err)
+	}
+	r := bq.cli(ctxT(t), cli.Env{}, "--json", "queues")
+	var rows []struct {
+		runtime.QueueStats
+	}
+	if err := json.Unmarshal([]byte(r.out), &rows); r.code != 0 || err != nil {
+		t.Fatalf("queues --json: exit %d, %v\n%s%s", r.code, err, r.out, r.err)
+	}
+	i := slices.IndexFunc(rows, func(s struct{ runtime.QueueStats }) bool { return s.Queue == bq.q.Name })
+	if i < 0 || rows[i].Ready != 1 || rows[i].Dead != 2 || rows[i].Unacked != 0 || len(rows[i].Missing) != 0 {
+		t.Fatalf("queues lists %+v, want %s with 1 ready, 2 dead, 0 in flight", rows, bq.q.Name)
+	}
+	r = bq.cli(ctxT(t), cli.Env{}, "--management-url", "http://guest:guest@127.0.0.1:1/", "queues")
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, "management API not reachable") || !strings.Contains(r.err, "rabbitmq_management") {
+		t.Errorf("queues without the management API: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	r = bq.cli(ctxT(t), cli.Env{Dir: "../../.."}, "--management-url", "http://guest:guest@127.0.0.1:1/", "queues", "./examples/emails/...")
+	if r.code != 0 || !strings.Contains(r.out, "note: emails.send_email: in flight:") && !strings.Contains(r.out, "not on the broker") {
+		t.Errorf("queues of packages without the management API: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+}
+
+func rawChannel(t *testing.T, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func queueDepth(t *testing.T, ch *amqp.Channel, name string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("inspect %q: %v", name, err)
+	}
+	return q.Messages
+}
