@@ -17,18 +17,35 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// inspect counts queue name with a passive declare, on a channel of its
-// own: a missing queue closes the channel it was asked on.
+// inspect counts queue name with a passive declare.
 func (b *Backend) inspect(ctx context.Context, name string) (amqp.Queue, bool, error) {
-	if b.isClosed() {
+	p := &passive{b: b}
+	defer p.close()
+	return p.declare(ctx, name)
+}
+
+// passive counts queues with passive declares on one channel, opened
+// again after a missing queue closes it.
+type passive struct {
+	b  *Backend
+	ch *amqp.Channel
+}
+
+func (p *passive) declare(ctx context.Context, name string) (amqp.Queue, bool, error) {
+	if p.b.isClosed() {
 		return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, runtime.ErrClosed)
 	}
-	ch, err := b.conConn.channel(ctx)
-	if err != nil {
-		return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, err)
+	if p.ch == nil {
+		ch, err := p.b.conConn.channel(ctx)
+		if err != nil {
+			return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, err)
+		}
+		p.ch = ch
 	}
-	defer ch.Close()
-	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	q, err := p.ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	if err != nil {
+		p.close() // the broker closed it
+	}
 	if isCode(err, amqp.NotFound) {
 		return amqp.Queue{}, false, nil
 	}
@@ -36,6 +53,13 @@ func (b *Backend) inspect(ctx context.Context, name string) (amqp.Queue, bool, e
 		return amqp.Queue{}, false, brokerError(fmt.Sprintf("inspect queue %q", name), err)
 	}
 	return q, true, nil
+}
+
+func (p *passive) close() {
+	if p.ch != nil {
+		_ = p.ch.Close()
+		p.ch = nil
+	}
 }
 
 // management returns the management API client, or why there is none.
@@ -120,9 +144,11 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig)
 	for _, q := range listed {
 		byName[q.Name] = q
 	}
+	p := &passive{b: b}
+	defer p.close()
 	out := make([]runtime.QueueStats, 0, len(queues))
 	for _, cfg := range queues {
-		st, err := b.queueStats(ctx, cfg, listed, byName, lerr)
+		st, err := b.queueStats(ctx, p, cfg, listed, byName, lerr)
 		if err != nil {
 			return nil, err
 		}
@@ -131,9 +157,9 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig)
 	return out, nil
 }
 
-func (b *Backend) queueStats(ctx context.Context, cfg runtime.QueueConfig, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (runtime.QueueStats, error) {
+func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueConfig, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (runtime.QueueStats, error) {
 	st := runtime.QueueStats{Queue: cfg.Name, Holds: []runtime.HoldStats{}}
-	work, found, err := b.inspect(ctx, cfg.Name)
+	work, found, err := p.declare(ctx, cfg.Name)
 	if err != nil {
 		return st, err
 	}
@@ -143,7 +169,7 @@ func (b *Backend) queueStats(ctx context.Context, cfg runtime.QueueConfig, liste
 	st.Ready, st.Consumers = work.Messages, work.Consumers
 	if b.opts.NoDeadLetterQueues {
 		st.Missing = append(st.Missing, "dead letters: none are kept (rabbitmq.Options.NoDeadLetterQueues)")
-	} else if dead, found, err := b.inspect(ctx, b.names.Dead(cfg.Name).Name); err != nil {
+	} else if dead, found, err := p.declare(ctx, b.names.Dead(cfg.Name).Name); err != nil {
 		return st, err
 	} else if found {
 		st.Dead = dead.Messages
@@ -169,7 +195,7 @@ func (b *Backend) queueStats(ctx context.Context, cfg runtime.QueueConfig, liste
 	now := time.Now()
 	re := b.holdRE()
 	for _, name := range holds {
-		q, found, err := b.inspect(ctx, name)
+		q, found, err := p.declare(ctx, name)
 		if err != nil {
 			return st, err
 		}

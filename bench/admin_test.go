@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// deadLetters is how many dead letters BenchmarkAdmin reads among: the
+// size a dashboard must stay responsive with.
+const deadLetters = 100_000
+
+// BenchmarkAdmin measures the admin API on a dead-letter queue of 100,000
+// letters and on 100 queues:
+//
+//	QueueStats100 the stats of 100 queues in one call
+//	FirstPage     the oldest 50 letters (what a list view opens on)
+//	PageAt50000   the 50 letters after a cursor at position 50,000
+//	Show99999     one letter by ID near the tail
+//
+//	go test -run '^$' -bench Admin -benchtime 3x ./bench/
+//
+// With -short only QueueStats100 runs: filling 100,000 letters takes a
+// while.
+func BenchmarkAdmin(b *testing.B) {
+	requireBroker(b)
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	name := fmt.Sprintf("queuey-bench.admin.%d", time.Now().UnixNano())
+	var names []string
+	defer func() { deleteQueues(b, names...) }()
+	qs := make([]runtime.QueueConfig, 100)
+	for i := range qs {
+		qs[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%03d", name, i))
+		qs[i].Kind = "benchJob"
+		names = append(names, qs[i].Name, qs[i].Name+".dead")
+	}
+	if _, err := runtime.NewProducer(ctx, be, qs...); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("QueueStats100", func(b *testing.B) {
+		for b.Loop() {
+			st, err := be.QueueStats(ctx, qs...)
+			if err != nil || len(st) != 100 {
+				b.Fatalf("%d stats, %v", len(st), err)
+			}
+		}
+	})
+	if testing.Short() {
+		return
+	}
+	q := qs[0]
+	ids := fillDead(b, ctx, be, q, deadLetters)
+
+	b.Run("FirstPage", func(b *testing.B) {
+		for b.Loop() {
+			l, err := be.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{Limit: 50})
+			if err != nil || len(l.Letters) != 50 {
+				b.Fatalf("%d letters, %v", len(l.Letters), err)
+			}
+		}
+	})
+	b.Run("PageAt50000", func(b *testing.B) {
+		after := runtime.DeadLetterCursor(50_000, ids[49_999])
+		for b.Loop() {
+			l, err := be.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{After: after, Limit: 50})
+			if err != nil || len(l.Letters) != 50 || l.Letters[0].ID != ids[50_000] {
+				b.Fatalf("%d letters, %v", len(l.Letters), err)
+			}
+		}
+	})
+	b.Run("Show99999", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := be.DeadLetter(ctx, q.Name, ids[99_998]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// fillDead puts n dead letters on q's dead-letter queue, as many in flight
+// at once as PublishBatch keeps, and returns their IDs in order.
+func fillDead(b *testing.B, ctx context.Context, be *rabbitmq.Backend, q runtime.QueueConfig, n int) []string {
+	b.Helper()
+	ids := make([]string, 0, n)
+	const chunk = 1000
+	for len(ids) < n {
+		envs := make([]*runtime.Envelope, 0, chunk)
+		for range min(chunk, n-len(ids)) {
+			id := fmt.Sprintf("job-%06d", len(ids)+len(envs))
+			envs = append(envs, &runtime.Envelope{
+				ID: id, Queue: q.Name + ".dead", Kind: "benchJob", Payload: []byte{0x81, 0xa1, 'N', 0x01},
+				Attempt: 5, MaxAttempts: 5, EnqueuedAt: time.Now(), LastError: "smtp: 550 mailbox does not exist",
+			})
+		}
+		for _, err := range be.PublishBatch(ctx, envs) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, e := range envs {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
+}
