@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,17 +14,27 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// deadLetters is how many dead letters BenchmarkAdmin reads among: the
-// size a dashboard must stay responsive with.
-const deadLetters = 100_000
+// deadLetters is how many dead letters BenchmarkAdmin reads among:
+// $QUEUEY_BENCH_DEAD_LETTERS, or 100,000 (the size a dashboard must stay
+// responsive with) when unset.
+func deadLetters(b *testing.B) int {
+	if s := os.Getenv("QUEUEY_BENCH_DEAD_LETTERS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 100 {
+			b.Fatalf("QUEUEY_BENCH_DEAD_LETTERS=%q: want a number of at least 100", s)
+		}
+		return n
+	}
+	return 100_000
+}
 
-// BenchmarkAdmin measures the admin API on a dead-letter queue of 100,000
-// letters and on 100 queues:
+// BenchmarkAdmin measures the admin API on 100 queues and on a
+// dead-letter queue of n letters (see deadLetters):
 //
 //	QueueStats100 the stats of 100 queues in one call
 //	FirstPage     the oldest 50 letters (what a list view opens on)
-//	PageAt50000   the 50 letters after a cursor at position 50,000
-//	Show99999     one letter by ID near the tail
+//	PageAtMiddle  the 50 letters after a cursor at position n/2
+//	ShowLast      one letter by ID, the last but one
 //
 //	go test -run '^$' -bench Admin -benchtime 3x ./bench/
 //
@@ -61,7 +73,8 @@ func BenchmarkAdmin(b *testing.B) {
 		return
 	}
 	q := qs[0]
-	ids := fillDead(b, ctx, be, q, deadLetters)
+	n := deadLetters(b)
+	ids := fillDead(b, ctx, be, q, n)
 
 	b.Run("FirstPage", func(b *testing.B) {
 		for b.Loop() {
@@ -71,18 +84,18 @@ func BenchmarkAdmin(b *testing.B) {
 			}
 		}
 	})
-	b.Run("PageAt50000", func(b *testing.B) {
-		after := runtime.DeadLetterCursor(50_000, ids[49_999])
+	b.Run("PageAtMiddle", func(b *testing.B) {
+		after := runtime.DeadLetterCursor(n/2, ids[n/2-1])
 		for b.Loop() {
 			l, err := be.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{After: after, Limit: 50})
-			if err != nil || len(l.Letters) != 50 || l.Letters[0].ID != ids[50_000] {
+			if err != nil || len(l.Letters) != 50 || l.Letters[0].ID != ids[n/2] {
 				b.Fatalf("%d letters, %v", len(l.Letters), err)
 			}
 		}
 	})
-	b.Run("Show99999", func(b *testing.B) {
+	b.Run("ShowLast", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := be.DeadLetter(ctx, q.Name, ids[99_998]); err != nil {
+			if _, err := be.DeadLetter(ctx, q.Name, ids[n-2]); err != nil {
 				b.Fatal(err)
 			}
 		}
