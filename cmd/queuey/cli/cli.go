@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+	"golang.org/x/term"
 
 	"github.com/queuey/queuey/runtime"
 )
@@ -77,12 +78,9 @@ func OSEnv() Env {
 	}
 }
 
-// isTerminal reports whether f is a character device: a terminal, for
-// this command's purposes.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal. (A character device is not
+// enough: /dev/null is one.)
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // grammar is the command line. A later "dashboard" command is one more
 // field beside Queues and Dead.

@@ -367,7 +367,9 @@ func TestBrokerQueues(t *testing.T) {
 		t.Errorf("queues without the management API: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	r = bq.cli(ctxT(t), cli.Env{Dir: "../../.."}, "--management-url", "http://guest:guest@127.0.0.1:1/", "queues", "./examples/emails/...")
-	if r.code != 0 || !strings.Contains(r.out, "note: emails.send_email: in flight:") && !strings.Contains(r.out, "not on the broker") {
+	// The example's queues exist when it has run on this broker; either way
+	// the table says what it could not see.
+	if r.code != 0 || !strings.Contains(r.out, "in flight: queuey: cannot list: management API not reachable") && !strings.Contains(r.out, "not on the broker") {
 		t.Errorf("queues of packages without the management API: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }

@@ -82,11 +82,12 @@ func (r *run) queuesTable(rows []queueRow, notes []string) {
 		fmt.Fprintln(r.env.Stdout, "no queues")
 	}
 	cells := make([][]string, 0, len(rows))
+	var byQueue []queueNote
 	now := time.Now()
 	for _, q := range rows {
 		if q.Absent {
 			cells = append(cells, []string{q.Queue, orDash(q.Kind), "-", "-", "-", "-", "-", "-"})
-			notes = append(notes, q.Queue+": not on the broker (no worker or producer has declared it yet)")
+			byQueue = noteQueues(byQueue, q.Queue, "not on the broker (no worker or producer has declared it yet)")
 			continue
 		}
 		next := "-"
@@ -101,16 +102,36 @@ func (r *run) queuesTable(rows []queueRow, notes []string) {
 		}
 		cells = append(cells, []string{q.Queue, orDash(q.Kind), count(q.Ready), count(q.Unacked), count(q.Waiting), next, count(q.Dead), count(q.Consumers)})
 		for _, m := range q.Missing {
-			notes = append(notes, q.Queue+": "+m)
+			byQueue = noteQueues(byQueue, q.Queue, m)
 		}
 	}
 	table(r.env.Stdout, []string{"QUEUE", "KIND", "READY", "IN FLIGHT", "WAITING", "NEXT RELEASE", "DEAD", "CONSUMERS"}, cells)
+	for _, n := range byQueue {
+		notes = append(notes, strings.Join(n.queues, ", ")+": "+n.note)
+	}
 	if len(notes) > 0 {
 		fmt.Fprintln(r.env.Stdout)
 		for _, n := range notes {
 			fmt.Fprintln(r.env.Stdout, "note:", n)
 		}
 	}
+}
+
+// noteQueues adds note about queue to notes, where the same note about
+// other queues names them all once.
+func noteQueues(notes []queueNote, queue, note string) []queueNote {
+	for i := range notes {
+		if notes[i].note == note {
+			notes[i].queues = append(notes[i].queues, queue)
+			return notes
+		}
+	}
+	return append(notes, queueNote{queues: []string{queue}, note: note})
+}
+
+type queueNote struct {
+	queues []string
+	note   string
 }
 
 // annotatedQueues loads the packages of patterns (syntax only: nothing is
