@@ -173,4 +173,26 @@
 // waiting messages. Hold queues are not replicated either (they are
 // classic queues), so neither mode replicates a wait; only q, when it is a
 // quorum queue, holds its jobs on several nodes.
+//
+// # Operating: the admin API
+//
+// Backend implements runtime.Inspector and runtime.DeadLetterAdmin, which
+// the queuey command is built on. AMQP 0-9-1 has no peek, so dead letters
+// are read by an exclusive consumer of the dead-letter queue that holds
+// what it reads unacked and nacks it all back with requeue: RabbitMQ puts
+// requeued messages of a classic queue back at their original positions,
+// and requeues a dead reader's messages the same way, so reading removes
+// nothing and keeps the order (the tests check quorum dead-letter queues
+// too, on 3.10). basic.nack, unlike basic.reject, does not count towards a
+// quorum queue's delivery limit. A page costs reading from the head to its
+// last letter; its cursor carries the position, so it reads no further.
+// Re-driving publishes each letter (confirmed, mandatory) before acking it
+// away, so a crash duplicates at worst.
+//
+// AMQP cannot list queues either: hold queues made by other processes and
+// in-flight counts come from the management HTTP API
+// (Options.ManagementURL; by default the broker's host on port 15672 with
+// the same credentials). Without it, QueueStats reports in-flight counts as
+// runtime.Unknown, finds retry hold queues from the queue's retry schedule,
+// and says in Missing that deferral hold queues cannot be seen.
 package rabbitmq
