@@ -261,3 +261,19 @@ func TestQueuesFromAnnotations(t *testing.T) {
 		t.Errorf("queues table:\n%s", r.out)
 	}
 }
+
+func TestRedriveByReasonAndKind(t *testing.T) {
+	b, q, ids := memoryWithDead(t, 2)
+	r := runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--reason", "no such text")
+	if r.code != 0 || !strings.Contains(r.out, "moved 0 dead letters") {
+		t.Fatalf("redrive of no match: exit %d, %q %q", r.code, r.out, r.err)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "Job")
+	var res runtime.RedriveResult
+	if err := json.Unmarshal([]byte(r.out), &res); r.code != 0 || err != nil || len(res.Moved) != 2 || res.Moved[0] != ids[0] {
+		t.Fatalf("redrive --reason --kind: exit %d, %v, %+v; want %v moved", r.code, err, res, ids)
+	}
+	if st, _ := b.QueueStats(ctxT(t), q); st[0].Dead != 0 || st[0].Ready != 2 {
+		t.Errorf("stats %+v, want the 2 jobs ready and no dead letters", st[0])
+	}
+}
