@@ -156,6 +156,15 @@ type DeadLetterList struct {
 	Total int `json:"total"`
 }
 
+// IDs returns the IDs of the page's letters, in order.
+func (l DeadLetterList) IDs() []string {
+	ids := make([]string, 0, len(l.Letters))
+	for _, d := range l.Letters {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
 // DeadLetterSelector says which dead letters a re-drive or purge takes.
 // The letters it takes are those with one of IDs, or, without IDs, every
 // letter when All is set, or those whose reason contains Reason and whose

@@ -69,14 +69,6 @@ func (h *harness) killJobs(n int) []string {
 	return ids
 }
 
-func letterIDs(ls []runtime.DeadLetterInfo) []string {
-	var ids []string
-	for _, l := range ls {
-		ids = append(ids, l.ID)
-	}
-	return ids
-}
-
 // testAdminListKeeps: listing dead letters twice shows the same letters,
 // oldest first, with the envelope and the decoded payload; pages chain;
 // show finds one by ID; nothing is removed.
@@ -89,7 +81,7 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 		if err != nil {
 			t.Fatalf("DeadLetters: %v", err)
 		}
-		if got := letterIDs(l.Letters); !slices.Equal(got, ids) || l.Total != 3 || l.Next != "" {
+		if got := l.IDs(); !slices.Equal(got, ids) || l.Total != 3 || l.Next != "" {
 			t.Fatalf("DeadLetters = %v (total %d, next %q), want %v oldest first, total 3, no next page", got, l.Total, l.Next, ids)
 		}
 		d := l.Letters[1]
@@ -111,8 +103,8 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := append(letterIDs(p1.Letters), letterIDs(p2.Letters)...); !slices.Equal(got, ids) || p1.Next == "" || p2.Next != "" {
-		t.Errorf("pages %v (next %q) + %v (next %q), want %v", letterIDs(p1.Letters), p1.Next, letterIDs(p2.Letters), p2.Next, ids)
+	if got := append(p1.IDs(), p2.IDs()...); !slices.Equal(got, ids) || p1.Next == "" || p2.Next != "" {
+		t.Errorf("pages %v (next %q) + %v (next %q), want %v", p1.IDs(), p1.Next, p2.IDs(), p2.Next, ids)
 	}
 	one, err := in.DeadLetter(ctxT(t), h.q.Name, ids[2])
 	if err != nil || one.ID != ids[2] {
@@ -157,7 +149,7 @@ func testAdminRedriveByID(t *testing.T, f Features, nb func(*testing.T) runtime.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := letterIDs(l.Letters); !slices.Equal(got, []string{ids[0], ids[2]}) {
+	if got := l.IDs(); !slices.Equal(got, []string{ids[0], ids[2]}) {
 		t.Errorf("left %v, want %v", got, []string{ids[0], ids[2]})
 	}
 	_, err = ad.RedriveDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{}, nil)
@@ -213,7 +205,7 @@ func testAdminRedriveInterrupted(t *testing.T, f Features, nb func(*testing.T) r
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := letterIDs(l.Letters)
+	left := l.IDs()
 	if len(left)+len(res.Moved) != 10 {
 		t.Fatalf("%d moved + %d still dead, want 10", len(res.Moved), len(left))
 	}
@@ -286,7 +278,7 @@ func testAdminPurge(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := letterIDs(l.Letters), []string{ids[0], ids[1], ids[3]}; !slices.Equal(got, want) {
+	if got, want := l.IDs(), []string{ids[0], ids[1], ids[3]}; !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)
 	}
 	res, err = ad.PurgeDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{All: true})

@@ -169,13 +169,7 @@ func (bq *brokerQueue) ls() []runtime.DeadLetterInfo {
 	return ls
 }
 
-func ids(ls []runtime.DeadLetterInfo) []string {
-	var out []string
-	for _, l := range ls {
-		out = append(out, l.ID)
-	}
-	return out
-}
+func ids(ls []runtime.DeadLetterInfo) []string { return runtime.DeadLetterList{Letters: ls}.IDs() }
 
 // TestBrokerDeadLsTwice: dead letters of jobs that failed for real are
 // listed, and listing again shows the same: nothing was removed.
