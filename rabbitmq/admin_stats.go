@@ -163,16 +163,23 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueC
 	if err != nil {
 		return st, err
 	}
-	if !found {
-		return st, fmt.Errorf("stats of %q: %w: no such queue on the broker", cfg.Name, runtime.ErrUnknownQueue)
-	}
 	st.Ready, st.Consumers = work.Messages, work.Consumers
+	deadFound := false
 	if b.opts.NoDeadLetterQueues {
 		st.Missing = append(st.Missing, "dead letters: none are kept (rabbitmq.Options.NoDeadLetterQueues)")
-	} else if dead, found, err := p.declare(ctx, b.names.Dead(cfg.Name).Name); err != nil {
+	} else if dead, ok, err := p.declare(ctx, b.names.Dead(cfg.Name).Name); err != nil {
 		return st, err
-	} else if found {
-		st.Dead = dead.Messages
+	} else if ok {
+		st.Dead, deadFound = dead.Messages, true
+	}
+	switch {
+	case !found && !deadFound:
+		return st, fmt.Errorf("stats of %q: %w: no such queue on the broker", cfg.Name, runtime.ErrUnknownQueue)
+	case !found:
+		// Its dead letters outlived it: show them, and why they cannot be
+		// re-driven.
+		st.Missing = append(st.Missing, "the queue itself does not exist (deleted?): its dead letters stay, and cannot be re-driven until it is declared again")
+		return st, nil
 	}
 	if cfg.Delay == runtime.DelayPlugin {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")

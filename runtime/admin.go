@@ -19,7 +19,8 @@ type Inspector interface {
 	// Only Name is required of each config; a backend that cannot list hold
 	// queues uses the retry schedule (MaxAttempts, RetryBase, RetryMax) of
 	// a config that sets MaxAttempts to find its retry hold queues. A queue
-	// that does not exist is ErrUnknownQueue, naming it.
+	// that does not exist is ErrUnknownQueue, naming it, unless its dead
+	// letters outlived it: then its stats count them and Missing says so.
 	QueueStats(ctx context.Context, queues ...QueueConfig) ([]QueueStats, error)
 	// DeadLetters returns a page of queue's dead letters, oldest first,
 	// without removing any.

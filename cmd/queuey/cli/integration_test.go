@@ -334,6 +334,15 @@ func TestBrokerRedriveQueueGone(t *testing.T) {
 	if n := queueDepth(t, ch, bq.q.Name+".dead"); n != 1 {
 		t.Errorf("%d dead letters left, want the 1 kept", n)
 	}
+	r = bq.cli(ctxT(t), cli.Env{}, "--json", "queues")
+	var rows []runtime.QueueStats
+	if err := json.Unmarshal([]byte(r.out), &rows); r.code != 0 || err != nil {
+		t.Fatalf("queues --json: exit %d, %v\n%s%s", r.code, err, r.out, r.err)
+	}
+	i := slices.IndexFunc(rows, func(s runtime.QueueStats) bool { return s.Queue == bq.q.Name })
+	if i < 0 || rows[i].Dead != 1 || len(rows[i].Missing) != 1 || !strings.Contains(rows[i].Missing[0], "does not exist") {
+		t.Errorf("queues lists %+v, want %s with its 1 dead letter and a note that the queue is gone", rows, bq.q.Name)
+	}
 }
 
 // TestBrokerQueues: the queues table shows the counts of annotated
