@@ -13,7 +13,7 @@ import (
 
 func TestURLFor(t *testing.T) {
 	for in, want := range map[string]string{
-		"amqp://guest:guest@127.0.0.1:5672/":     "http://guest:guest@127.0.0.1:15672/",
+		"amqp://guest:guest@127.0.0.1:5672/":      "http://guest:guest@127.0.0.1:15672/",
 		"amqps://ops:s3cret@mq.example:5671/prod": "https://ops:s3cret@mq.example:15672/",
 		"amqp://localhost":                        "http://guest:guest@localhost:15672/",
 	} {
