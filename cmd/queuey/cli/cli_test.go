@@ -256,7 +256,7 @@ func TestQueuesFromAnnotations(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
-	if !strings.Contains(r.out, "emails.send_email    SendEmail") || !strings.Contains(r.out, "billing.charge_card  ChargeCard  -") ||
+	if !strings.Contains(r.out, "emails.send_email    emails.SendEmail") || !strings.Contains(r.out, "billing.charge_card  emails.ChargeCard  -") ||
 		!strings.Contains(r.out, "note: billing.charge_card: not on the broker") {
 		t.Errorf("queues table:\n%s", r.out)
 	}
