@@ -56,4 +56,14 @@
 // NewMemoryBackend keeps everything in process under the same rules as the
 // RabbitMQ backend in package rabbitmq; package backendtest is the
 // conformance suite both pass.
+//
+// # Operating
+//
+// Two optional capabilities beside Backend serve operators' tools (the
+// queuey command, a dashboard): Inspector counts queues (QueueStats) and
+// reads dead letters without removing them, oldest first, in pages
+// chained by a cursor (DeadLetters, DeadLetter), each described as a
+// DeadLetterInfo with its payload decoded to JSON; DeadLetterAdmin re-drives
+// dead letters onto their queue with a fresh attempt count, publishing each
+// before removing it, and purges them. Both backends implement both.
 package runtime
