@@ -26,7 +26,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 	}
 	q, ok := b.queues[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q was not declared on this backend", ErrUnknownQueue, name)
+		return nil, UnknownQueueError(name, "was not declared on this backend")
 	}
 	return q, nil
 }
