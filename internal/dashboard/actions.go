@@ -1,0 +1,104 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// act is a state-changing action on the dead letters of one queue.
+type act struct {
+	// Verb names the action in titles ("Re-drive"), Past in results, Path
+	// in URLs.
+	Verb, Past, Path string
+	// What says what it does, for the confirmation page.
+	What string
+}
+
+var (
+	actRedrive = act{Verb: "Re-drive", Past: "Re-drove", Path: "redrive", What: "put back on the queue with a fresh attempt count"}
+	actPurge   = act{Verb: "Purge", Past: "Purged", Path: "purge", What: "deleted for good"}
+)
+
+// maxIDs bounds the IDs one request may select.
+const maxIDs = 1000
+
+// confirmView is what the confirmation page shows.
+type confirmView struct {
+	Act   act
+	Queue string
+	Sel   runtime.DeadLetterSelector
+	Dead  int // dead letters of the queue, for "all"
+}
+
+// resultView is what the result page shows.
+type resultView struct {
+	Act      act
+	Queue    string
+	Done     int
+	Refused  []runtime.RefusedLetter
+	NotFound []string
+	Err      string
+}
+
+// action serves POST /queues/{queue}/{redrive,purge}. Without confirm=yes it
+// only shows what would happen and asks to confirm; with it, it acts and
+// shows the result. The guard has checked the token and read-only mode.
+func (s *Server) action(a act) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		queue := r.PathValue("queue")
+		sel, err := selection(r)
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		if r.PostFormValue("confirm") != "yes" {
+			stats, err := s.admin.QueueStats(r.Context(), s.config(queue))
+			if err != nil {
+				s.failAdmin(w, r, fmt.Sprintf("queue %q", queue), err)
+				return
+			}
+			s.render(w, http.StatusOK, "confirm", a.Verb+" dead letters of "+queue+"?", confirmView{Act: a, Queue: queue, Sel: sel, Dead: stats[0].Dead})
+			return
+		}
+		v := resultView{Act: a, Queue: queue}
+		if a == actRedrive {
+			var res runtime.RedriveResult
+			res, err = s.admin.RedriveDeadLetters(r.Context(), queue, sel, nil)
+			v.Done, v.Refused, v.NotFound = len(res.Moved), res.Refused, res.NotFound
+		} else {
+			var res runtime.PurgeResult
+			res, err = s.admin.PurgeDeadLetters(r.Context(), queue, sel)
+			v.Done, v.NotFound = res.Purged, res.NotFound
+		}
+		status := http.StatusOK
+		if err != nil {
+			v.Err = err.Error()
+			status = http.StatusBadGateway
+			s.opts.Logger.Error("queuey dashboard: "+a.Path, "queue", queue, "done", v.Done, "err", err)
+		}
+		s.render(w, status, "result", a.Past+" dead letters of "+queue, v)
+	}
+}
+
+// selection reads which dead letters a form selects: all=yes, or one or
+// more id fields.
+func selection(r *http.Request) (runtime.DeadLetterSelector, error) {
+	sel := runtime.DeadLetterSelector{All: r.PostFormValue("all") == "yes"}
+	for _, id := range r.PostForm["id"] {
+		if id != "" && !slices.Contains(sel.IDs, id) {
+			sel.IDs = append(sel.IDs, id)
+		}
+	}
+	switch {
+	case sel.All && len(sel.IDs) > 0:
+		return sel, fmt.Errorf("choose either all dead letters or some by ID, not both")
+	case sel.Empty():
+		return sel, fmt.Errorf("no dead letter selected: tick at least one, or use the button for all")
+	case len(sel.IDs) > maxIDs:
+		return sel, fmt.Errorf("%d dead letters selected; at most %d at once", len(sel.IDs), maxIDs)
+	}
+	return sel, nil
+}

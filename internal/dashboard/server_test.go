@@ -1,0 +1,305 @@
+package dashboard
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+var (
+	letterLink = regexp.MustCompile(`href="/queues/[^/"]+/dead/([^"]+)"`)
+	nextLink   = regexp.MustCompile(`id="next" href="([^"]+)"`)
+)
+
+func TestOverviewListsQueues(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"})
+	status, body := f.get(t, "/")
+	if status != 200 {
+		t.Fatalf("GET / = %d\n%s", status, body)
+	}
+	for _, want := range []string{`data-queue="dash.send"`, `href="/queues/dash.send"`, `data-f="dead">2<`, `id="depth-chart"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview lacks %s\n%s", want, body)
+		}
+	}
+}
+
+func TestStatsJSON(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "boom", job{To: "a@example.com"})
+	status, body := f.get(t, "/api/stats")
+	if status != 200 {
+		t.Fatalf("GET /api/stats = %d\n%s", status, body)
+	}
+	for _, want := range []string{`"queue":"dash.send"`, `"dead":1`, `"samples":[{`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("stats lack %s\n%s", want, body)
+		}
+	}
+}
+
+func TestQueueAndLetterPages(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	ids := f.kill(t, "smtp: 550 mailbox does not exist", job{To: "a@example.com", Note: "hello"})
+	status, body := f.get(t, "/queues/dash.send")
+	if status != 200 {
+		t.Fatalf("GET queue = %d\n%s", status, body)
+	}
+	for _, want := range []string{ids[0], "550 mailbox does not exist", `id="config"`, "max_attempts</th><td>3<", `id="redrive-all"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("queue page lacks %s\n%s", want, body)
+		}
+	}
+	status, body = f.get(t, "/queues/dash.send/dead/"+ids[0])
+	if status != 200 {
+		t.Fatalf("GET letter = %d\n%s", status, body)
+	}
+	for _, want := range []string{"&#34;To&#34;: &#34;a@example.com&#34;", "attempt</th><td>1 of 3", `id="redrive-one"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("letter page lacks %s\n%s", want, body)
+		}
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	for _, path := range []string{"/queues/nope", "/queues/dash.send/dead/nope", "/nope"} {
+		if status, body := f.get(t, path); status != 404 {
+			t.Errorf("GET %s = %d, want 404\n%s", path, status, body)
+		}
+	}
+}
+
+// TestEscaping shows that markup in a payload, a reason and a queue's
+// letters renders as text on every page.
+func TestEscaping(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	ids := f.kill(t, `<img src=x onerror=alert(1)>`, job{To: `<script>alert("x")</script>`})
+	for _, path := range []string{"/queues/dash.send", "/queues/dash.send/dead/" + ids[0]} {
+		status, body := f.get(t, path)
+		if status != 200 {
+			t.Fatalf("GET %s = %d", path, status)
+		}
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
+			t.Errorf("%s holds unescaped markup:\n%s", path, body)
+		}
+		if !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;") {
+			t.Errorf("%s does not show the reason as text:\n%s", path, body)
+		}
+	}
+	_, body := f.get(t, "/queues/dash.send/dead/"+ids[0])
+	if !strings.Contains(body, `&lt;script&gt;alert(\&#34;x\&#34;)&lt;/script&gt;`) {
+		t.Errorf("letter page does not show the payload as text:\n%s", body)
+	}
+}
+
+func TestBrokerPasswordHidden(t *testing.T) {
+	f := newMemFixture(t, Options{Broker: "amqp://ops:s3cret-pw@rabbit.internal:5672/prod"})
+	_, body := f.get(t, "/")
+	if strings.Contains(body, "s3cret-pw") {
+		t.Fatalf("page shows the broker password:\n%s", body)
+	}
+	if !strings.Contains(body, "amqp://ops:xxxxx@rabbit.internal:5672/prod") {
+		t.Errorf("page does not show the redacted broker URL:\n%s", body)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://guest:guest@127.0.0.1:5672/": "amqp://guest:xxxxx@127.0.0.1:5672/",
+		"amqp://127.0.0.1/":                  "amqp://127.0.0.1/",
+		"amqp://u:p%zz@h/":                   "(unparsable URL)",
+		"":                                   "",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRedriveConfirmsThenActs shows that a re-drive first only asks, and
+// moves the letter back to the queue once confirmed.
+func TestRedriveConfirmsThenActs(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	ids := f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"})
+	form := url.Values{"token": {f.srv.token}, "id": {ids[1]}}
+	status, body := f.post(t, "/queues/dash.send/redrive", form, nil)
+	if status != 200 || !strings.Contains(body, `id="confirm"`) || !strings.Contains(body, ids[1]) {
+		t.Fatalf("unconfirmed POST = %d, want a confirmation page naming %s\n%s", status, ids[1], body)
+	}
+	if n := f.dead(t); n != 2 {
+		t.Fatalf("after the confirmation page %d dead letters, want 2: nothing may change before confirming", n)
+	}
+	form.Set("confirm", "yes")
+	status, body = f.post(t, "/queues/dash.send/redrive", form, nil)
+	if status != 200 || !strings.Contains(body, "Re-drove 1 dead letter.") {
+		t.Fatalf("confirmed POST = %d, want the result\n%s", status, body)
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("after the re-drive %d dead letters, want 1", n)
+	}
+	if n := f.b.Len(testQueue); n != 1 {
+		t.Errorf("after the re-drive %d jobs ready, want 1", n)
+	}
+}
+
+func TestPurgeAll(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"}, job{To: "c@example.com"})
+	form := url.Values{"token": {f.srv.token}, "all": {"yes"}}
+	status, body := f.post(t, "/queues/dash.send/purge", form, nil)
+	if status != 200 || !strings.Contains(body, "All dead letters of this queue (3 dead letters now)") {
+		t.Fatalf("unconfirmed purge = %d\n%s", status, body)
+	}
+	form.Set("confirm", "yes")
+	status, body = f.post(t, "/queues/dash.send/purge", form, nil)
+	if status != 200 || !strings.Contains(body, "Purged 3 dead letters.") {
+		t.Fatalf("confirmed purge = %d\n%s", status, body)
+	}
+	if n := f.dead(t); n != 0 {
+		t.Errorf("after purge %d dead letters, want 0", n)
+	}
+}
+
+func TestBadSelection(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	ids := f.kill(t, "boom", job{To: "a@example.com"})
+	for name, form := range map[string]url.Values{
+		"nothing": {"token": {f.srv.token}, "confirm": {"yes"}},
+		"both":    {"token": {f.srv.token}, "confirm": {"yes"}, "all": {"yes"}, "id": {ids[0]}},
+	} {
+		if status, body := f.post(t, "/queues/dash.send/purge", form, nil); status != 400 {
+			t.Errorf("%s: POST = %d, want 400\n%s", name, status, body)
+		}
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("%d dead letters, want 1", n)
+	}
+}
+
+// TestCSRFRefused shows that a POST without this server's token, or from
+// another origin even with it, changes nothing.
+func TestCSRFRefused(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "boom", job{To: "a@example.com"})
+	confirmed := url.Values{"all": {"yes"}, "confirm": {"yes"}}
+	withToken := url.Values{"token": {f.srv.token}, "all": {"yes"}, "confirm": {"yes"}}
+	wrongToken := url.Values{"token": {strings.Repeat("0", 64)}, "all": {"yes"}, "confirm": {"yes"}}
+	cases := []struct {
+		name    string
+		form    url.Values
+		headers map[string]string
+	}{
+		{"no token", confirmed, nil},
+		{"wrong token", wrongToken, nil},
+		{"cross-site fetch", withToken, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"foreign origin", withToken, map[string]string{"Sec-Fetch-Site": "", "Origin": "http://evil.example"}},
+	}
+	for _, c := range cases {
+		for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive"} {
+			status, body := f.post(t, path, c.form, c.headers)
+			if status != 403 || !strings.Contains(body, "refused") {
+				t.Errorf("%s: POST %s = %d, want 403 refused\n%s", c.name, path, status, body)
+			}
+		}
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("after refused POSTs %d dead letters, want 1", n)
+	}
+}
+
+// TestNoActionThroughGET shows that the action URLs do nothing on GET.
+func TestNoActionThroughGET(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "boom", job{To: "a@example.com"})
+	for _, path := range []string{"/queues/dash.send/purge?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/redrive?all=yes&confirm=yes&token=" + f.srv.token} {
+		if status, _ := f.get(t, path); status != 405 {
+			t.Errorf("GET %s = %d, want 405", path, status)
+		}
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("after GETs %d dead letters, want 1", n)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	f := newMemFixture(t, Options{ReadOnly: true})
+	ids := f.kill(t, "boom", job{To: "a@example.com"})
+	for _, path := range []string{"/queues/dash.send", "/queues/dash.send/dead/" + ids[0]} {
+		status, body := f.get(t, path)
+		if status != 200 {
+			t.Fatalf("GET %s = %d", path, status)
+		}
+		for _, hidden := range []string{"<form", "<button", `name="token"`} {
+			if strings.Contains(body, hidden) {
+				t.Errorf("read-only %s shows %s\n%s", path, hidden, body)
+			}
+		}
+		if !strings.Contains(body, `id="read-only"`) {
+			t.Errorf("read-only %s does not say so", path)
+		}
+	}
+	form := url.Values{"token": {f.srv.token}, "all": {"yes"}, "confirm": {"yes"}}
+	for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive"} {
+		if status, body := f.post(t, path, form, nil); status != 403 || !strings.Contains(body, "read-only") {
+			t.Errorf("read-only POST %s = %d, want 403\n%s", path, status, body)
+		}
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("after read-only POSTs %d dead letters, want 1", n)
+	}
+}
+
+func TestLoopbackOnlyRefusesOtherHosts(t *testing.T) {
+	f := newMemFixture(t, Options{LoopbackOnly: true})
+	if status, body := f.get(t, "/"); status != 200 {
+		t.Fatalf("GET / on 127.0.0.1 = %d\n%s", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/", nil)
+	req.Host = "attacker.example:8080"
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := readBody(t, resp); status != 421 {
+		t.Errorf("GET with Host attacker.example = %d, want 421\n%s", status, body)
+	}
+}
+
+func TestPaging(t *testing.T) {
+	f := newMemFixture(t, Options{PageSize: 4})
+	var jobs []job
+	for i := range 10 {
+		jobs = append(jobs, job{To: fmt.Sprintf("u%d@example.com", i)})
+	}
+	ids := f.kill(t, "boom", jobs...)
+	path := "/queues/dash.send"
+	var seen []string
+	for page := 0; path != ""; page++ {
+		if page > 3 {
+			t.Fatal("more than 3 pages of 4 for 10 letters")
+		}
+		status, body := f.get(t, path)
+		if status != 200 {
+			t.Fatalf("GET %s = %d", path, status)
+		}
+		for _, m := range letterLink.FindAllStringSubmatch(body, -1) {
+			seen = append(seen, m[1])
+		}
+		path = ""
+		if m := nextLink.FindStringSubmatch(body); m != nil {
+			path = html.UnescapeString(m[1])
+		}
+	}
+	if !slices.Equal(seen, ids) {
+		t.Errorf("pages showed %v, want every letter once in order %v", seen, ids)
+	}
+}

@@ -1,0 +1,96 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// overview serves the queues table and the chart.
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	snap, _, err := s.hist.get(r.Context())
+	if err != nil {
+		s.failAdmin(w, r, "list queues", err)
+		return
+	}
+	s.render(w, http.StatusOK, "overview", "Queues", snap)
+}
+
+// statsJSON is what /api/stats answers: the latest snapshot and the
+// samples of the chart.
+type statsJSON struct {
+	snapshot
+	Samples []sample `json:"samples"`
+}
+
+// stats serves the live refresh of the overview.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	snap, samples, err := s.hist.get(r.Context())
+	if err != nil {
+		s.opts.Logger.Error("queuey dashboard: stats", "err", err)
+		http.Error(w, "list queues: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(statsJSON{snap, samples})
+}
+
+// queueView is what the queue page shows.
+type queueView struct {
+	Stats   runtime.QueueStats
+	Config  *runtime.QueueConfig
+	Letters []letterRow
+	After   string // the cursor this page starts after, empty on the first
+	Next    string // the cursor of the next page, empty on the last
+}
+
+type letterRow struct {
+	runtime.DeadLetterInfo
+	Summary string
+}
+
+// queue serves one queue's page: stats, config, hold queues and a page of
+// dead letters.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	after := r.URL.Query().Get("after")
+	cfg := s.config(name)
+	stats, err := s.admin.QueueStats(r.Context(), cfg)
+	if err != nil {
+		s.failAdmin(w, r, fmt.Sprintf("queue %q", name), err)
+		return
+	}
+	page, err := s.admin.DeadLetters(r.Context(), name, runtime.DeadLetterPage{After: after, Limit: s.opts.PageSize})
+	if err != nil {
+		s.failAdmin(w, r, fmt.Sprintf("dead letters of %q", name), err)
+		return
+	}
+	v := queueView{Stats: stats[0], After: after, Next: page.Next}
+	if _, ok := s.configs[name]; ok {
+		v.Config = &cfg
+	}
+	v.Stats.Dead = page.Total // the newer count of the two
+	for _, l := range page.Letters {
+		v.Letters = append(v.Letters, letterRow{DeadLetterInfo: l, Summary: summary(l)})
+	}
+	s.render(w, http.StatusOK, "queue", name, v)
+}
+
+// letterView is what the dead letter page shows.
+type letterView struct {
+	Letter  runtime.DeadLetterInfo
+	Payload payloadView
+}
+
+// letter serves one dead letter's page.
+func (s *Server) letter(w http.ResponseWriter, r *http.Request) {
+	queue, id := r.PathValue("queue"), r.PathValue("id")
+	l, err := s.admin.DeadLetter(r.Context(), queue, id)
+	if err != nil {
+		s.failAdmin(w, r, fmt.Sprintf("dead letter %q of %q", id, queue), err)
+		return
+	}
+	s.render(w, http.StatusOK, "letter", "Dead letter "+id, letterView{Letter: l, Payload: showPayload(l)})
+}
