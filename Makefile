@@ -13,8 +13,8 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 .PHONY: test
-test: broker verify ## everything: set-up, verify, unit, golden, conformance and broker tests with -race
-	QUEUEY_REQUIRE_BROKER=1 $(GO) test -race -count=1 -timeout 30m ./...
+test: broker chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race
+	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-short
 test-short: ## unit tests without the broker and without -race
@@ -39,6 +39,14 @@ bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amq
 .PHONY: bench-memory
 bench-memory: ## benchmarks of the in-memory backend only (no broker needed)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/
+
+.PHONY: dashboard
+dashboard: broker ## the web dashboard at http://127.0.0.1:8080/ over the emails example's queues on the local broker, kept busy
+	$(GO) run ./examples/dashboard
+
+.PHONY: chromium
+chromium: ## make sure a headless Chromium is installed for the dashboard's browser tests (installs Debian's chromium)
+	@./scripts/chromium.sh >/dev/null
 
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
