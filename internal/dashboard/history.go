@@ -120,6 +120,9 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 		cfgs[i] = s.config(n)
 	}
 	stats, err := s.admin.QueueStats(ctx, cfgs...)
+	if errors.Is(err, runtime.ErrUnknownQueue) {
+		stats, err = s.statsOneByOne(ctx, cfgs, &snap)
+	}
 	if err != nil {
 		return snap, err
 	}
@@ -137,4 +140,27 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// statsOneByOne asks for each queue's stats on its own, leaving out the
+// queues that were deleted since they were listed, which fail a call for
+// all of them.
+func (s *Server) statsOneByOne(ctx context.Context, cfgs []runtime.QueueConfig, snap *snapshot) ([]runtime.QueueStats, error) {
+	var out []runtime.QueueStats
+	gone := 0
+	for _, c := range cfgs {
+		st, err := s.admin.QueueStats(ctx, c)
+		if errors.Is(err, runtime.ErrUnknownQueue) {
+			gone++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st...)
+	}
+	if gone > 0 {
+		snap.Notes = append(snap.Notes, countText(gone, "queue was", "queues were")+" deleted while the list was read, and left out.")
+	}
+	return out, nil
 }

@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -301,5 +303,28 @@ func TestPaging(t *testing.T) {
 	}
 	if !slices.Equal(seen, ids) {
 		t.Errorf("pages showed %v, want every letter once in order %v", seen, ids)
+	}
+}
+
+// vanishing lists one queue more than exists, as a broker does when a
+// queue is deleted between listing and counting.
+type vanishing struct{ *runtime.MemoryBackend }
+
+func (v vanishing) Queues(ctx context.Context) ([]string, error) {
+	names, err := v.MemoryBackend.Queues(ctx)
+	return append(names, "gone.meanwhile"), err
+}
+
+func TestOverviewSurvivesDeletedQueue(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	srv, err := New(vanishing{f.b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `data-queue="dash.send"`) || !strings.Contains(body, "1 queue was deleted while the list was read") {
+		t.Errorf("GET / = %d, want the queues that exist and a note\n%s", rec.Code, body)
 	}
 }

@@ -1,0 +1,104 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+var _ Admin = (*rabbitmq.Backend)(nil)
+
+// rabbitQueue returns a queue config with a name of its own on the local
+// broker, and deletes the queue and its dead-letter queue after the test.
+func rabbitQueue(t *testing.T, url string) runtime.QueueConfig {
+	t.Helper()
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	cfg := runtime.QueueConfig{Name: "queuey-dash-test." + t.Name() + "." + hex.EncodeToString(suffix), Kind: "job", MaxAttempts: 3}
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			t.Errorf("delete test queues: %v", err)
+			return
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Errorf("delete test queues: %v", err)
+			return
+		}
+		for _, q := range []string{cfg.Name, cfg.Name + ".dead"} {
+			if _, err := ch.QueueDelete(q, false, false, false); err != nil {
+				t.Errorf("delete %s: %v", q, err)
+			}
+		}
+	})
+	return cfg
+}
+
+func dialRabbit(t *testing.T, url string) *rabbitmq.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		// The management API's keep-alive connections, the backend's
+		// and ManagementRates', would outlive the test.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	})
+	return b
+}
+
+// TestBrowserRabbitMQ runs the operator's path in Chromium over real
+// queues on the local broker.
+func TestBrowserRabbitMQ(t *testing.T) {
+	url := brokertest.Require(t)
+	cfg := rabbitQueue(t, url)
+	b := dialRabbit(t, url) // closed after the worker stops
+	rates, err := NewManagementRates(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browse(t, b, b, cfg, url, rates)
+}
+
+// TestManagementRates reads the local broker's rates of a queue it
+// published to.
+func TestManagementRates(t *testing.T) {
+	url := brokertest.Require(t)
+	cfg := rabbitQueue(t, url)
+	b := dialRabbit(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := runtime.NewProducer(ctx, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctx, p, cfg, job{To: "a@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewManagementRates(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.MessageRates(ctx)
+	if err != nil {
+		t.Fatalf("MessageRates: %v (the management plugin is enabled by scripts/broker.sh)", err)
+	}
+	if _, ok := got[cfg.Name]; !ok {
+		t.Errorf("MessageRates has no entry for %s among %d queues", cfg.Name, len(got))
+	}
+}
