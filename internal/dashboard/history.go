@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,7 +109,7 @@ func known(n int) int { return max(n, 0) }
 // see anything is an error.
 func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 	var snap snapshot
-	names, err := s.admin.Queues(ctx)
+	names, err := s.queueNames(ctx)
 	if err != nil {
 		if !errors.Is(err, runtime.ErrCannotList) {
 			return snap, err
@@ -163,4 +164,17 @@ func (s *Server) statsOneByOne(ctx context.Context, cfgs []runtime.QueueConfig, 
 		snap.Notes = append(snap.Notes, countText(gone, "queue was", "queues were")+" deleted while the list was read, and left out.")
 	}
 	return out, nil
+}
+
+// queueNames returns the names of the queues the overview lists.
+func (s *Server) queueNames(ctx context.Context) ([]string, error) {
+	if !s.opts.OnlyConfigured {
+		return s.admin.Queues(ctx)
+	}
+	names := make([]string, 0, len(s.opts.Configs))
+	for _, c := range s.opts.Configs {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }

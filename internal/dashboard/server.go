@@ -34,6 +34,9 @@ type Options struct {
 	// Configs are the queues' configurations as resolved from their
 	// annotations, shown on a queue's page where one matches its name.
 	Configs []runtime.QueueConfig
+	// OnlyConfigured lists only the queues of Configs on the overview,
+	// instead of every queue the Admin finds.
+	OnlyConfigured bool
 	// PageSize is how many dead letters a page shows. Zero means
 	// DefaultPageSize.
 	PageSize int

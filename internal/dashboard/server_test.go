@@ -328,3 +328,21 @@ func TestOverviewSurvivesDeletedQueue(t *testing.T) {
 		t.Errorf("GET / = %d, want the queues that exist and a note\n%s", rec.Code, body)
 	}
 }
+
+func TestOnlyConfigured(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	other := runtime.QueueConfig{Name: "dash.other"}
+	if err := f.b.Declare(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(f.b, Options{Configs: []runtime.QueueConfig{other}, OnlyConfigured: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `data-queue="dash.other"`) || strings.Contains(body, `data-queue="dash.send"`) {
+		t.Errorf("GET / = %d, want dash.other listed and dash.send not\n%s", rec.Code, body)
+	}
+}
