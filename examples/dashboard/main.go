@@ -56,7 +56,7 @@ func run(ctx context.Context, out io.Writer, addr string, readOnly bool) error {
 		return err
 	}
 	defer ln.Close()
-	rates, err := dashboard.NewManagementRates(url)
+	rates, err := dashboard.NewManagementRates(url, "")
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func TestBrowserRabbitMQ(t *testing.T) {
 	url := brokertest.Require(t)
 	cfg := rabbitQueue(t, url)
 	b := dialRabbit(t, url) // closed after the worker stops
-	rates, err := NewManagementRates(url)
+	rates, err := NewManagementRates(url, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestManagementRates(t *testing.T) {
 	if _, err := runtime.Enqueue(ctx, p, cfg, job{To: "a@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewManagementRates(url)
+	r, err := NewManagementRates(url, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -31,25 +32,34 @@ var _ RateReader = (*ManagementRates)(nil)
 // assumes.
 const ManagementPort = 15672
 
-// NewManagementRates returns a reader of the management API that goes with
-// amqpURL: its host on ManagementPort, over https for amqps, with its
-// credentials and virtual host.
-func NewManagementRates(amqpURL string) (*ManagementRates, error) {
+// NewManagementRates returns a reader of the management API for the
+// virtual host of amqpURL. The API is at managementURL (http or https, with
+// credentials in its user info), or, when that is empty, on amqpURL's host
+// at ManagementPort, over https for amqps, with amqpURL's credentials.
+func NewManagementRates(amqpURL, managementURL string) (*ManagementRates, error) {
 	u, err := amqp.ParseURI(amqpURL)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: broker URL %s: %w", Redact(amqpURL), err)
 	}
-	scheme := "http"
-	if u.Scheme == "amqps" {
-		scheme = "https"
+	m := &ManagementRates{user: u.Username, pass: u.Password, vhost: u.Vhost, http: &http.Client{Timeout: 5 * time.Second}}
+	if managementURL == "" {
+		scheme := "http"
+		if u.Scheme == "amqps" {
+			scheme = "https"
+		}
+		m.base = url.URL{Scheme: scheme, Host: net.JoinHostPort(u.Host, strconv.Itoa(ManagementPort))}
+		return m, nil
 	}
-	return &ManagementRates{
-		base:  url.URL{Scheme: scheme, Host: net.JoinHostPort(u.Host, strconv.Itoa(ManagementPort))},
-		user:  u.Username,
-		pass:  u.Password,
-		vhost: u.Vhost,
-		http:  &http.Client{Timeout: 5 * time.Second},
-	}, nil
+	mu, err := url.Parse(managementURL)
+	if err != nil || mu.Host == "" || (mu.Scheme != "http" && mu.Scheme != "https") {
+		return nil, fmt.Errorf("dashboard: management URL %s: want http(s)://user:password@host:port/", Redact(managementURL))
+	}
+	if mu.User != nil {
+		m.user = mu.User.Username()
+		m.pass, _ = mu.User.Password()
+	}
+	m.base = url.URL{Scheme: mu.Scheme, Host: mu.Host, Path: strings.TrimSuffix(mu.Path, "/")}
+	return m, nil
 }
 
 // mgmtQueue is the part of the API's queue listing that holds rates.
@@ -69,8 +79,8 @@ type mgmtQueue struct {
 // virtual host, by name.
 func (m *ManagementRates) MessageRates(ctx context.Context) (map[string]Rates, error) {
 	u := m.base
-	u.Path = "/api/queues/" + m.vhost
-	u.RawPath = "/api/queues/" + url.PathEscape(m.vhost)
+	u.Path = m.base.Path + "/api/queues/" + m.vhost
+	u.RawPath = m.base.EscapedPath() + "/api/queues/" + url.PathEscape(m.vhost)
 	u.RawQuery = url.Values{"columns": {"name,message_stats.publish_details.rate,message_stats.ack_details.rate"}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
 
+	"github.com/queuey/queuey/internal/dashboard"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -82,8 +83,7 @@ func OSEnv() Env {
 // enough: /dev/null is one.)
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-// grammar is the command line. A later "dashboard" command is one more
-// field beside Queues and Dead.
+// grammar is the command line.
 type grammar struct {
 	URL           string `name:"url" placeholder:"URL" help:"AMQP URL of the broker (default: $QUEUEY_AMQP_URL, then ${default_url})."`
 	ManagementURL string `name:"management-url" placeholder:"URL" help:"RabbitMQ management API URL with credentials, used to list hold queues (default: $QUEUEY_MANAGEMENT_URL, then the broker's host on port 15672 with the same credentials)."`
@@ -91,6 +91,8 @@ type grammar struct {
 
 	Queues queuesCmd `cmd:"" help:"Show every queue: ready, in flight, waiting, dead, consumers."`
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
+	// Dashboard serves the same in the browser.
+	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
 }
 
 type deadCmd struct {
@@ -130,7 +132,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		kong.Name("queuey"),
 		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them."),
 		kong.Writers(env.Stdout, env.Stderr),
-		kong.Vars{"default_url": DefaultURL},
+		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/queuey/queuey/internal/dashboard"
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+type dashboardCmd struct {
+	Addr     string   `name:"addr" default:"${dashboard_addr}" help:"Address to serve on. Loopback keeps the dashboard to this machine; any other address lets whoever reaches it re-drive and purge."`
+	ReadOnly bool     `name:"read-only" help:"Hide and refuse re-drive and purge."`
+	Packages []string `arg:"" optional:"" name:"package" help:"Go packages whose //queuey:queue annotations give the queues and their configuration (e.g. ./jobs/...). Without them, every queue the broker knows."`
+}
+
+func (c *dashboardCmd) Run(r *run) error {
+	var configs []runtime.QueueConfig
+	if len(c.Packages) > 0 {
+		var err error
+		if configs, err = annotatedQueues(r.env.Dir, c.Packages); err != nil {
+			return err
+		}
+	}
+	admin, closeFn, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	opts := dashboard.Options{
+		ReadOnly:       c.ReadOnly,
+		Broker:         r.g.URL,
+		Configs:        configs,
+		OnlyConfigured: len(c.Packages) > 0,
+	}
+	if _, ok := admin.(*rabbitmq.Backend); ok && r.g.ManagementURL != rabbitmq.ManagementOff {
+		rates, err := dashboard.NewManagementRates(r.g.URL, r.g.ManagementURL)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		opts.Rates = rates
+	}
+	ln, loopback, err := dashboard.Listen(c.Addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	defer ln.Close()
+	opts.LoopbackOnly = loopback
+	srv, err := dashboard.New(admin, opts)
+	if err != nil {
+		return err
+	}
+	mode := ""
+	if c.ReadOnly {
+		mode = ", read-only"
+	}
+	fmt.Fprintf(r.env.Stdout, "queuey dashboard: http://%s/ over %s%s (Ctrl-C stops)\n", ln.Addr(), dashboard.Redact(r.g.URL), mode)
+	if !loopback {
+		fmt.Fprintf(r.env.Stderr, "queuey dashboard: warning: %s is not a loopback address; whoever reaches it can re-drive and purge\n", c.Addr)
+	}
+	return dashboard.Serve(r.ctx, ln, srv)
+}
