@@ -56,16 +56,11 @@ func run(ctx context.Context, out io.Writer, addr string, readOnly bool) error {
 		return err
 	}
 	defer ln.Close()
-	rates, err := dashboard.NewManagementRates(url, "")
-	if err != nil {
-		return err
-	}
 	srv, err := dashboard.New(b, dashboard.Options{
 		ReadOnly:       readOnly,
 		Broker:         url,
 		Configs:        emails.Queues(),
 		OnlyConfigured: true,
-		Rates:          rates,
 		LoopbackOnly:   loopback,
 		Logger:         log,
 	})

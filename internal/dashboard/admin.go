@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 
+	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -16,6 +17,7 @@ type Admin interface {
 
 // RateReader tells the message rates of queues, for the throughput chart.
 // It is optional: without one the chart shows depth only.
+// *rabbitmq.Backend is one, through the management API.
 type RateReader interface {
 	// MessageRates returns the rates of every queue it knows, by broker
 	// queue name.
@@ -23,9 +25,6 @@ type RateReader interface {
 }
 
 // Rates are message rates of one queue, per second.
-type Rates struct {
-	// Published is the rate of messages published onto the queue.
-	Published float64 `json:"published"`
-	// Handled is the rate of deliveries acked.
-	Handled float64 `json:"handled"`
-}
+type Rates = rabbitmq.QueueRates
+
+var _ RateReader = (*rabbitmq.Backend)(nil)

@@ -207,7 +207,7 @@ func waitDead(t *testing.T, admin Admin, cfg runtime.QueueConfig, n int) {
 // browse runs the whole operator's path in Chromium over b: the overview
 // refreshing live, a queue, a dead letter holding markup, a re-drive whose
 // job is then handled, and a purge.
-func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfig, broker string, rates RateReader) {
+func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfig, broker string) {
 	q := startBrowserQueue(t, b, cfg)
 	ctx := context.Background()
 	p, err := runtime.NewProducer(ctx, b, cfg)
@@ -228,7 +228,7 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 	}
 	waitDead(t, admin, cfg, 3)
 
-	srv, err := New(admin, Options{Broker: broker, Configs: []runtime.QueueConfig{cfg}, LoopbackOnly: true, Rates: rates})
+	srv, err := New(admin, Options{Broker: broker, Configs: []runtime.QueueConfig{cfg}, LoopbackOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,5 +308,5 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 func TestBrowserMemory(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() }) // after the worker stops
-	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: "job", MaxAttempts: 3}, "", nil)
+	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: "job", MaxAttempts: 3}, "")
 }

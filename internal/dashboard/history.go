@@ -130,7 +130,7 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 	var rates map[string]Rates
 	if s.opts.Rates != nil {
 		if rates, err = s.opts.Rates.MessageRates(ctx); err != nil {
-			snap.Notes = append(snap.Notes, "message rates: "+err.Error())
+			snap.Notes = append(snap.Notes, err.Error())
 		}
 	}
 	snap.Queues = make([]queueRow, len(stats))

@@ -40,8 +40,9 @@ type Options struct {
 	// PageSize is how many dead letters a page shows. Zero means
 	// DefaultPageSize.
 	PageSize int
-	// Rates, when set, feeds the throughput chart. Without it the chart
-	// shows depth only.
+	// Rates feeds the throughput chart. Nil means the Admin, when it is a
+	// RateReader (as *rabbitmq.Backend is); without one the chart shows
+	// depth only.
 	Rates RateReader
 	// LoopbackOnly refuses requests whose Host header is not a loopback
 	// name or address (localhost, 127.0.0.0/8, ::1), which stops DNS
@@ -78,6 +79,9 @@ func New(admin Admin, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	opts.Broker = Redact(opts.Broker)
+	if r, ok := admin.(RateReader); ok && opts.Rates == nil {
+		opts.Rates = r
+	}
 	pg, err := parsePages()
 	if err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/queuey/queuey/internal/dashboard"
-	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -32,13 +31,6 @@ func (c *dashboardCmd) Run(r *run) error {
 		Broker:         r.g.URL,
 		Configs:        configs,
 		OnlyConfigured: len(c.Packages) > 0,
-	}
-	if _, ok := admin.(*rabbitmq.Backend); ok && r.g.ManagementURL != rabbitmq.ManagementOff {
-		rates, err := dashboard.NewManagementRates(r.g.URL, r.g.ManagementURL)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		opts.Rates = rates
 	}
 	ln, loopback, err := dashboard.Listen(c.Addr)
 	if err != nil {
