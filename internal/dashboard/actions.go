@@ -13,13 +13,14 @@ type act struct {
 	// Verb names the action in titles ("Re-drive"), Past in results, Path
 	// in URLs.
 	Verb, Past, Path string
-	// What says what it does, for the confirmation page.
-	What string
+	// What says what it does, and Yes labels its button, on the
+	// confirmation page.
+	What, Yes string
 }
 
 var (
-	actRedrive = act{Verb: "Re-drive", Past: "Re-drove", Path: "redrive", What: "put back on the queue with a fresh attempt count"}
-	actPurge   = act{Verb: "Purge", Past: "Purged", Path: "purge", What: "deleted for good"}
+	actRedrive = act{Verb: "Re-drive", Past: "Re-drove", Path: "redrive", What: "put back on the queue with a fresh attempt count", Yes: "Yes, re-drive"}
+	actPurge   = act{Verb: "Purge", Past: "Purged", Path: "purge", What: "deleted for good", Yes: "Yes, purge"}
 )
 
 // maxIDs bounds the IDs one request may select.

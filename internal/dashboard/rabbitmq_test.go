@@ -61,7 +61,7 @@ func dialRabbit(t *testing.T, url string) *rabbitmq.Backend {
 func TestBrowserRabbitMQ(t *testing.T) {
 	url := brokertest.Require(t)
 	cfg := rabbitQueue(t, url)
-	b := dialRabbit(t, url)        // closed after the worker stops
+	b := dialRabbit(t, url)   // closed after the worker stops
 	browse(t, b, b, cfg, url) // the backend is the RateReader too
 }
 
