@@ -41,15 +41,7 @@ answers() {
 	fi
 }
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		die "need root to run: $* (and sudo is not installed)"
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 local_host() {
 	case $host in
@@ -81,8 +73,7 @@ local_host || die "nothing answers at $host:$port, and it is not this machine: s
 if ! command -v rabbitmq-server >/dev/null 2>&1; then
 	command -v apt-get >/dev/null 2>&1 || die "rabbitmq-server is not installed and apt-get is not available: install RabbitMQ (https://www.rabbitmq.com/docs/download) and run this again"
 	say "installing rabbitmq-server with apt-get"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server
+	apt_install rabbitmq-server
 fi
 
 if ! answers; then

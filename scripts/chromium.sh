@@ -29,20 +29,11 @@ if path=$(find_browser); then
 	exit 0
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		die "need root to run: $* (and sudo is not installed)"
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 command -v apt-get >/dev/null 2>&1 || die "no Chromium on PATH and apt-get is not available: install Chromium or set QUEUEY_CHROMIUM to a Chrome or Chromium binary"
 say "installing chromium with apt-get"
-as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >&2
+apt_install chromium fonts-dejavu-core >&2
 path=$(find_browser) || die "apt-get installed chromium but no chromium is on PATH"
 say "installed $path"
 echo "$path"

@@ -317,12 +317,7 @@ func (v vanishing) Queues(ctx context.Context) ([]string, error) {
 
 func TestOverviewSurvivesDeletedQueue(t *testing.T) {
 	f := newMemFixture(t, Options{})
-	srv, err := New(vanishing{f.b}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	rec := serve(t, vanishing{f.b}, Options{}, "/")
 	body := rec.Body.String()
 	if rec.Code != 200 || !strings.Contains(body, `data-queue="dash.send"`) || !strings.Contains(body, "1 queue was deleted while the list was read") {
 		t.Errorf("GET / = %d, want the queues that exist and a note\n%s", rec.Code, body)
@@ -335,14 +330,21 @@ func TestOnlyConfigured(t *testing.T) {
 	if err := f.b.Declare(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(f.b, Options{Configs: []runtime.QueueConfig{other}, OnlyConfigured: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	rec := serve(t, f.b, Options{Configs: []runtime.QueueConfig{other}, OnlyConfigured: true}, "/")
 	body := rec.Body.String()
 	if rec.Code != 200 || !strings.Contains(body, `data-queue="dash.other"`) || strings.Contains(body, `data-queue="dash.send"`) {
 		t.Errorf("GET / = %d, want dash.other listed and dash.send not\n%s", rec.Code, body)
 	}
+}
+
+// serve answers one GET of path by a dashboard over admin, in process.
+func serve(t *testing.T, admin Admin, opts Options, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	srv, err := New(admin, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
 }
