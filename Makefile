@@ -48,6 +48,14 @@ dashboard: broker ## the web dashboard at http://127.0.0.1:8080/ over the emails
 chromium: ## make sure a headless Chromium is installed for the dashboard's browser tests (installs Debian's chromium)
 	@./scripts/chromium.sh >/dev/null
 
+.PHONY: cluster
+cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) beside the main broker
+	./scripts/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## stop the 3-node test cluster and remove its state
+	./scripts/cluster.sh down
+
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
 	./scripts/broker.sh
