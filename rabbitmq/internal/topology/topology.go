@@ -4,9 +4,12 @@
 // For logical queue q:
 //
 //	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue
-//	q.dead             durable (the broker's default type)
+//	q.dead             durable (the broker's default type); quorum when q is
 //	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms} same as q.retry.{ttl_ms}
+//
+// A quorum q has quorum hold queues instead (QuorumHold): at-least-once
+// dead-lettering, no x-expires, and TTLs on a bounded ladder (QuorumRung).
 package topology
 
 import (
@@ -188,12 +191,8 @@ func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration
 		return Queue{}, 0, fmt.Errorf("%s wait on queue %q: delay %v has no hold queue", kind, name, delay)
 	}
 	ttl := d.Milliseconds()
-	suffix := n.RetrySuffix
-	if kind == Deferred {
-		suffix = n.DeferredSuffix
-	}
 	return Queue{
-		Name: fmt.Sprintf("%s%s.%d", name, suffix, ttl),
+		Name: n.holdName(name, kind, ttl),
 		Args: amqp.Table{
 			ArgQueueType:            string(runtime.QueueClassic),
 			ArgMessageTTL:           int32(ttl),
@@ -202,4 +201,14 @@ func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration
 			ArgExpires:              int64(2 * ttl), // up to 2^32-2: past int32
 		},
 	}, d, nil
+}
+
+// holdName names the hold queue of logical queue name, of kind, with a TTL
+// of ttl milliseconds: "<name><suffix>.<ttl>". n has its defaults set.
+func (n Names) holdName(name string, kind HoldKind, ttl int64) string {
+	suffix := n.RetrySuffix
+	if kind == Deferred {
+		suffix = n.DeferredSuffix
+	}
+	return fmt.Sprintf("%s%s.%d", name, suffix, ttl)
 }
