@@ -39,6 +39,7 @@ type Backend struct {
 	pub      *publisher
 	decl     *declarer
 	holds    singleflight.Group // hold-queue declares in flight, by name
+	warned   sync.Map           // keys of warnings given once
 	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer
@@ -185,8 +186,8 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
 	}
 	if !b.opts.NoDeadLetterQueues {
-		dead := b.names.Dead(q.Name)
-		if err := b.decl.declare(ctx, dead); err != nil {
+		if err := b.declareDead(ctx, q); err != nil {
+			dead := b.deadQueue(q)
 			if isCode(err, amqp.PreconditionFailed) {
 				return mismatchError(dead, err, true)
 			}

@@ -63,14 +63,18 @@ func (b *Backend) TakeDeadLetters(ctx context.Context, queue string, max int) ([
 // owns that queue, so when the publish comes back unroutable (someone
 // deleted it), it declares the queue again and publishes once more.
 func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dead := b.names.Dead(queue)
+	q, qerr := b.declared(queue)
+	if qerr != nil {
+		q = runtime.QueueConfig{Name: queue}
+	}
+	dead := b.deadQueue(q)
 	first := msg
 	first.Headers = maps.Clone(msg.Headers)
 	err := b.pub.publish(ctx, "", dead.Name, first)
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
-	if derr := b.decl.declare(ctx, dead); derr != nil {
+	if derr := b.declareDead(ctx, q); derr != nil {
 		if isCode(derr, amqp.PreconditionFailed) {
 			derr = mismatchError(dead, derr, true)
 		}

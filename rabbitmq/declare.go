@@ -107,7 +107,7 @@ func mismatchError(q topology.Queue, err error, dead bool) error {
 	switch {
 	case !ok:
 	case dead:
-		asItIs = fmt.Sprintf("or turn dead-letter queues off (Options.NoDeadLetterQueues) and route dead jobs by broker policy; the backend declares dead-letter queues without arguments, and this one has %s", describeArg(arg, current, present))
+		asItIs = fmt.Sprintf("or turn dead-letter queues off (Options.NoDeadLetterQueues) and route dead jobs by broker policy; the backend declares dead-letter queues without arguments (but x-queue-type=quorum beside a quorum queue), and this one has %s", describeArg(arg, current, present))
 	case arg == topology.ArgQueueType && present:
 		asItIs = fmt.Sprintf("or declare it as it is: queue_type=%s", current)
 	case arg == topology.ArgMaxPriority && present && q.Args[topology.ArgQueueType] == string(runtime.QueueQuorum):

@@ -39,7 +39,9 @@ const holdDeclareTimeout = 30 * time.Second
 
 // queueDelayer holds each distinct delay in a hold queue whose queue-level
 // TTL dead-letters its messages back to q. The hold queue is declared right
-// before each publish to it, which renews its x-expires lease.
+// before each publish to it, which renews a classic one's x-expires lease;
+// quorum hold queues have no lease, their number being bounded by a ladder
+// of delays (topology.QuorumRung).
 type queueDelayer struct {
 	b *Backend
 }
@@ -48,7 +50,7 @@ func (d queueDelayer) prepare(context.Context, runtime.QueueConfig) error { retu
 func (d queueDelayer) declare(context.Context, runtime.QueueConfig) error { return nil }
 
 func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
-	hold, _, err := d.b.names.Hold(q.Name, kind, delay, d.b.opts.Granularity)
+	hold, err := d.b.holdQueue(q, kind, delay)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,11 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	res := d.b.holds.DoChan(hold.Name, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
-		return nil, d.b.decl.declare(dctx, hold)
+		err := d.b.decl.declare(dctx, hold)
+		if legacy, ok := d.b.legacyHold(q, kind, hold, err); ok {
+			err = d.b.decl.declare(dctx, legacy)
+		}
+		return nil, err
 	})
 	select {
 	case r := <-res:

@@ -1,0 +1,84 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+// holdQueue returns the hold queue of q for a wait of delay: a quorum one
+// on the bounded ladder of topology.QuorumRung when q is a quorum queue, so
+// waits are replicated like q, and a classic one otherwise.
+func (b *Backend) holdQueue(q runtime.QueueConfig, kind topology.HoldKind, delay time.Duration) (topology.Queue, error) {
+	if q.QueueType == runtime.QueueQuorum {
+		h, _, err := b.names.QuorumHold(q.Name, kind, delay, b.opts.Granularity)
+		return h, err
+	}
+	h, _, err := b.names.Hold(q.Name, kind, delay, b.opts.Granularity)
+	return h, err
+}
+
+// legacyHold returns the classic hold queue that an older version of
+// this backend declared for quorum hold queue h of q, when h's declare was
+// refused because that queue exists: it keeps working (it dead-letters into
+// q), so waits go there, with a warning, until it expires on its own, at
+// most two TTLs after its last declare.
+func (b *Backend) legacyHold(q runtime.QueueConfig, kind topology.HoldKind, h topology.Queue, err error) (topology.Queue, bool) {
+	if q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
+		return h, false
+	}
+	arg, current, present, ok := inequivalent(err)
+	if !ok || arg != topology.ArgQueueType || (present && current != string(runtime.QueueClassic)) {
+		return h, false
+	}
+	ttl := time.Duration(h.Args[topology.ArgMessageTTL].(int32)) * time.Millisecond
+	classic, _, cerr := b.names.Hold(q.Name, kind, ttl, time.Millisecond)
+	if cerr != nil || classic.Name != h.Name {
+		return h, false
+	}
+	b.warnOnce("hold:"+h.Name, "queuey: a classic hold queue of a quorum queue exists from an earlier version; waits go there, unreplicated, until it expires on its own (two TTLs after its last use), after which a quorum hold queue replaces it",
+		"queue", q.Name, "hold_queue", h.Name)
+	return classic, true
+}
+
+// deadQueue returns the dead-letter queue of q: quorum when q is.
+func (b *Backend) deadQueue(q runtime.QueueConfig) topology.Queue {
+	if q.QueueType == runtime.QueueQuorum {
+		return b.names.QuorumDead(q.Name)
+	}
+	return b.names.Dead(q.Name)
+}
+
+// declareDead declares the dead-letter queue of q. A quorum q whose
+// dead-letter queue already exists as a classic queue (declared by an
+// earlier version) keeps it: dead jobs still land there, unreplicated, and
+// a warning, once per queue, says how to migrate. Any other refusal is
+// returned as the broker's error.
+func (b *Backend) declareDead(ctx context.Context, q runtime.QueueConfig) error {
+	dead := b.deadQueue(q)
+	err := b.decl.declare(ctx, dead)
+	if err == nil || q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
+		return err
+	}
+	arg, current, present, ok := inequivalent(err)
+	if !ok || arg != topology.ArgQueueType || (present && current != string(runtime.QueueClassic)) {
+		return err
+	}
+	b.warnOnce("dead:"+dead.Name, fmt.Sprintf("queuey: the dead-letter queue of quorum queue %q is a classic queue from an earlier version; it is kept, so dead jobs are not replicated. "+
+		"To migrate: stop the producers and workers of %q, move the messages of %q elsewhere (a shovel, or read and re-publish them), delete %q, and start them again: the next declare makes it a quorum queue",
+		q.Name, q.Name, dead.Name, dead.Name), "queue", q.Name, "dead_letter_queue", dead.Name)
+	return nil
+}
+
+// warnOnce logs msg at warning level the first time key is seen by this
+// backend.
+func (b *Backend) warnOnce(key, msg string, args ...any) {
+	if _, seen := b.warned.LoadOrStore(key, struct{}{}); !seen {
+		b.log.Warn(msg, args...)
+	}
+}
