@@ -1,0 +1,221 @@
+// Package clustertest runs tests on the three-node RabbitMQ cluster of
+// scripts/cluster.sh (nodes qa1..qa3@localhost, AMQP on 127.0.0.1:5681-5683),
+// beside the main broker and never touching it: it starts the cluster from
+// a package's TestMain (Setup), kills and restarts nodes, finds a quorum queue's
+// leader, and measures what a client saw around each kill (Ledger, Gaps).
+//
+// A test that kills a node restarts it when it ends, so the cluster is left
+// running for the next test; `make cluster-down` stops it.
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Nodes is how many nodes the cluster has; they are numbered 1..Nodes.
+const Nodes = 3
+
+// upTimeout bounds starting the whole cluster; nodeTimeout one node.
+const (
+	upTimeout   = 5 * time.Minute
+	nodeTimeout = 2 * time.Minute
+)
+
+// URL is the AMQP URL of node n (1..Nodes).
+func URL(n int) string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", Port(n)) }
+
+// Port is the AMQP port of node n.
+func Port(n int) int { return 5680 + n }
+
+// Node returns the number of the node named name ("qa2@localhost" is 2),
+// or 0.
+func Node(name string) int {
+	for n := 1; n <= Nodes; n++ {
+		if name == fmt.Sprintf("qa%d@localhost", n) {
+			return n
+		}
+	}
+	return 0
+}
+
+var (
+	upOnce sync.Once
+	upErr  error
+)
+
+// Setup starts the cluster, unless every node already answers; call it
+// from TestMain. When the cluster cannot start, the reason is printed and
+// Require skips each test with it, or fails it under CI or
+// QUEUEY_REQUIRE_BROKER.
+func Setup() {
+	upOnce.Do(func() { upErr = up() })
+	if upErr != nil {
+		fmt.Fprintf(os.Stderr, "clustertest: %v\n", upErr)
+	}
+}
+
+// Require skips tb when the cluster did not start, or fails it under CI
+// or QUEUEY_REQUIRE_BROKER.
+func Require(tb testing.TB) {
+	tb.Helper()
+	upOnce.Do(func() { upErr = up() })
+	if upErr == nil {
+		return
+	}
+	msg := fmt.Sprintf("the test cluster did not start: %v (make cluster starts it)", upErr)
+	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+func up() error {
+	if allAnswer() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+	defer cancel()
+	_, err := script(ctx, "up")
+	return err
+}
+
+func allAnswer() bool {
+	for n := 1; n <= Nodes; n++ {
+		if !Answers(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// Answers reports whether node n accepts TCP connections on its AMQP port.
+func Answers(n int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(Port(n))), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// Kill kills node n with SIGKILL (the script checks that the pid is that
+// node's beam) and returns when it is dead. Node n is started again when
+// tb ends, if it is still down then.
+func Kill(tb testing.TB, n int) time.Time {
+	tb.Helper()
+	tb.Cleanup(func() {
+		if !Answers(n) {
+			Start(tb, n)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
+	defer cancel()
+	if _, err := script(ctx, "kill", strconv.Itoa(n)); err != nil {
+		tb.Fatalf("kill node %d: %v", n, err)
+	}
+	return time.Now()
+}
+
+// Start starts node n again and returns once its app runs.
+func Start(tb testing.TB, n int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
+	defer cancel()
+	if _, err := script(ctx, "start", strconv.Itoa(n)); err != nil {
+		tb.Fatalf("start node %d: %v", n, err)
+	}
+}
+
+// Queue is what rabbitmqctl says about a queue.
+type Queue struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Leader   string `json:"leader"`
+	Messages int    `json:"messages"`
+}
+
+// Queues lists the queues whose names start with prefix, asking node n
+// (any running node sees the whole cluster). A quorum queue's Leader is
+// its leader's node name (see Node).
+func Queues(tb testing.TB, n int, prefix string) []Queue {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
+	defer cancel()
+	out, err := script(ctx, "ctl", strconv.Itoa(n), "list_queues", "name", "type", "leader", "messages", "-q", "--formatter", "json")
+	if err != nil {
+		tb.Fatalf("list queues on node %d: %v", n, err)
+	}
+	var all []Queue
+	if err := json.Unmarshal(out, &all); err != nil {
+		tb.Fatalf("list queues on node %d: %v in %q", n, err, out)
+	}
+	var qs []Queue
+	for _, q := range all {
+		if strings.HasPrefix(q.Name, prefix) {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
+// Leader returns the node that leads quorum queue name, asking node n.
+func Leader(tb testing.TB, n int, name string) int {
+	tb.Helper()
+	for _, q := range Queues(tb, n, name) {
+		if q.Name == name {
+			if l := Node(q.Leader); l != 0 {
+				return l
+			}
+			tb.Fatalf("queue %q: leader %q is not a node of the cluster", name, q.Leader)
+		}
+	}
+	tb.Fatalf("queue %q not found on node %d", name, n)
+	return 0
+}
+
+// script runs scripts/cluster.sh with args and returns its stdout.
+func script(ctx context.Context, args ...string) ([]byte, error) {
+	path, err := scriptPath()
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", path, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// scriptPath finds scripts/cluster.sh in the module root, above the
+// working directory of the test.
+func scriptPath() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "scripts", "cluster.sh"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory: cannot find scripts/cluster.sh")
+		}
+		dir = parent
+	}
+}
