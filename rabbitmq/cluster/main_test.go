@@ -69,4 +69,3 @@ func onNode(n int) func(t *testing.T) runtime.Backend {
 		return cleaningBackend{Backend: clustertest.Dial(t, n, rabbitmq.Options{}), t: t}
 	}
 }
-

@@ -1,0 +1,44 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// stopTimeout bounds a worker's shutdown in these tests.
+const stopTimeout = 30 * time.Second
+
+// RunWorker runs a worker of b with h on q until tb ends or stop is
+// called; stop returns once Run has, failing tb when Run took longer than
+// its bound or failed.
+func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h func(ctx context.Context, job T) error) (stop func()) {
+	tb.Helper()
+	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), runtime.WithShutdownTimeout(10*time.Second))
+	runtime.Handle(w, q, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-errc:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					tb.Errorf("worker Run: %v", err)
+				}
+			case <-time.After(stopTimeout):
+				tb.Errorf("worker Run did not return %v after its context ended", stopTimeout)
+			}
+		})
+	}
+	tb.Cleanup(stop)
+	return stop
+}
