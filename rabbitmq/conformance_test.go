@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"
 )
@@ -29,8 +30,9 @@ func TestConformanceQuorum(t *testing.T) {
 }
 
 // cleaningBackend deletes the queues declared through it, their dead-letter
-// queues and their delay exchanges, if any, when the test ends; hold queues
-// expire on their own.
+// queues, their quorum hold queues (which never expire) and their delay
+// exchanges, if any, when the test ends; classic hold queues expire on
+// their own.
 type cleaningBackend struct {
 	*rabbitmq.Backend
 	mu    sync.Mutex
@@ -48,14 +50,14 @@ func newCleaningBackend(t *testing.T) runtime.Backend {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, name := range c.names {
-			for _, q := range []string{name, name + ".dead"} {
-				ch, err := conn.Channel()
-				if err != nil {
-					return
-				}
-				_, _ = ch.QueueDelete(q, false, false, false)
-				ch.Close()
+			ch, err := conn.Channel()
+			if err != nil {
+				return
 			}
+			for _, q := range append([]string{name, name + ".dead"}, topology.Names{}.QuorumHolds(name, 0)...) {
+				_, _ = ch.QueueDelete(q, false, false, false) // deleting what does not exist is no error
+			}
+			ch.Close()
 			if ch, err := conn.Channel(); err == nil {
 				_ = ch.ExchangeDelete(name+".delay", false, false) // a 404 closes only ch
 				ch.Close()

@@ -68,8 +68,10 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
 		err := d.b.decl.declare(dctx, hold)
-		if legacy, ok := d.b.legacyHold(q, kind, hold, err); ok {
-			err = d.b.decl.declare(dctx, legacy)
+		if legacy, ok := d.b.legacyHold(q, kind, hold, err); ok && d.b.decl.declare(dctx, legacy) == nil {
+			d.b.warnOnce("hold:"+hold.Name, "queuey: a classic hold queue of a quorum queue exists from an earlier version; waits go there, unreplicated, until it expires on its own (two TTLs after its last use), after which a quorum hold queue replaces it",
+				"queue", q.Name, "hold_queue", hold.Name)
+			err = nil
 		}
 		return nil, err
 	})

@@ -23,17 +23,14 @@ func (b *Backend) holdQueue(q runtime.QueueConfig, kind topology.HoldKind, delay
 	return h, err
 }
 
-// legacyHold returns the classic hold queue that an older version of
-// this backend declared for quorum hold queue h of q, when h's declare was
-// refused because that queue exists: it keeps working (it dead-letters into
-// q), so waits go there, with a warning, until it expires on its own, at
-// most two TTLs after its last declare.
+// legacyHold returns the classic hold queue that an earlier version of
+// this backend declared under the name of quorum hold queue h of q, when
+// h's declare was refused (err): a declare that matches it again is the
+// test that it is that queue. It keeps working (it dead-letters into q),
+// so waits go there, with a warning, until it expires on its own, two
+// TTLs after its last declare.
 func (b *Backend) legacyHold(q runtime.QueueConfig, kind topology.HoldKind, h topology.Queue, err error) (topology.Queue, bool) {
 	if q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
-		return h, false
-	}
-	arg, current, present, ok := inequivalent(err)
-	if !ok || arg != topology.ArgQueueType || (present && current != string(runtime.QueueClassic)) {
 		return h, false
 	}
 	ttl := time.Duration(h.Args[topology.ArgMessageTTL].(int32)) * time.Millisecond
@@ -41,8 +38,6 @@ func (b *Backend) legacyHold(q runtime.QueueConfig, kind topology.HoldKind, h to
 	if cerr != nil || classic.Name != h.Name {
 		return h, false
 	}
-	b.warnOnce("hold:"+h.Name, "queuey: a classic hold queue of a quorum queue exists from an earlier version; waits go there, unreplicated, until it expires on its own (two TTLs after its last use), after which a quorum hold queue replaces it",
-		"queue", q.Name, "hold_queue", h.Name)
 	return classic, true
 }
 
@@ -65,8 +60,9 @@ func (b *Backend) declareDead(ctx context.Context, q runtime.QueueConfig) error 
 	if err == nil || q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
 		return err
 	}
-	arg, current, present, ok := inequivalent(err)
-	if !ok || arg != topology.ArgQueueType || (present && current != string(runtime.QueueClassic)) {
+	// A declare that matches it again is the test that it is the classic
+	// queue an earlier version declared.
+	if b.decl.declare(ctx, b.names.Dead(q.Name)) != nil {
 		return err
 	}
 	b.warnOnce("dead:"+dead.Name, fmt.Sprintf("queuey: the dead-letter queue of quorum queue %q is a classic queue from an earlier version; it is kept, so dead jobs are not replicated. "+

@@ -1,0 +1,113 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+// warnings drains logs and returns the messages of its warnings.
+func warnings(logs records) []string {
+	var warned []string
+	for len(logs) > 0 {
+		if rec := <-logs; rec.Level == slog.LevelWarn {
+			warned = append(warned, rec.Message)
+		}
+	}
+	return warned
+}
+
+// TestQuorumKeepsClassicDeadQueue: a quorum queue whose classic
+// dead-letter queue exists from an earlier version declares without
+// PRECONDITION_FAILED, warns once with the migration steps, and still
+// dead-letters into the classic queue.
+func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
+	logs := make(records, 64)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, 0
+	if _, err := rawChannel(t).QueueDeclare(q.Name+".dead", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatalf("declare over a classic dead-letter queue: %v", err)
+	}
+	if err := b.Declare(ctxT(t), q); err != nil {
+		t.Fatalf("second declare: %v", err)
+	}
+	warned := warnings(logs)
+	if len(warned) != 1 || !strings.Contains(warned[0], "classic queue from an earlier version") || !strings.Contains(warned[0], "To migrate") {
+		t.Errorf("warned %q, want one warning with the migration steps", warned)
+	}
+	id, err := runtime.Enqueue(ctxT(t), p, q, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, b, q, func(context.Context, int) error { return runtime.Permanent(errors.New("no")) })
+	deadline := time.Now().Add(wait)
+	for {
+		dl, err := b.TakeDeadLetters(ctxT(t), q.Name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dl) == 1 {
+			if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+				t.Fatalf("dead letter %+v, want job %s", dl[0], id)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter after %v", wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+	if w := warnings(logs); len(w) != 0 {
+		t.Errorf("warned again: %q", w)
+	}
+}
+
+// TestQuorumUsesLegacyClassicHold: a classic hold queue left by an earlier
+// version under the name a quorum hold queue now takes is used as it is,
+// with one warning, instead of failing the wait.
+func TestQuorumUsesLegacyClassicHold(t *testing.T) {
+	logs := make(records, 64)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	q := runtime.DefaultQueueConfig(queueName(t, ".deferred.2000"))
+	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, 0
+	legacy, _, err := topology.Names{}.Hold(q.Name, topology.Deferred, 2*time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawChannel(t).QueueDeclare(legacy.Name, true, false, false, false, legacy.Args); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 2 {
+		if _, err := runtime.Enqueue(ctxT(t), p, q, 1, runtime.WithDelay(1500*time.Millisecond)); err != nil {
+			t.Fatalf("delayed enqueue onto a legacy classic hold queue: %v", err)
+		}
+	}
+	back := make(chan time.Time, 2)
+	runWorker(t, b, q, func(context.Context, int) error { back <- time.Now(); return nil })
+	for range 2 {
+		if got := within(t, back, "a delayed job").Sub(start); got < 2*time.Second {
+			t.Errorf("delayed job back after %v, want at least 2s", got)
+		}
+	}
+	warned := warnings(logs)
+	if len(warned) != 1 || !strings.Contains(warned[0], "classic hold queue") {
+		t.Errorf("warned %q, want one warning about the classic hold queue", warned)
+	}
+}
