@@ -21,29 +21,19 @@ func (g *Gaps) Mark(t time.Time) {
 	g.mu.Unlock()
 }
 
-// Longest returns the longest stretch without events that overlaps
-// [from, to]: between two consecutive events, from the last event before
-// from to the first after it, or, when no event follows, up to to. It is
-// zero when events never stop for longer than their spacing.
+// Longest returns the longest stretch between two consecutive events
+// that overlaps [from, to]. Time after the last event is not counted: a
+// run that stops for good never settles, which its ledger shows.
 func (g *Gaps) Longest(from, to time.Time) time.Duration {
 	g.mu.Lock()
 	marks := slices.Clone(g.marks)
 	g.mu.Unlock()
 	slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
 	var longest time.Duration
-	prev := time.Time{}
-	for _, m := range marks {
-		if !prev.IsZero() && !m.Before(from) && !prev.After(to) {
-			longest = max(longest, m.Sub(prev))
+	for i := 1; i < len(marks); i++ {
+		if !marks[i].Before(from) && !marks[i-1].After(to) {
+			longest = max(longest, marks[i].Sub(marks[i-1]))
 		}
-		prev = m
-	}
-	if !prev.IsZero() && prev.Before(to) {
-		start := prev
-		if start.Before(from) {
-			start = from
-		}
-		longest = max(longest, to.Sub(start))
 	}
 	return longest
 }
