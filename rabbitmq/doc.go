@@ -22,18 +22,18 @@
 // For a logical queue q:
 //
 //	q                    durable; x-queue-type; x-max-priority = max_priority when > 0 on a classic queue
-//	q.dead               durable: jobs out of attempts, permanent failures, poison
+//	q.dead               durable: jobs out of attempts, permanent failures, poison; quorum when q is
 //	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms}  same as q.retry.{ttl_ms}
+//
+// A quorum q has quorum hold queues instead (see Quorum queues).
 //
 // The suffixes are Options fields. In the default delay mode every wait
 // (retry, deferral, delayed enqueue) goes to a hold queue whose queue-level TTL is the wait, rounded
 // up to Options.Granularity (1s by default), so that every wait leaves in
 // publish order and on time. A hold queue is declared right before each
-// publish to it, which renews its x-expires lease; an idle one deletes
-// itself. Hold queues are always classic, whatever q is, since a quorum
-// queue's lease is not renewed by a redeclare; so they are not replicated
-// as a quorum q is: a wait lives on one node until it is due. Waits above runtime.MaxDeferral after rounding
+// publish to it, which renews a classic one's x-expires lease; an idle
+// classic one deletes itself. Waits above runtime.MaxDeferral after rounding
 // are refused with runtime.ErrDelayTooLong, never clamped, and a wait onto a
 // queue not declared through the backend in this process is
 // runtime.ErrUnknownQueue: the broker drops a TTL expiry into a missing queue
@@ -44,12 +44,13 @@
 // the backlog). The envelope keeps the job's own priority, which a retry
 // travels at.
 //
-// Caveat of waits in hold queues: when a wait is due, the broker
+// Caveat of waits in classic hold queues: when a wait is due, the broker
 // dead-letters it from the hold queue back to q, and that move is
 // at-most-once inside the broker: it is not confirmed, so a node failing
 // at that moment, or q missing (deleted behind the backend's back), loses
 // the job, with nothing returned and nothing logged. Publishing into the
-// hold queue is confirmed; the way out of it is not.
+// hold queue is confirmed; the way out of it is not. Quorum hold queues
+// move at least once (below).
 //
 // Declaring q over an existing queue with other arguments fails with
 // ErrQueueMismatch (which is runtime.ErrQueueMismatch), naming the queue
@@ -60,6 +61,23 @@
 // without one (deferral still works then but returns FIFO).
 //
 // # Quorum queues
+//
+// A quorum q gets quorum hold queues and a quorum q.dead, replicated like
+// q: hold queues with x-dead-letter-strategy=at-least-once and
+// x-overflow=reject-publish (RabbitMQ 3.10+), so an expired wait leaves its
+// hold queue only once q has it (it may arrive twice, never not at all),
+// and a wait carries on when the node leading its hold queue dies. They
+// have no x-expires: a quorum queue's lease is not renewed by a redeclare,
+// and delete if-empty is refused (540, closing the connection), so nothing
+// could clean them up without risking a waiting job. Their number is
+// bounded instead: a quorum wait is rounded up past the granularity to a
+// ladder, exact up to 8 granularities and then four rungs per doubling
+// (10s, 12s, 14s, 16s, 20s, ...), never shorter than asked and at most a
+// quarter plus a granularity longer, which makes at most 77 hold queues of
+// each kind per queue at 1s granularity. A classic q.dead or hold queue
+// left by an earlier version is kept and used, with a warning once, never
+// PRECONDITION_FAILED.
+//
 //
 // A quorum queue is never declared with x-max-priority, whatever the
 // broker's version (read from the connection's server properties):
@@ -169,10 +187,9 @@
 // channels of their own, and other publishes in flight are not hit.
 //
 // The plugin keeps delayed messages on the node that received them, one
-// copy, not replicated, and it is not meant for hundreds of thousands of
-// waiting messages. Hold queues are not replicated either (they are
-// classic queues), so neither mode replicates a wait; only q, when it is a
-// quorum queue, holds its jobs on several nodes.
+// copy, not replicated, even for a quorum q, and it is not meant for
+// hundreds of thousands of waiting messages. Only hold queues of a quorum
+// q replicate waits.
 //
 // # Operating: the admin API
 //
