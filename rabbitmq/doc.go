@@ -78,7 +78,6 @@
 // left by an earlier version is kept and used, with a warning once, never
 // PRECONDITION_FAILED.
 //
-//
 // A quorum queue is never declared with x-max-priority, whatever the
 // broker's version (read from the connection's server properties):
 // RabbitMQ 3.x quorum queues refuse it, and 4.x quorum queues refuse it
