@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -165,22 +164,7 @@ func queueLen(t *testing.T, ch *amqp.Channel, queue string) int {
 // called.
 func runWorker[T any](t *testing.T, b *rabbitmq.Backend, q runtime.QueueConfig, h func(ctx context.Context, job T) error) (stop func()) {
 	t.Helper()
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
-	runtime.Handle(w, q, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := within(t, errc, "the worker to stop"); err != nil {
-				t.Errorf("worker Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return brokertest.RunWorker(t, b, q, h)
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -47,7 +48,7 @@ func TestQuorumHoldQueuesBounded(t *testing.T) {
 	}
 	var deferred atomic.Int32
 	done := make(chan struct{})
-	stop := clustertest.RunWorker(t, b, q, func(ctx context.Context, j job) error {
+	stop := brokertest.RunWorker(t, b, q, func(ctx context.Context, j job) error {
 		if deferred.Add(1) == jobs {
 			close(done)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -80,7 +81,7 @@ func (s scenario) run(t *testing.T) (clustertest.Tally, []killReport) {
 		count    int
 		progress = make(chan struct{}, 1)
 	)
-	clustertest.RunWorker(t, clustertest.Dial(t, s.worker, s.opts), q, func(ctx context.Context, j job) error {
+	brokertest.RunWorker(t, clustertest.Dial(t, s.worker, s.opts), q, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		handled.Mark(time.Now())
 		if ledger.Handled(info.ID) {

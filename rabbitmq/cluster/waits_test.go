@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -71,7 +72,7 @@ func TestQuorumWaitsSurviveLeaderKill(t *testing.T) {
 		cameEarly []string
 	)
 	firstRuns := make(chan struct{}, jobs)
-	clustertest.RunWorker(t, clustertest.Dial(t, 2, rabbitmq.Options{}), q, func(ctx context.Context, j job) error {
+	brokertest.RunWorker(t, clustertest.Dial(t, 2, rabbitmq.Options{}), q, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		now := time.Now()
 		mu.Lock()

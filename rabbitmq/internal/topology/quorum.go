@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"math/bits"
 	"time"
 
@@ -90,26 +89,16 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 // runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong; a delay of
 // zero or less has no hold queue and is an error too.
 func (n Names) QuorumHold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
-	n = n.WithDefaults()
-	d, err := QuorumRung(delay, granularity)
-	if err != nil {
-		return Queue{}, 0, fmt.Errorf("%s wait on queue %q: %w", kind, name, err)
-	}
-	if d <= 0 {
-		return Queue{}, 0, fmt.Errorf("%s wait on queue %q: delay %v has no hold queue", kind, name, delay)
-	}
-	ttl := d.Milliseconds()
-	return Queue{
-		Name: n.holdName(name, kind, ttl),
-		Args: amqp.Table{
+	return n.hold(name, kind, delay, granularity, QuorumRung, func(ttl int64) amqp.Table {
+		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueQuorum),
 			ArgMessageTTL:           int32(ttl),
 			ArgDeadLetterExchange:   "",
 			ArgDeadLetterRoutingKey: name,
 			ArgDeadLetterStrategy:   AtLeastOnce,
 			ArgOverflow:             RejectPublish,
-		},
-	}, d, nil
+		}
+	})
 }
 
 // QuorumHolds returns the names of every hold queue, of both kinds, a

@@ -182,8 +182,22 @@ func (k HoldKind) String() string {
 // A delay above runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong;
 // a delay of zero or less has no hold queue and is an error too.
 func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
+	return n.hold(name, kind, delay, granularity, runtime.RoundDelay, func(ttl int64) amqp.Table {
+		return amqp.Table{
+			ArgQueueType:            string(runtime.QueueClassic),
+			ArgMessageTTL:           int32(ttl),
+			ArgDeadLetterExchange:   "",
+			ArgDeadLetterRoutingKey: name,
+			ArgExpires:              2 * ttl, // up to 2^32-2: past int32
+		}
+	})
+}
+
+// hold returns the hold queue of name of kind for delay, rounded with
+// round, and declared with args of its TTL in milliseconds.
+func (n Names) hold(name string, kind HoldKind, delay, granularity time.Duration, round func(d, g time.Duration) (time.Duration, error), args func(ttl int64) amqp.Table) (Queue, time.Duration, error) {
 	n = n.WithDefaults()
-	d, err := runtime.RoundDelay(delay, granularity)
+	d, err := round(delay, granularity)
 	if err != nil {
 		return Queue{}, 0, fmt.Errorf("%s wait on queue %q: %w", kind, name, err)
 	}
@@ -191,16 +205,7 @@ func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration
 		return Queue{}, 0, fmt.Errorf("%s wait on queue %q: delay %v has no hold queue", kind, name, delay)
 	}
 	ttl := d.Milliseconds()
-	return Queue{
-		Name: n.holdName(name, kind, ttl),
-		Args: amqp.Table{
-			ArgQueueType:            string(runtime.QueueClassic),
-			ArgMessageTTL:           int32(ttl),
-			ArgDeadLetterExchange:   "",
-			ArgDeadLetterRoutingKey: name,
-			ArgExpires:              int64(2 * ttl), // up to 2^32-2: past int32
-		},
-	}, d, nil
+	return Queue{Name: n.holdName(name, kind, ttl), Args: args(ttl)}, d, nil
 }
 
 // holdName names the hold queue of logical queue name, of kind, with a TTL

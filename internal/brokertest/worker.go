@@ -1,8 +1,7 @@
-package clustertest
+package brokertest
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -12,12 +11,12 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// stopTimeout bounds a worker's shutdown in these tests.
+// stopTimeout bounds a worker's shutdown in tests.
 const stopTimeout = 30 * time.Second
 
-// RunWorker runs a worker of b with h on q until tb ends or stop is
-// called; stop returns once Run has, failing tb when Run took longer than
-// its bound or failed.
+// RunWorker runs a worker of b with h on q, logging nowhere, until tb ends
+// or stop is called; stop returns once Run has, failing tb when Run failed
+// or did not return within 30 seconds.
 func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h func(ctx context.Context, job T) error) (stop func()) {
 	tb.Helper()
 	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), runtime.WithShutdownTimeout(10*time.Second))
@@ -31,7 +30,7 @@ func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h
 			cancel()
 			select {
 			case err := <-errc:
-				if err != nil && !errors.Is(err, context.Canceled) {
+				if err != nil {
 					tb.Errorf("worker Run: %v", err)
 				}
 			case <-time.After(stopTimeout):
