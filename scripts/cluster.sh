@@ -18,7 +18,7 @@
 set -eu
 
 dir=${QUEUEY_CLUSTER_DIR:-/tmp/queuey-cluster}
-timeout=${QUEUEY_CLUSTER_TIMEOUT:-90}
+timeout=${QUEUEY_CLUSTER_TIMEOUT:-180}
 server=/usr/lib/rabbitmq/bin/rabbitmq-server
 ctl=/usr/lib/rabbitmq/bin/rabbitmqctl
 nodes="1 2 3"
@@ -221,6 +221,17 @@ status() {
 		fi
 	done
 }
+
+# One change at a time: two test runs bringing the cluster up at once
+# would start each node twice.
+case ${1:-} in
+up | down | start | kill)
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$dir.lock"
+		flock 9
+	fi
+	;;
+esac
 
 case ${1:-} in
 up) up ;;

@@ -37,6 +37,16 @@ const (
 // URL is the AMQP URL of node n (1..Nodes).
 func URL(n int) string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", Port(n)) }
 
+// URLsAfter returns the AMQP URLs of the nodes other than n, the next
+// one first: the failover list of a client that dials node n.
+func URLsAfter(n int) []string {
+	urls := make([]string, 0, Nodes-1)
+	for i := 1; i < Nodes; i++ {
+		urls = append(urls, URL((n-1+i)%Nodes+1))
+	}
+	return urls
+}
+
 // Port is the AMQP port of node n.
 func Port(n int) int { return 5680 + n }
 

@@ -60,3 +60,12 @@ func TestGapsLongest(t *testing.T) {
 		t.Errorf("no marks: %v", got)
 	}
 }
+
+func TestURLsAfter(t *testing.T) {
+	if got, want := URLsAfter(2), []string{URL(3), URL(1)}; !slices.Equal(got, want) {
+		t.Errorf("URLsAfter(2) = %v, want %v", got, want)
+	}
+	if got, want := URLsAfter(3), []string{URL(1), URL(2)}; !slices.Equal(got, want) {
+		t.Errorf("URLsAfter(3) = %v, want %v", got, want)
+	}
+}
