@@ -117,7 +117,7 @@ launch() {
 		RABBITMQ_CONF_ENV_FILE="$dir/empty.conf" \
 		RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
 		ERL_EPMD_ADDRESS=127.0.0.1 \
-		setsid "$server" >"$d/log/start.out" 2>&1 </dev/null &
+		setsid "$server" >"$d/log/start.out" 2>&1 </dev/null 9>&- &
 	echo $! >"$d/launcher"
 }
 
@@ -223,7 +223,8 @@ status() {
 }
 
 # One change at a time: two test runs bringing the cluster up at once
-# would start each node twice.
+# would start each node twice. Nodes are launched without the lock's fd
+# (9>&-), or they would hold the lock for as long as they run.
 case ${1:-} in
 up | down | start | kill)
 	if command -v flock >/dev/null 2>&1; then
