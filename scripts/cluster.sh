@@ -52,7 +52,8 @@ ctl_n() {
 # cluster (its environment names the node and this cluster's data).
 is_node_beam() {
 	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = beam.smp ] || return 1
-	{ tr '\0' '\n' <"/proc/$1/environ" >"$dir/.environ.$$"; } 2>/dev/null || return 1
+	# Bounded: reading a dying process's environment can block.
+	timeout 5 sh -c 'tr "\0" "\n" <"/proc/$1/environ"' sh "$1" >"$dir/.environ.$$" 2>/dev/null || return 1
 	ok=0
 	grep -qx "RABBITMQ_NODENAME=$(node_name "$2")" "$dir/.environ.$$" &&
 		grep -qx "RABBITMQ_MNESIA_BASE=$(node_dir "$2")/mnesia" "$dir/.environ.$$" || ok=1
@@ -65,7 +66,10 @@ is_node_beam() {
 pid_of() {
 	[ -d "$dir" ] || return 1
 	f=$(pid_file "$1")
-	if [ -s "$f" ] && is_node_beam "$(cat "$f")" "$1"; then
+	if [ -s "$f" ]; then
+		# A node writes its pid file as it starts, and only it: when the
+		# file is there, it is the whole answer.
+		is_node_beam "$(cat "$f")" "$1" || return 1
 		cat "$f"
 		return 0
 	fi
@@ -104,6 +108,7 @@ launch() {
 	fi
 	d=$(node_dir "$n")
 	rm -f "$(pid_file "$n")"
+	echo "--- $(date -u +%FT%TZ) start" >>"$d/log/start.out"
 	env -i PATH=/usr/bin:/bin HOME="$dir/home" LANG=C.UTF-8 \
 		RABBITMQ_NODENAME="$(node_name "$n")" \
 		RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
@@ -117,7 +122,7 @@ launch() {
 		RABBITMQ_CONF_ENV_FILE="$dir/empty.conf" \
 		RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
 		ERL_EPMD_ADDRESS=127.0.0.1 \
-		setsid "$server" >"$d/log/start.out" 2>&1 </dev/null 9>&- &
+		setsid "$server" >>"$d/log/start.out" 2>&1 </dev/null 9>&- &
 	echo $! >"$d/launcher"
 }
 
