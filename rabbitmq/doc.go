@@ -73,7 +73,7 @@
 // bounded instead: a quorum wait is rounded up past the granularity to a
 // ladder, exact up to 8 granularities and then four rungs per doubling
 // (10s, 12s, 14s, 16s, 20s, ...), never shorter than asked and at most a
-// quarter plus a granularity longer, which makes at most 77 hold queues of
+// quarter plus a granularity longer, which makes at most 81 hold queues of
 // each kind per queue at 1s granularity. A classic q.dead or hold queue
 // left by an earlier version is kept and used, with a warning once, never
 // PRECONDITION_FAILED.

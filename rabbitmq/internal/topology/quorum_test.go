@@ -82,9 +82,9 @@ func TestQuorumRungsBounded(t *testing.T) {
 		gran time.Duration
 		max  int
 	}{
-		{time.Millisecond, 130},
-		{time.Second, 80},
-		{time.Hour, 60},
+		{time.Millisecond, 120},
+		{time.Second, 81},
+		{time.Hour, 33},
 	} {
 		rungs := QuorumRungs(tc.gran)
 		if len(rungs) > tc.max {
