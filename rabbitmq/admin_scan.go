@@ -40,6 +40,10 @@ const busyWait = 30 * time.Second
 // queuey command or dashboard) holds it for longer than a scan waits.
 var ErrBusy = errors.New("rabbitmq: dead-letter queue in use by another reader")
 
+// errScanHeld says a dead-letter queue has a consumer: another scan, or one
+// the broker has not finished letting go.
+var errScanHeld = errors.New("dead-letter queue has a consumer")
+
 // deadScan reads a dead-letter queue from its head.
 type deadScan struct {
 	queue, dead string
@@ -68,7 +72,7 @@ func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*dead
 		if err == nil {
 			return s, nil
 		}
-		if !isCode(err, amqp.AccessRefused) {
+		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanHeld) {
 			return nil, err
 		}
 		if time.Now().After(deadline) {
@@ -94,6 +98,14 @@ func (s *deadScan) open(ctx context.Context, b *Backend, window int) error {
 			return fmt.Errorf("dead letters of %q: %w: its dead-letter queue %q does not exist", s.queue, runtime.ErrUnknownQueue, s.dead)
 		}
 		return brokerError(fmt.Sprintf("dead letters of %q: inspect %q", s.queue, s.dead), err)
+	}
+	if q.Consumers > 0 {
+		// Another scan holds the queue, or one that just ended has not
+		// yet been let go: a quorum queue returns a closed consumer's
+		// messages asynchronously, so until then they count as neither
+		// ready nor readable.
+		_ = ch.Close()
+		return errScanHeld
 	}
 	s.depth = q.Messages
 	s.want = s.depth
