@@ -15,8 +15,9 @@ type Producer struct {
 	backend Backend
 	now     func() time.Time
 
-	mu     sync.RWMutex
-	queues map[string]QueueConfig // declared through this producer
+	mu      sync.RWMutex
+	queues  map[string]QueueConfig // declared through this producer
+	publish PublishFunc            // middleware around the backend; nil without Use
 }
 
 // NewProducer returns a Producer over b after declaring queues on it.
@@ -100,7 +101,7 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 	if err != nil {
 		return "", err
 	}
-	if err := p.backend.Publish(ctx, env, o.delay); err != nil {
+	if err := p.publisher()(ctx, []*Envelope{env}, o.delay)[0]; err != nil {
 		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
 	}
 	return env.ID, nil
@@ -125,15 +126,7 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 		}
 		envs[i], ids[i] = env, env.ID
 	}
-	var errs []error
-	if bp, ok := p.backend.(BatchPublisher); ok && o.delay == 0 {
-		errs = bp.PublishBatch(ctx, envs)
-	} else {
-		errs = make([]error, len(envs))
-		for i, env := range envs {
-			errs[i] = p.backend.Publish(ctx, env, o.delay)
-		}
-	}
+	errs := p.publisher()(ctx, envs, o.delay)
 	failed := false
 	for i, err := range errs {
 		if err != nil {
