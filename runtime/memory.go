@@ -34,6 +34,7 @@ var (
 	_ Backend          = (*MemoryBackend)(nil)
 	_ DeadLetterReader = (*MemoryBackend)(nil)
 	_ ReadyCounter     = (*MemoryBackend)(nil)
+	_ Redelivery       = (*memDelivery)(nil)
 )
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -67,6 +68,8 @@ type memMsg struct {
 	raw  []byte
 	prio uint8
 	seq  uint64
+
+	redelivered bool // handed out before and put back unsettled
 }
 
 // Declare creates q, or checks that it exists with the same arguments.
@@ -193,7 +196,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
 			continue
 		}
-		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: consumerCopy(m.env)}
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: consumerCopy(m.env), redelivered: m.redelivered}
 		sub.unacked[d] = struct{}{}
 		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked
 	}

@@ -67,6 +67,7 @@ func (s *memSub) closeLocked(requeue bool) {
 	s.q.subs = slices.DeleteFunc(s.q.subs, func(o *memSub) bool { return o == s })
 	if requeue {
 		for d := range s.unacked {
+			d.msg.redelivered = true
 			heap.Push(&s.q.ready, d.msg)
 		}
 	}
@@ -83,9 +84,15 @@ type memDelivery struct {
 	sub *memSub
 	msg *memMsg
 	env *Envelope
+
+	redelivered bool // the message was handed out before and never settled
 }
 
 func (d *memDelivery) Envelope() *Envelope { return d.env }
+
+// Redelivered reports whether the job was handed out before without being
+// settled: its subscription closed first, or it was requeued.
+func (d *memDelivery) Redelivered() bool { return d.redelivered }
 
 // heldLocked fails when d is no longer held by its subscription.
 func (d *memDelivery) heldLocked() error {
@@ -117,7 +124,10 @@ func (d *memDelivery) settle(then func(*memQueue)) error {
 func (d *memDelivery) Ack(ctx context.Context) error { return d.settle(nil) }
 
 func (d *memDelivery) Requeue(ctx context.Context) error {
-	return d.settle(func(q *memQueue) { heap.Push(&q.ready, d.msg) })
+	return d.settle(func(q *memQueue) {
+		d.msg.redelivered = true
+		heap.Push(&q.ready, d.msg)
+	})
 }
 
 func (d *memDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {

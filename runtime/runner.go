@@ -159,7 +159,10 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
-	err := c.call(base, env)
+	run, ctx := c.observe(base, d, env)
+	defer run.abandonIfUnreported()
+	err := c.call(ctx, env)
+	run.ran(err)
 	if !gate.enter() {
 		return
 	}
@@ -167,7 +170,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	if base.Err() != nil {
 		return // shutdown timeout: leave the job for redelivery
 	}
-	serr := c.settle(base, d, env, err)
+	serr := c.settle(base, d, env, err, run)
 	if serr == nil {
 		if c.settleFailures.Load() != 0 {
 			c.settleFailures.Store(0)
@@ -177,6 +180,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	if errors.Is(serr, ErrClosed) {
 		// The delivery's channel is gone: the backend delivers it again.
 		c.w.log.Warn("queuey: consumer closed before the job was settled; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
+		run.unsettled(serr, false, nil)
 		return
 	}
 	// The outcome could not be recorded (its publish failed, say), so
@@ -187,9 +191,11 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	delay := min(settleRetryDelay<<min(n-1, 5), maxSettleRetryDelay)
 	c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", delay)
 	sleepCtx(base, delay)
-	if rerr := d.Requeue(base); rerr != nil {
+	rerr := d.Requeue(base)
+	if rerr != nil {
 		c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
 	}
+	run.unsettled(serr, true, rerr)
 }
 
 // call runs the handler with the job's Info and timeout, turning a panic into
@@ -222,10 +228,10 @@ func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
 // settle then falls through to the next outcome (a refused deferral counts
 // as a failed run, a refused retry dead-letters) instead of requeueing the
 // job into the same refusal again.
-func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, herr error) error {
+func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
 	log := c.w.log
 	if herr == nil {
-		return d.Ack(ctx)
+		return run.settled(d.Ack(ctx), OutcomeAcked, 0, "")
 	}
 	var (
 		deferErr  *DeferError
@@ -238,12 +244,12 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 			if err == nil {
 				log.Debug("queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
 			}
-			return err
+			return run.settled(err, OutcomeDeferred, deferErr.Delay, "")
 		}
 		herr = fmt.Errorf("defer for %v refused: %w", deferErr.Delay, err)
 	}
 	if errors.As(herr, &decodeErr) || errors.As(herr, &kindErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
-		return c.deadLetter(ctx, d, env, herr)
+		return c.deadLetter(ctx, d, env, herr, run)
 	}
 	delay := c.queue.RetryDelay(env.Attempt)
 	log.Warn("queuey: job failed; will retry", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, "retry_in", delay, "error", herr)
@@ -252,9 +258,9 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 	next.LastError = truncate(herr.Error())
 	err := d.Retry(ctx, next, delay)
 	if !refusedWait(err) {
-		return err
+		return run.settled(err, OutcomeRetried, delay, "")
 	}
-	return c.deadLetter(ctx, d, env, fmt.Errorf("retry in %v refused (%v) after: %w", delay, err, herr))
+	return c.deadLetter(ctx, d, env, fmt.Errorf("retry in %v refused (%v) after: %w", delay, err, herr), run)
 }
 
 // refusedWait reports whether err is a backend's refusal of a wait, which
@@ -263,10 +269,10 @@ func refusedWait(err error) bool {
 	return errors.Is(err, ErrDelayTooLong) || errors.Is(err, ErrUnknownQueue)
 }
 
-func (c *queueRunner) deadLetter(ctx context.Context, d Delivery, env *Envelope, herr error) error {
+func (c *queueRunner) deadLetter(ctx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
 	reason := truncate(herr.Error())
 	c.w.log.Error("queuey: job dead-lettered", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, slog.String("reason", reason))
 	next := env.Clone()
 	next.LastError = reason
-	return d.DeadLetter(ctx, next, reason)
+	return run.settled(d.DeadLetter(ctx, next, reason), OutcomeDeadLettered, 0, reason)
 }

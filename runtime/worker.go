@@ -62,6 +62,7 @@ type Worker struct {
 	log             *slog.Logger
 	shutdownTimeout time.Duration
 	middleware      []Middleware
+	observers       []Observer
 
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once

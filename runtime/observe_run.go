@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// observedRun carries one run from its start to its outcome for the
+// worker's observers. A nil *observedRun (no observers) does nothing, so
+// the runner calls it unconditionally.
+type observedRun struct {
+	observers []Observer
+	ctx       context.Context // as the observers' Start returned it
+	out       Outcome
+	started   time.Time
+	reported  bool
+}
+
+// observe tells the worker's observers that env's run starts on delivery d
+// and returns the run's handle with the context the run should use.
+func (c *queueRunner) observe(base context.Context, d Delivery, env *Envelope) (*observedRun, context.Context) {
+	if len(c.w.observers) == 0 {
+		return nil, base
+	}
+	r := &observedRun{
+		observers: c.w.observers,
+		ctx:       base,
+		started:   time.Now(),
+		out: Outcome{
+			Queue:       c.queue.Name,
+			JobID:       env.ID,
+			JobKind:     env.Kind,
+			Attempt:     env.Attempt,
+			MaxAttempts: env.MaxAttempts,
+		},
+	}
+	if r.out.JobKind == "" {
+		r.out.JobKind = c.queue.Kind
+	}
+	if !env.EnqueuedAt.IsZero() {
+		r.out.QueueLatency = max(r.started.Sub(env.EnqueuedAt), 0)
+	}
+	for _, o := range r.observers {
+		r.ctx = o.Start(r.ctx, env)
+	}
+	if rd, ok := d.(Redelivery); ok && rd.Redelivered() {
+		r.tell(OutcomeRedelivered)
+	}
+	return r, r.ctx
+}
+
+// ran records the handler's result and how long it took.
+func (r *observedRun) ran(err error) {
+	if r == nil {
+		return
+	}
+	r.out.HandlerDuration = time.Since(r.started)
+	r.out.Err = err
+}
+
+// settled reports kind when err (the settle's error) is nil, and returns err.
+func (r *observedRun) settled(err error, kind OutcomeKind, delay time.Duration, reason string) error {
+	if r == nil || err != nil {
+		return err
+	}
+	r.out.Delay, r.out.Reason = delay, reason
+	r.tell(kind)
+	return nil
+}
+
+// unsettled reports a run whose outcome was not recorded: requeued when
+// requeueErr is nil, abandoned otherwise (or when requeued is false).
+func (r *observedRun) unsettled(settleErr error, requeued bool, requeueErr error) {
+	if r == nil {
+		return
+	}
+	r.out.SettleErr = settleErr
+	if requeued && requeueErr == nil {
+		r.tell(OutcomeRequeued)
+		return
+	}
+	if requeueErr != nil {
+		r.out.SettleErr = requeueErr
+	}
+	r.tell(OutcomeAbandoned)
+}
+
+// abandonIfUnreported reports OutcomeAbandoned when nothing settled the run,
+// so that every started run gets exactly one settled outcome.
+func (r *observedRun) abandonIfUnreported() {
+	if r != nil && !r.reported {
+		r.tell(OutcomeAbandoned)
+	}
+}
+
+func (r *observedRun) tell(kind OutcomeKind) {
+	if kind.Settled() {
+		if r.reported {
+			return
+		}
+		r.reported = true
+	}
+	out := r.out
+	out.Kind = kind
+	if kind == OutcomeRedelivered {
+		out.Err, out.HandlerDuration = nil, 0
+	}
+	for _, o := range r.observers {
+		o.Outcome(r.ctx, out)
+	}
+}
