@@ -1,0 +1,47 @@
+// Package otelqueuey adapts queuey to OpenTelemetry: traces and metrics of
+// every enqueue and every run of a job, and a Prometheus scrape endpoint for
+// the metrics.
+//
+// It hooks into the runtime at two places, and the runtime knows nothing of
+// OpenTelemetry:
+//
+//   - a producer middleware (runtime.Producer.Use) starts a producer span
+//     per job, injects its W3C trace context into the envelope's headers and
+//     counts enqueued jobs;
+//   - an observer (runtime.WithObserver) extracts that context when a run
+//     starts, starts a consumer span as its child, makes it the handler's
+//     context, and ends it with the run's outcome: acked, retried, deferred,
+//     dead-lettered, requeued after a failed settle, or abandoned.
+//
+// Set-up:
+//
+//	inst, err := otelqueuey.New(otelqueuey.Config{})  // global providers
+//	producer.Use(inst.ProducerMiddleware())
+//	w := runtime.NewWorker(backend, runtime.WithObserver(inst))
+//
+// Each run of a job gets its own consumer span; since a retried or deferred
+// job keeps its headers, every run of one job is a child of the same
+// producer span, in one trace. A job enqueued from inside a handler gets a
+// producer span that is a child of that handler's consumer span.
+//
+// Metrics (OpenTelemetry names; the Prometheus exporter adds the unit and
+// _total suffixes), each with the attributes queue and kind:
+//
+//	queuey.jobs.enqueued       jobs stored by an enqueue
+//	queuey.jobs.started        runs started
+//	queuey.jobs.succeeded      runs acked
+//	queuey.jobs.failed         runs whose handler returned an error other than Defer, or panicked
+//	queuey.jobs.retried        runs settled as a retry
+//	queuey.jobs.deferred       runs settled as a deferral
+//	queuey.jobs.dead_lettered  runs settled as a dead letter
+//	queuey.jobs.requeued       runs whose settle failed and whose job was put back
+//	queuey.jobs.abandoned      runs left unsettled, to be delivered again
+//	queuey.jobs.redelivered    deliveries the backend reported as redeliveries
+//	queuey.jobs.in_flight      runs started and not yet settled
+//	queuey.job.duration        handler run time, seconds (histogram)
+//	queuey.job.queue_latency   first enqueue to start of the run, seconds (histogram)
+//	queuey.queue.depth         jobs ready on a queue (only with Config.Depth)
+//
+// A failed run is counted twice, by design: once as failed and once as the
+// way it was settled (retried or dead_lettered).
+package otelqueuey

@@ -1,0 +1,118 @@
+package otelqueuey_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/otelqueuey"
+	"github.com/queuey/queuey/runtime"
+)
+
+// TestEveryOutcomeItsCounter tells the observer one run of each outcome and
+// checks that exactly that outcome's counter moved, besides started and
+// in_flight (back to zero), failed when the handler failed, and the
+// duration and latency histograms.
+func TestEveryOutcomeItsCounter(t *testing.T) {
+	errRun := errors.New("run failed")
+	for _, c := range []struct {
+		kind    runtime.OutcomeKind
+		err     error
+		counter string
+	}{
+		{runtime.OutcomeAcked, nil, "queuey.jobs.succeeded"},
+		{runtime.OutcomeRetried, errRun, "queuey.jobs.retried"},
+		{runtime.OutcomeDeferred, runtime.Defer(time.Second), "queuey.jobs.deferred"},
+		{runtime.OutcomeDeadLettered, errRun, "queuey.jobs.dead_lettered"},
+		{runtime.OutcomeRequeued, nil, "queuey.jobs.requeued"},
+		{runtime.OutcomeAbandoned, nil, "queuey.jobs.abandoned"},
+	} {
+		t.Run(c.kind.String(), func(t *testing.T) {
+			tel := newTelemetry(t, otelqueuey.Config{})
+			env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: "ping", Attempt: 1, MaxAttempts: 3, EnqueuedAt: time.Now()}
+			ctx := tel.inst.Start(context.Background(), env)
+			tel.inst.Outcome(ctx, runtime.Outcome{Kind: c.kind, Queue: "q", JobID: "j1", JobKind: "ping", Attempt: 1, Err: c.err})
+			want := map[string]int64{
+				"queuey.jobs.started":            1,
+				"queuey.jobs.in_flight":          0,
+				"queuey.job.duration#count":      1,
+				"queuey.job.queue_latency#count": 1,
+				c.counter:                        1,
+			}
+			if c.err != nil && c.kind != runtime.OutcomeDeferred {
+				want["queuey.jobs.failed"] = 1
+			}
+			if got := tel.counts(t); !maps.Equal(got, want) {
+				t.Errorf("metrics %v, want %v", got, want)
+			}
+			if spans := tel.spans.Ended(); len(spans) != 1 || !hasEvent(spans[0], c.kind.String()) {
+				t.Errorf("want one ended span with event %q, got %d spans", c.kind, len(spans))
+			}
+		})
+	}
+	t.Run("redelivered", func(t *testing.T) {
+		tel := newTelemetry(t, otelqueuey.Config{})
+		env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: "ping", Attempt: 1}
+		ctx := tel.inst.Start(context.Background(), env)
+		tel.inst.Outcome(ctx, runtime.Outcome{Kind: runtime.OutcomeRedelivered, Queue: "q", JobID: "j1", JobKind: "ping"})
+		want := map[string]int64{"queuey.jobs.started": 1, "queuey.jobs.in_flight": 1, "queuey.jobs.redelivered": 1}
+		if got := tel.counts(t); !maps.Equal(got, want) {
+			t.Errorf("metrics %v, want %v", got, want)
+		}
+		if n := len(tel.spans.Ended()); n != 0 {
+			t.Errorf("%d spans ended by a redelivery event, want 0: the run goes on", n)
+		}
+	})
+}
+
+// TestCountersEndToEnd runs jobs to each handler outcome on the memory
+// backend and checks every counter's total.
+func TestCountersEndToEnd(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { b.Close() })
+	tel := newTelemetry(t, otelqueuey.Config{})
+	q := runtime.QueueConfig{Name: "otel.counters", Kind: "ping", MaxAttempts: 3}
+	p, w, settled := instrumented(t, tel, b, q)
+	var deferred sync.Map
+	runtime.Handle(w, q, func(ctx context.Context, j ping) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		switch j.N {
+		case 2:
+			if info.Attempt == 1 {
+				return errors.New("flaky")
+			}
+		case 3:
+			if _, again := deferred.LoadOrStore(info.ID, true); !again {
+				return runtime.Defer(time.Millisecond)
+			}
+		case 4:
+			return runtime.Permanent(errors.New("bounce"))
+		}
+		return nil
+	})
+	if _, err := runtime.EnqueueMany(context.Background(), p, q, []ping{{N: 1}, {N: 2}, {N: 3}, {N: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, w)
+	for range 6 {
+		recvT(t, settled)
+	}
+	want := map[string]int64{
+		"queuey.jobs.enqueued":           4,
+		"queuey.jobs.started":            6,
+		"queuey.jobs.succeeded":          3,
+		"queuey.jobs.failed":             2,
+		"queuey.jobs.retried":            1,
+		"queuey.jobs.deferred":           1,
+		"queuey.jobs.dead_lettered":      1,
+		"queuey.jobs.in_flight":          0,
+		"queuey.job.duration#count":      6,
+		"queuey.job.queue_latency#count": 6,
+	}
+	if got := tel.counts(t); !maps.Equal(got, want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,69 @@
+package otelqueuey
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// Start implements runtime.Observer: it starts the run's consumer span
+// ("process <queue>") as a child of the trace context in env's headers,
+// counts the run as started and in flight, and records its queue latency.
+func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) context.Context {
+	ctx = in.prop.Extract(ctx, propagation.MapCarrier(env.Headers))
+	ctx, _ = in.tracer.Start(ctx, "process "+env.Queue,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(in.spanAttrs(env, semconv.MessagingOperationTypeProcess, "handle", 1, 0)...))
+	mo := in.measure(env.Queue, env.Kind)
+	in.m.started.Add(ctx, 1, mo)
+	in.m.inFlight.Add(ctx, 1, mo)
+	if !env.EnqueuedAt.IsZero() {
+		in.m.latency.Record(ctx, max(time.Since(env.EnqueuedAt), 0).Seconds(), mo)
+	}
+	return ctx
+}
+
+// Outcome implements runtime.Observer: it counts the outcome, records the
+// handler's duration, and ends the run's span with the outcome as an event
+// and its status: Ok when acked, Error when the handler failed, unset
+// otherwise. A redelivery is an event on the span, which goes on.
+func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
+	span := trace.SpanFromContext(ctx)
+	mo := in.measure(o.Queue, o.JobKind)
+	in.m.counter(o.Kind).Add(ctx, 1, mo)
+	if o.Kind == runtime.OutcomeRedelivered {
+		span.AddEvent("redelivered")
+		return
+	}
+	in.m.inFlight.Add(ctx, -1, mo)
+	in.m.duration.Record(ctx, o.HandlerDuration.Seconds(), mo)
+	attrs := []attribute.KeyValue{attribute.String("queuey.outcome", o.Kind.String())}
+	switch o.Kind {
+	case runtime.OutcomeRetried, runtime.OutcomeDeferred:
+		attrs = append(attrs, attribute.Float64("queuey.job.delay", o.Delay.Seconds()))
+	case runtime.OutcomeDeadLettered:
+		attrs = append(attrs, attribute.String("queuey.dead_letter.reason", o.Reason))
+	case runtime.OutcomeRequeued, runtime.OutcomeAbandoned:
+		if o.SettleErr != nil {
+			attrs = append(attrs, attribute.String("queuey.settle.error", o.SettleErr.Error()))
+		}
+	}
+	span.AddEvent(o.Kind.String(), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs[0])
+	switch {
+	case o.Err != nil && o.Kind != runtime.OutcomeDeferred:
+		in.m.failed.Add(ctx, 1, mo)
+		span.RecordError(o.Err)
+		span.SetStatus(codes.Error, o.Err.Error())
+	case o.Kind == runtime.OutcomeAcked:
+		span.SetStatus(codes.Ok, "")
+	}
+	span.End()
+}

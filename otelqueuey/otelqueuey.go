@@ -1,0 +1,124 @@
+package otelqueuey
+
+import (
+	"cmp"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter.
+const ScopeName = "github.com/queuey/queuey/otelqueuey"
+
+// SystemDefault is messaging.system when Config.System is empty.
+const SystemDefault = "rabbitmq"
+
+// Config says where telemetry goes. Its zero value uses OpenTelemetry's
+// global providers and W3C trace context.
+type Config struct {
+	// TracerProvider makes the spans; nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metrics; nil means otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// Propagator carries trace context in job headers; nil means W3C trace
+	// context and baggage.
+	Propagator propagation.TextMapPropagator
+	// System is the messaging.system attribute of spans; empty means
+	// SystemDefault ("rabbitmq"). Set it to name another backend.
+	System string
+	// Depth, when set, is asked for the number of ready jobs of each queue
+	// this instrumentation has seen (and of DepthQueues) whenever metrics
+	// are collected: the queuey.queue.depth gauge. Both backends implement
+	// runtime.ReadyCounter; on RabbitMQ each count is one passive declare.
+	Depth runtime.ReadyCounter
+	// DepthQueues are queues to count from the start, before any of their
+	// jobs is enqueued or handled here.
+	DepthQueues []string
+}
+
+// Instrumentation traces and measures a Producer through
+// ProducerMiddleware and a Worker as its runtime.Observer. It is safe for
+// concurrent use; one Instrumentation can serve any number of producers and
+// workers.
+type Instrumentation struct {
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	system attribute.KeyValue
+	m      instruments
+	depth  metric.Registration // nil without Config.Depth
+
+	attrs  sync.Map // jobKey -> metric.MeasurementOption
+	queues sync.Map // queue name -> struct{}, for the depth gauge
+}
+
+var _ runtime.Observer = (*Instrumentation)(nil)
+
+// New returns an Instrumentation over cfg's providers. It fails only when
+// the meter provider refuses an instrument.
+func New(cfg Config) (*Instrumentation, error) {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	prop := cfg.Propagator
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	in := &Instrumentation{
+		tracer: tp.Tracer(ScopeName),
+		prop:   prop,
+		system: semconv.MessagingSystemKey.String(cmp.Or(cfg.System, SystemDefault)),
+	}
+	meter := mp.Meter(ScopeName)
+	m, err := newInstruments(meter)
+	if err != nil {
+		return nil, fmt.Errorf("otelqueuey: %w", err)
+	}
+	in.m = m
+	if cfg.Depth != nil {
+		for _, q := range cfg.DepthQueues {
+			in.queues.Store(q, struct{}{})
+		}
+		if in.depth, err = in.observeDepth(meter, cfg.Depth); err != nil {
+			return nil, fmt.Errorf("otelqueuey: %w", err)
+		}
+	}
+	return in, nil
+}
+
+// Close stops counting queue depth. Spans and counters keep working. Close
+// is safe to call twice.
+func (in *Instrumentation) Close() error {
+	if in.depth == nil {
+		return nil
+	}
+	err := in.depth.Unregister()
+	in.depth = nil
+	return err
+}
+
+type jobKey struct{ queue, kind string }
+
+// measure returns the metric attributes of queue and kind, made once.
+func (in *Instrumentation) measure(queue, kind string) metric.MeasurementOption {
+	k := jobKey{queue, kind}
+	if o, ok := in.attrs.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	in.queues.LoadOrStore(queue, struct{}{})
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue), attribute.String("kind", kind)))
+	in.attrs.Store(k, o)
+	return o
+}

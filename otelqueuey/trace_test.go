@@ -1,0 +1,193 @@
+package otelqueuey_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/otelqueuey"
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// TestTraceMemory checks one enqueue and one run on the memory backend.
+func TestTraceMemory(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { b.Close() })
+	checkOneTrace(t, b, "otel.trace", "queuey-memory")
+}
+
+// TestTraceRabbitMQ checks one enqueue and one run on the local RabbitMQ,
+// the trace context travelling in the message's headers.
+func TestTraceRabbitMQ(t *testing.T) {
+	url := brokertest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	name := fmt.Sprintf("otelqueuey.trace.%d", time.Now().UnixNano())
+	t.Cleanup(func() { deleteQueues(t, url, name, name+".dead") })
+	checkOneTrace(t, b, name, "")
+}
+
+// checkOneTrace enqueues one job onto queue name of b and handles it, and
+// checks that this gives one trace of two spans: the consumer span a child
+// of the producer span, both with the messaging attributes, the consumer
+// span the handler's and ended Ok.
+func checkOneTrace(t *testing.T, b runtime.Backend, name, system string) {
+	tel := newTelemetry(t, otelqueuey.Config{System: system})
+	q := runtime.QueueConfig{Name: name, Kind: "ping"}
+	p, w, settled := instrumented(t, tel, b, q)
+	handlerSpan := make(chan trace.SpanContext, 1)
+	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
+		handlerSpan <- trace.SpanContextFromContext(ctx)
+		return nil
+	})
+	id, err := runtime.Enqueue(context.Background(), p, q, ping{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, w)
+	if o := recvT(t, settled); o.Kind != runtime.OutcomeAcked || o.JobID != id {
+		t.Fatalf("outcome %+v, want job %s acked", o, id)
+	}
+	spans := tel.spans.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans ended, want 2 (producer and consumer): %v", len(spans), spanNames(spans))
+	}
+	prod, cons := spans[0], spans[1]
+	if prod.SpanKind() != trace.SpanKindProducer || cons.SpanKind() != trace.SpanKindConsumer {
+		t.Fatalf("span kinds %v, %v; want producer then consumer", prod.SpanKind(), cons.SpanKind())
+	}
+	if prod.Name() != "send "+name || cons.Name() != "process "+name {
+		t.Errorf("span names %q, %q; want %q, %q", prod.Name(), cons.Name(), "send "+name, "process "+name)
+	}
+	if cons.SpanContext().TraceID() != prod.SpanContext().TraceID() || cons.Parent().SpanID() != prod.SpanContext().SpanID() {
+		t.Errorf("consumer span %v (parent %v) is not the child of producer span %v", cons.SpanContext(), cons.Parent(), prod.SpanContext())
+	}
+	if got := recvT(t, handlerSpan); got.SpanID() != cons.SpanContext().SpanID() {
+		t.Errorf("handler ran in span %v, want the consumer span %v", got.SpanID(), cons.SpanContext().SpanID())
+	}
+	wantSystem := system
+	if wantSystem == "" {
+		wantSystem = otelqueuey.SystemDefault
+	}
+	for _, c := range []struct {
+		span sdktrace.ReadOnlySpan
+		op   string
+	}{{prod, "send"}, {cons, "process"}} {
+		attrs := attribute.NewSet(c.span.Attributes()...)
+		for key, want := range map[string]string{
+			"messaging.system":           wantSystem,
+			"messaging.destination.name": name,
+			"messaging.message.id":       id,
+			"messaging.operation.type":   c.op,
+		} {
+			if v, _ := attrs.Value(attribute.Key(key)); v.Emit() != want {
+				t.Errorf("%s span: %s = %q, want %q", c.op, key, v.Emit(), want)
+			}
+		}
+	}
+	if cons.Status().Code != codes.Ok || !hasEvent(cons, "acked") {
+		t.Errorf("consumer span status %v, events %v; want Ok with an acked event", cons.Status(), cons.Events())
+	}
+}
+
+// TestTraceRetriedJob checks that each run of a retried job has its own
+// consumer span, all children of the one producer span, and that the
+// failed run's span says so.
+func TestTraceRetriedJob(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { b.Close() })
+	tel := newTelemetry(t, otelqueuey.Config{})
+	q := runtime.QueueConfig{Name: "otel.retry", Kind: "ping", MaxAttempts: 3}
+	p, w, settled := instrumented(t, tel, b, q)
+	errFlaky := errors.New("flaky")
+	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
+		if info, _ := runtime.InfoFromContext(ctx); info.Attempt == 1 {
+			return errFlaky
+		}
+		return nil
+	})
+	if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, w)
+	for _, want := range []runtime.OutcomeKind{runtime.OutcomeRetried, runtime.OutcomeAcked} {
+		if o := recvT(t, settled); o.Kind != want {
+			t.Fatalf("outcome %+v, want %v", o, want)
+		}
+	}
+	spans := tel.spans.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans ended, want 3 (one producer, two consumers): %v", len(spans), spanNames(spans))
+	}
+	prod := spans[0]
+	for i, cons := range spans[1:] {
+		attempt := i + 1
+		if cons.SpanKind() != trace.SpanKindConsumer || cons.SpanContext().TraceID() != prod.SpanContext().TraceID() || cons.Parent().SpanID() != prod.SpanContext().SpanID() {
+			t.Errorf("run %d: span %q (%v, parent %v) is not a consumer child of the producer span %v", attempt, cons.Name(), cons.SpanKind(), cons.Parent().SpanID(), prod.SpanContext().SpanID())
+		}
+		attrs := attribute.NewSet(cons.Attributes()...)
+		if v, _ := attrs.Value("queuey.job.attempt"); v.AsInt64() != int64(attempt) {
+			t.Errorf("run %d: queuey.job.attempt = %v", attempt, v.Emit())
+		}
+	}
+	if first := spans[1]; first.Status().Code != codes.Error || first.Status().Description != errFlaky.Error() || !hasEvent(first, "retried") {
+		t.Errorf("failed run's span: status %v, events %v; want Error %q with a retried event", first.Status(), first.Events(), errFlaky)
+	}
+	if second := spans[2]; second.Status().Code != codes.Ok {
+		t.Errorf("second run's span status %v, want Ok", second.Status())
+	}
+}
+
+func hasEvent(s sdktrace.ReadOnlySpan, name string) bool {
+	for _, e := range s.Events() {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func spanNames(spans []sdktrace.ReadOnlySpan) []string {
+	names := make([]string, len(spans))
+	for i, s := range spans {
+		names[i] = s.Name()
+	}
+	return names
+}
+
+// deleteQueues removes a test's queues from the broker.
+func deleteQueues(t *testing.T, url string, names ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Errorf("delete queues %v: %v", names, err)
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Errorf("delete queues %v: %v", names, err)
+		return
+	}
+	defer ch.Close()
+	for _, name := range names {
+		if _, err := ch.QueueDelete(name, false, false, false); err != nil {
+			t.Errorf("delete queue %s: %v", name, err)
+			return
+		}
+	}
+}
