@@ -48,8 +48,8 @@ func TestEveryOutcomeItsCounter(t *testing.T) {
 			if got := tel.counts(t); !maps.Equal(got, want) {
 				t.Errorf("metrics %v, want %v", got, want)
 			}
-			if spans := tel.spans.Ended(); len(spans) != 1 || !hasEvent(spans[0], c.kind.String()) {
-				t.Errorf("want one ended span with event %q, got %d spans", c.kind, len(spans))
+			if spans := tel.spans.Ended(); len(spans) != 1 || !outcomeShown(spans[0], c.kind.String()) {
+				t.Errorf("want one ended span showing outcome %q, got %d spans", c.kind, len(spans))
 			}
 		})
 	}

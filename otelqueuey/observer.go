@@ -18,10 +18,10 @@ import (
 // counts the run as started and in flight, and records its queue latency.
 func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) context.Context {
 	ctx = in.prop.Extract(ctx, propagation.MapCarrier(env.Headers))
-	ctx, _ = in.tracer.Start(ctx, "process "+env.Queue,
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(in.spanAttrs(env, semconv.MessagingOperationTypeProcess, "handle", 1, 0)...))
-	mo := in.measure(env.Queue, env.Kind)
+	ja := in.job(env.Queue, env.Kind)
+	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerKind, ja.process,
+		trace.WithAttributes(semconv.MessagingMessageID(env.ID), attribute.Int("queuey.job.attempt", env.Attempt)))
+	mo := ja.measure
 	in.m.started.Add(ctx, 1, mo)
 	in.m.inFlight.Add(ctx, 1, mo)
 	if !env.EnqueuedAt.IsZero() {
@@ -31,12 +31,12 @@ func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) con
 }
 
 // Outcome implements runtime.Observer: it counts the outcome, records the
-// handler's duration, and ends the run's span with the outcome as an event
-// and its status: Ok when acked, Error when the handler failed, unset
-// otherwise. A redelivery is an event on the span, which goes on.
+// handler's duration, and ends the run's span with the outcome as its
+// queuey.outcome attribute and, unless acked, as an event; its status is Ok
+// when acked, Error when the handler failed, unset otherwise. A redelivery is an event on the span, which goes on.
 func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 	span := trace.SpanFromContext(ctx)
-	mo := in.measure(o.Queue, o.JobKind)
+	mo := in.job(o.Queue, o.JobKind).measure
 	in.m.counter(o.Kind).Add(ctx, 1, mo)
 	if o.Kind == runtime.OutcomeRedelivered {
 		span.AddEvent("redelivered")
@@ -55,8 +55,12 @@ func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 			attrs = append(attrs, attribute.String("queuey.settle.error", o.SettleErr.Error()))
 		}
 	}
-	span.AddEvent(o.Kind.String(), trace.WithAttributes(attrs...))
-	span.SetAttributes(attrs[0])
+	if o.Kind == runtime.OutcomeAcked {
+		span.SetAttributes(attrs[0]) // the status says the rest
+	} else {
+		span.AddEvent(o.Kind.String(), trace.WithAttributes(attrs...))
+		span.SetAttributes(attrs[0])
+	}
 	switch {
 	case o.Err != nil && o.Kind != runtime.OutcomeDeferred:
 		in.m.failed.Add(ctx, 1, mo)

@@ -108,17 +108,3 @@ func (in *Instrumentation) Close() error {
 	in.depth = nil
 	return err
 }
-
-type jobKey struct{ queue, kind string }
-
-// measure returns the metric attributes of queue and kind, made once.
-func (in *Instrumentation) measure(queue, kind string) metric.MeasurementOption {
-	k := jobKey{queue, kind}
-	if o, ok := in.attrs.Load(k); ok {
-		return o.(metric.MeasurementOption)
-	}
-	in.queues.LoadOrStore(queue, struct{}{})
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue), attribute.String("kind", kind)))
-	in.attrs.Store(k, o)
-	return o
-}

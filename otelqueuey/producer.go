@@ -13,18 +13,34 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
+var (
+	producerKind = trace.WithSpanKind(trace.SpanKindProducer)
+	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
+)
+
 // ProducerMiddleware returns the middleware to give runtime.Producer.Use: a
 // producer span per job ("send <queue>", a child of the span in the
-// enqueue's context), its trace context injected into the job's headers,
-// and queuey.jobs.enqueued counted for each job stored.
+// enqueue's context; each job of an EnqueueMany gets its own, with
+// messaging.batch.message_count), its trace context injected into the
+// job's headers, and queuey.jobs.enqueued counted for each job stored.
 func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 	return func(next runtime.PublishFunc) runtime.PublishFunc {
 		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error {
+			if len(envs) == 0 {
+				return next(ctx, envs, delay)
+			}
+			ja := in.job(envs[0].Queue, envs[0].Kind)
+			opts := []trace.SpanStartOption{producerKind, ja.send, nil}
+			if len(envs) > 1 {
+				opts = append(opts, trace.WithAttributes(semconv.MessagingBatchMessageCount(len(envs))))
+			}
+			if delay > 0 {
+				opts = append(opts, trace.WithAttributes(attribute.Float64("queuey.job.delay", delay.Seconds())))
+			}
 			spans := make([]trace.Span, len(envs))
 			for i, env := range envs {
-				sctx, span := in.tracer.Start(ctx, "send "+env.Queue,
-					trace.WithSpanKind(trace.SpanKindProducer),
-					trace.WithAttributes(in.spanAttrs(env, semconv.MessagingOperationTypeSend, "enqueue", len(envs), delay)...))
+				opts[2] = trace.WithAttributes(semconv.MessagingMessageID(env.ID))
+				sctx, span := in.tracer.Start(ctx, ja.sendName, opts...)
 				if env.Headers == nil {
 					env.Headers = make(map[string]string, 2)
 				}
@@ -42,32 +58,10 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 				}
 				span.End()
 			}
-			if len(envs) > 0 && stored > 0 {
-				in.m.enqueued.Add(ctx, int64(stored), in.measure(envs[0].Queue, envs[0].Kind))
+			if stored > 0 {
+				in.m.enqueued.Add(ctx, int64(stored), ja.measure)
 			}
 			return errs
 		}
 	}
-}
-
-// spanAttrs returns the messaging attributes of env's span.
-func (in *Instrumentation) spanAttrs(env *runtime.Envelope, op attribute.KeyValue, opName string, batch int, delay time.Duration) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
-		in.system,
-		op,
-		semconv.MessagingOperationName(opName),
-		semconv.MessagingDestinationName(env.Queue),
-		semconv.MessagingRabbitMQDestinationRoutingKey(env.Queue),
-		semconv.MessagingMessageID(env.ID),
-		attribute.String("queuey.job.kind", env.Kind),
-		attribute.Int("queuey.job.attempt", env.Attempt),
-		attribute.Int("queuey.job.max_attempts", env.MaxAttempts),
-	}
-	if batch > 1 {
-		attrs = append(attrs, semconv.MessagingBatchMessageCount(batch))
-	}
-	if delay > 0 {
-		attrs = append(attrs, attribute.Float64("queuey.job.delay", delay.Seconds()))
-	}
-	return attrs
 }
