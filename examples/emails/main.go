@@ -8,6 +8,10 @@
 //
 //	go run ./examples/emails
 //	QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:5672/ go run ./examples/emails
+//
+// Asked to, it exports OpenTelemetry spans and Prometheus metrics:
+// QUEUEY_TRACE=stdout prints every span as a line of JSON as it ends, and
+// QUEUEY_METRICS_ADDR=:9464 serves /metrics there, until interrupted.
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/examples/emails/emails"
+	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -34,15 +39,21 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	if err := run(ctx, os.Stdout, log); err != nil {
+	obs, err := observabilityFromEnv()
+	if err == nil {
+		err = run(ctx, os.Stdout, log, obs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "emails:", err)
 		os.Exit(1)
 	}
 }
 
 // run enqueues the jobs, works them until every expected outcome is seen,
-// and shuts the worker down.
-func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
+// and shuts the worker down; with metrics served, it then serves them
+// until ctx ends.
+func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability) error {
+	outer := ctx
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	start := time.Now()
@@ -55,14 +66,23 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	fmt.Fprintf(out, "backend: %s\n", name)
 
 	p := &printer{out: out}
+	tel, err := instrument(p, b, obs)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
+	if tel.inst != nil {
+		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
+	}
 	app := newApp(p)
-	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))
+	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))...)
 	emails.HandleSendEmail(w, app.sendEmail)
 	emails.HandleChargeCard(w, app.chargeCard)
 	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)
 	if err != nil {
 		return err
 	}
+	tel.producer(producer)
 	// The jobs that must succeed, by ID. On RabbitMQ, jobs left over from
 	// an earlier run may be handled too; they are not waited for.
 	pending := map[string]bool{}
@@ -126,6 +146,10 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger) error {
 	case <-time.After(10 * time.Second):
 		return errors.New("worker did not stop within 10s")
 	}
+	if tel.metrics != "" {
+		p.printf("metrics", "serving %s until interrupted", tel.metrics)
+		<-outer.Done()
+	}
 	return nil
 }
 
@@ -162,6 +186,14 @@ func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue,
 type printer struct {
 	mu  sync.Mutex
 	out io.Writer
+}
+
+// Write writes b whole, between lines of printf: spans are printed
+// through it.
+func (p *printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
 }
 
 func (p *printer) printf(label, format string, args ...any) {

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -37,10 +40,23 @@ func TestRunRabbitMQ(t *testing.T) {
 
 func checkRun(t *testing.T, backendLine string) []byte {
 	t.Helper()
+	out := runOutput(t, observability{})
+	checkOutcomes(t, out, backendLine)
+}
+
+// runOutput runs the example with obs and returns what it printed.
+func runOutput(t *testing.T, obs observability) *bytes.Buffer {
+	t.Helper()
 	var out bytes.Buffer
-	if err := run(context.Background(), &out, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if err := run(context.Background(), &out, slog.New(slog.NewTextHandler(io.Discard, nil)), obs); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, &out)
 	}
+	return &out
+}
+
+// checkOutcomes checks that out shows every outcome the example promises.
+func checkOutcomes(t *testing.T, out *bytes.Buffer, backendLine string) {
+	t.Helper()
 	for _, want := range []string{
 		backendLine,
 		`(?m)^success: +sent "Welcome" to ada@example.com on attempt 1 of 3$`,
@@ -52,8 +68,58 @@ func checkRun(t *testing.T, backendLine string) []byte {
 		`(?m)^done: +all outcomes seen`,
 	} {
 		if !regexp.MustCompile(want).Match(out.Bytes()) {
-			t.Errorf("output has no line matching %s\noutput:\n%s", want, &out)
+			t.Errorf("output has no line matching %s\noutput:\n%s", want, out)
 		}
 	}
 	return out.Bytes()
+}
+
+// TestRunTraced runs the example on the in-memory backend with
+// QUEUEY_TRACE=stdout's set-up and checks that, besides every outcome, it
+// prints a producer and a consumer span of each queue, one trace per job.
+func TestRunTraced(t *testing.T) {
+	t.Setenv(amqpURLEnv, "")
+	out := runOutput(t, observability{trace: true})
+	checkOutcomes(t, out, `(?m)^backend: +in memory `)
+	type spanContext struct{ TraceID, SpanID string }
+	type span struct {
+		Name        string
+		SpanContext spanContext
+		Parent      spanContext
+	}
+	names := map[string]int{}
+	sent := map[spanContext]bool{}
+	var processed []span
+	for line := range strings.Lines(out.String()) {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var s span
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("span line %q: %v", line, err)
+		}
+		names[s.Name]++
+		if strings.HasPrefix(s.Name, "send ") {
+			sent[s.SpanContext] = true
+		} else {
+			processed = append(processed, s)
+		}
+	}
+	for _, s := range processed {
+		if !sent[s.Parent] {
+			t.Errorf("span %q %v has parent %v, not one of the producer spans", s.Name, s.SpanContext, s.Parent)
+		}
+	}
+	// 4 jobs enqueued; SendEmail runs 4 times (one retry), ChargeCard twice
+	// (one deferral); each run's span is the child of its job's producer
+	// span.
+	want := map[string]int{
+		"send emails.send_email":      3,
+		"process emails.send_email":   4,
+		"send billing.charge_card":    1,
+		"process billing.charge_card": 2,
+	}
+	if !maps.Equal(names, want) {
+		t.Errorf("spans printed %v, want %v\noutput:\n%s", names, want, out)
+	}
 }
