@@ -33,8 +33,8 @@ verify: ## gofmt, go vet, go.mod tidy, and generated code fresh (queuey-gen -che
 	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
 
 .PHONY: bench
-bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amqp091-go
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/ ./bench/...
+bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amqp091-go, telemetry overhead
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/ ./bench/... ./otelqueuey/
 
 .PHONY: bench-memory
 bench-memory: ## benchmarks of the in-memory backend only (no broker needed)
