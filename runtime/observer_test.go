@@ -85,10 +85,7 @@ func TestObserverOutcomes(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := producerOf(t, b, q)
 	ids := map[string]int{}
 	for n := 1; n <= 4; n++ {
 		id, err := runtime.Enqueue(ctx, p, q, ping{N: n})
@@ -213,10 +210,7 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { return nil })
 	ctx := context.Background()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := producerOf(t, b, q)
 	id, err := runtime.Enqueue(ctx, p, q, ping{N: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -250,10 +244,7 @@ func TestObserverAbandoned(t *testing.T) {
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec), runtime.WithShutdownTimeout(time.Millisecond))
 	runtime.Handle(w, q, stuck)
 	ctx := context.Background()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := producerOf(t, b, q)
 	if _, err := runtime.Enqueue(ctx, p, q, ping{N: 1}); err != nil {
 		t.Fatal(err)
 	}

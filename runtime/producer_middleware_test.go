@@ -19,10 +19,7 @@ func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
 	ctx := context.Background()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := producerOf(t, b, q)
 	var (
 		mu    sync.Mutex
 		sizes []int
@@ -89,19 +86,26 @@ func TestProducerMiddlewareWrongErrorCount(t *testing.T) {
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
 	ctx := context.Background()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := producerOf(t, b, q)
 	p.Use(func(next runtime.PublishFunc) runtime.PublishFunc {
 		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error { return nil }
 	})
 	if _, err := runtime.Enqueue(ctx, p, q, ping{N: 1}); !errors.Is(err, runtime.ErrInvalidOption) {
 		t.Errorf("Enqueue through a middleware returning no errors = %v, want ErrInvalidOption", err)
 	}
-	_, err = runtime.EnqueueMany(ctx, p, q, []ping{{N: 1}, {N: 2}})
+	_, err := runtime.EnqueueMany(ctx, p, q, []ping{{N: 1}, {N: 2}})
 	var be *runtime.BatchError
 	if !errors.As(err, &be) || len(be.Errs) != 2 || !errors.Is(be.Errs[0], runtime.ErrInvalidOption) || !errors.Is(be.Errs[1], runtime.ErrInvalidOption) {
 		t.Errorf("EnqueueMany through a middleware returning no errors = %v, want a BatchError failing both jobs", err)
 	}
+}
+
+// producerOf returns a producer over b that has declared q.
+func producerOf(t *testing.T, b runtime.Backend, q runtime.QueueConfig) *runtime.Producer {
+	t.Helper()
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
