@@ -46,6 +46,17 @@
 // are left unsettled and delivered again, and Run returns an error
 // wrapping ErrShutdownTimeout. Any other error from Run is a real failure.
 //
+// # Hooks
+//
+// Producer.Use wraps every enqueue in ProducerMiddleware, which sees the
+// envelopes before they are published (and can add headers, such as trace
+// context) and the error of each. WithMiddleware wraps every handler run.
+// WithObserver adds Observers, told when each run starts and of exactly
+// one settled outcome per run: what middleware cannot see, since it is
+// decided after the handler returns. Package otelqueuey builds OpenTelemetry
+// tracing and metrics on these hooks; this package imports no telemetry
+// library.
+//
 // # Backends
 //
 // A Backend declares queues, publishes envelopes, opens Subscriptions

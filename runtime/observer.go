@@ -98,7 +98,7 @@ type Observer interface {
 	// Start is called before the handler runs, with the context the run
 	// would get. The context it returns is the handler's (and its
 	// middleware's), and the one Outcome is called with: the place for a
-	// span. Return ctx itself to add nothing.
+	// span. Return ctx itself to add nothing. Start must not modify env.
 	Start(ctx context.Context, env *Envelope) context.Context
 	// Outcome is called once with the run's settled outcome, after the
 	// backend recorded it, and before that with OutcomeRedelivered when the
