@@ -43,5 +43,7 @@
 //	queuey.queue.depth         jobs ready on a queue (only with Config.Depth)
 //
 // A failed run is counted twice, by design: once as failed and once as the
-// way it was settled (retried or dead_lettered).
+// way it was settled (retried or dead_lettered). Measurements are taken
+// without the job's span in their context, so the SDK attaches no
+// exemplars to them.
 package otelqueuey

@@ -16,6 +16,12 @@ import (
 // to an hour, since a queue latency includes retry waits.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 
+// noExemplar is the context of every measurement: one without the job's
+// span, so that the SDK offers no exemplar. Offering one on every
+// measurement of every job cost more than the rest of the metrics, and the
+// Prometheus text format does not carry exemplars anyway.
+var noExemplar = context.Background()
+
 // depthTimeout bounds one collection of queue depths.
 const depthTimeout = 5 * time.Second
 

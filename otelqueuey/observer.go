@@ -19,13 +19,13 @@ import (
 func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) context.Context {
 	ctx = in.prop.Extract(ctx, propagation.MapCarrier(env.Headers))
 	ja := in.job(env.Queue, env.Kind)
-	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerKind, ja.process,
-		trace.WithAttributes(semconv.MessagingMessageID(env.ID), attribute.Int("queuey.job.attempt", env.Attempt)))
+	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerKind,
+		spanAttrs(ja.process, nil, semconv.MessagingMessageID(env.ID), attribute.Int("queuey.job.attempt", env.Attempt)))
 	mo := ja.measure
-	in.m.started.Add(ctx, 1, mo)
-	in.m.inFlight.Add(ctx, 1, mo)
+	in.m.started.Add(noExemplar, 1, mo)
+	in.m.inFlight.Add(noExemplar, 1, mo)
 	if !env.EnqueuedAt.IsZero() {
-		in.m.latency.Record(ctx, max(time.Since(env.EnqueuedAt), 0).Seconds(), mo)
+		in.m.latency.Record(noExemplar, max(time.Since(env.EnqueuedAt), 0).Seconds(), mo)
 	}
 	return ctx
 }
@@ -37,13 +37,13 @@ func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) con
 func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 	span := trace.SpanFromContext(ctx)
 	mo := in.job(o.Queue, o.JobKind).measure
-	in.m.counter(o.Kind).Add(ctx, 1, mo)
+	in.m.counter(o.Kind).Add(noExemplar, 1, mo)
 	if o.Kind == runtime.OutcomeRedelivered {
 		span.AddEvent("redelivered")
 		return
 	}
-	in.m.inFlight.Add(ctx, -1, mo)
-	in.m.duration.Record(ctx, o.HandlerDuration.Seconds(), mo)
+	in.m.inFlight.Add(noExemplar, -1, mo)
+	in.m.duration.Record(noExemplar, o.HandlerDuration.Seconds(), mo)
 	attrs := []attribute.KeyValue{attribute.String("queuey.outcome", o.Kind.String())}
 	switch o.Kind {
 	case runtime.OutcomeRetried, runtime.OutcomeDeferred:
@@ -63,7 +63,7 @@ func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 	}
 	switch {
 	case o.Err != nil && o.Kind != runtime.OutcomeDeferred:
-		in.m.failed.Add(ctx, 1, mo)
+		in.m.failed.Add(noExemplar, 1, mo)
 		span.RecordError(o.Err)
 		span.SetStatus(codes.Error, o.Err.Error())
 	case o.Kind == runtime.OutcomeAcked:

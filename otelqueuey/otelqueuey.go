@@ -55,8 +55,9 @@ type Instrumentation struct {
 	m      instruments
 	depth  metric.Registration // nil without Config.Depth
 
-	attrs  sync.Map // jobKey -> metric.MeasurementOption
-	queues sync.Map // queue name -> struct{}, for the depth gauge
+	attrs   sync.Map // jobKey -> *jobAttrs
+	byQueue sync.Map // queue name -> *jobAttrs of the first kind seen on it
+	queues  sync.Map // queue name -> struct{}, for the depth gauge
 }
 
 var _ runtime.Observer = (*Instrumentation)(nil)

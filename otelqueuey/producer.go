@@ -30,17 +30,16 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 				return next(ctx, envs, delay)
 			}
 			ja := in.job(envs[0].Queue, envs[0].Kind)
-			opts := []trace.SpanStartOption{producerKind, ja.send, nil}
+			var batch []attribute.KeyValue
 			if len(envs) > 1 {
-				opts = append(opts, trace.WithAttributes(semconv.MessagingBatchMessageCount(len(envs))))
+				batch = append(batch, semconv.MessagingBatchMessageCount(len(envs)))
 			}
 			if delay > 0 {
-				opts = append(opts, trace.WithAttributes(attribute.Float64("queuey.job.delay", delay.Seconds())))
+				batch = append(batch, attribute.Float64("queuey.job.delay", delay.Seconds()))
 			}
 			spans := make([]trace.Span, len(envs))
 			for i, env := range envs {
-				opts[2] = trace.WithAttributes(semconv.MessagingMessageID(env.ID))
-				sctx, span := in.tracer.Start(ctx, ja.sendName, opts...)
+				sctx, span := in.tracer.Start(ctx, ja.sendName, producerKind, spanAttrs(ja.send, batch, semconv.MessagingMessageID(env.ID)))
 				if env.Headers == nil {
 					env.Headers = make(map[string]string, 2)
 				}
@@ -59,7 +58,7 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 				span.End()
 			}
 			if stored > 0 {
-				in.m.enqueued.Add(ctx, int64(stored), ja.measure)
+				in.m.enqueued.Add(noExemplar, int64(stored), ja.measure)
 			}
 			return errs
 		}
