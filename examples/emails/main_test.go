@@ -42,6 +42,7 @@ func checkRun(t *testing.T, backendLine string) []byte {
 	t.Helper()
 	out := runOutput(t, observability{})
 	checkOutcomes(t, out, backendLine)
+	return out.Bytes()
 }
 
 // runOutput runs the example with obs and returns what it printed.
@@ -71,7 +72,6 @@ func checkOutcomes(t *testing.T, out *bytes.Buffer, backendLine string) {
 			t.Errorf("output has no line matching %s\noutput:\n%s", want, out)
 		}
 	}
-	return out.Bytes()
 }
 
 // TestRunTraced runs the example on the in-memory backend with
