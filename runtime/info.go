@@ -24,15 +24,31 @@ type Info struct {
 
 type infoKey struct{}
 
+// infoContext carries an Info. It is one allocation per run where
+// context.WithValue would be two (the context and the boxed Info).
+type infoContext struct {
+	context.Context
+	info Info
+}
+
+func (c *infoContext) Value(key any) any {
+	if key == (infoKey{}) {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // WithInfo returns ctx carrying info. The worker does this for every run;
 // tests of handlers can too.
 func WithInfo(ctx context.Context, info Info) context.Context {
-	return context.WithValue(ctx, infoKey{}, info)
+	return &infoContext{Context: ctx, info: info}
 }
 
 // InfoFromContext returns the Info of the job a handler runs, and false
 // outside a handler.
 func InfoFromContext(ctx context.Context) (Info, bool) {
-	info, ok := ctx.Value(infoKey{}).(Info)
-	return info, ok
+	if info, ok := ctx.Value(infoKey{}).(*Info); ok {
+		return *info, true
+	}
+	return Info{}, false
 }

@@ -35,6 +35,7 @@ var (
 	_ DeadLetterReader = (*MemoryBackend)(nil)
 	_ ReadyCounter     = (*MemoryBackend)(nil)
 	_ Redelivery       = (*memDelivery)(nil)
+	_ ownedPublisher   = (*MemoryBackend)(nil)
 )
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -103,6 +104,12 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 // Publish stores env on its queue, at once or after delay.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
 	return b.publish(ctx, env.Clone(), env.Priority, delay, false, HoldDeferred)
+}
+
+// publishOwned is Publish of an envelope nobody else holds: it is stored
+// without a copy.
+func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {
+	return b.publish(ctx, env, env.Priority, delay, false, HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
@@ -196,7 +203,13 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
 			continue
 		}
-		d := &memDelivery{b: b, q: q, sub: sub, msg: m, env: consumerCopy(m.env), redelivered: m.redelivered}
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.redelivered}
+		d.env = *m.env
+		if d.env.Headers != nil {
+			// The consumer may change its copy; a requeued message
+			// goes back as it came.
+			d.env.Headers = maps.Clone(d.env.Headers)
+		}
 		sub.unacked[d] = struct{}{}
 		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked
 	}
@@ -312,17 +325,6 @@ func (b *MemoryBackend) Close() error {
 		q.subs = nil
 	}
 	return nil
-}
-
-// consumerCopy returns the copy of a stored envelope that a consumer gets:
-// its fields and headers are the consumer's to change, so a requeued message
-// goes back as it came. The payload is shared; nothing writes to it.
-func consumerCopy(e *Envelope) *Envelope {
-	c := *e
-	if e.Headers != nil {
-		c.Headers = maps.Clone(e.Headers)
-	}
-	return &c
 }
 
 // memHeap orders messages by priority, highest first, then by arrival.

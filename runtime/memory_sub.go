@@ -83,12 +83,15 @@ type memDelivery struct {
 	q   *memQueue
 	sub *memSub
 	msg *memMsg
-	env *Envelope
+	// env is the consumer's copy of msg's envelope: its fields and
+	// headers are the consumer's to change. The payload is shared;
+	// nothing writes to it.
+	env Envelope
 
 	redelivered bool // the message was handed out before and never settled
 }
 
-func (d *memDelivery) Envelope() *Envelope { return d.env }
+func (d *memDelivery) Envelope() *Envelope { return &d.env }
 
 // Redelivered reports whether the job was handed out before without being
 // settled: its subscription closed first, or it was requeued.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -96,12 +97,36 @@ func WithID(id string) EnqueueOption {
 // EnqueuePayload enqueues an already encoded payload onto q and returns the
 // job's ID. Generated code calls Enqueue instead.
 func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
+	return p.enqueue(ctx, q, payload, false, opts)
+}
+
+// ownedPublisher is implemented by backends that can keep an envelope as
+// it is given, without the copy Publish makes: the producer built it and
+// never touches it again.
+type ownedPublisher interface {
+	publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error
+}
+
+// enqueue enqueues payload onto q; owned says that nobody else holds
+// payload, so a backend may keep it without a copy.
+func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, owned bool, opts []EnqueueOption) (string, error) {
 	o, q := p.options(q, opts)
 	env, err := p.envelope(q, o, payload)
 	if err != nil {
 		return "", err
 	}
-	if err := p.publisher()(ctx, []*Envelope{env}, o.delay)[0]; err != nil {
+	p.mu.RLock()
+	chain := p.publish
+	p.mu.RUnlock()
+	if op, ok := p.backend.(ownedPublisher); ok && chain == nil {
+		if !owned {
+			env.Payload = bytes.Clone(payload)
+		}
+		err = op.publishOwned(ctx, env, o.delay)
+	} else {
+		err = p.publisher()(ctx, []*Envelope{env}, o.delay)[0]
+	}
+	if err != nil {
 		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
 	}
 	return env.ID, nil
@@ -144,8 +169,8 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 // (or with its defaults).
 func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig) {
 	var o enqueueOptions
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 0 {
+		o = applyOptions(opts)
 	}
 	p.mu.RLock()
 	declared, ok := p.queues[q.Name]
@@ -154,6 +179,17 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 		return o, declared
 	}
 	return o, q.WithDefaults()
+}
+
+// applyOptions returns the options opts set. It is apart from options so
+// that the value opts write to, which escapes, is allocated only when
+// there are options.
+func applyOptions(opts []EnqueueOption) enqueueOptions {
+	var o enqueueOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // envelope checks the options against q and returns the envelope of one job.

@@ -3,18 +3,17 @@ package runtime
 import (
 	"context"
 	"fmt"
-
-	"github.com/vmihailenco/msgpack/v5"
+	"sync"
 )
 
 // Enqueue encodes job with msgpack and enqueues it onto q. Generated
 // EnqueueX functions call it.
 func Enqueue[T any](ctx context.Context, p *Producer, q QueueConfig, job T, opts ...EnqueueOption) (string, error) {
-	payload, err := msgpack.Marshal(&job)
+	payload, err := encodePayload(&job)
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", q.Kind, err)
 	}
-	return p.EnqueuePayload(ctx, q, payload, opts...)
+	return p.enqueue(ctx, q, payload, true, opts)
 }
 
 // EnqueueMany encodes each job with msgpack and enqueues them onto q, with
@@ -24,7 +23,7 @@ func Enqueue[T any](ctx context.Context, p *Producer, q QueueConfig, job T, opts
 func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []T, opts ...EnqueueOption) ([]string, error) {
 	payloads := make([][]byte, len(jobs))
 	for i := range jobs {
-		payload, err := msgpack.Marshal(&jobs[i])
+		payload, err := encodePayload(&jobs[i])
 		if err != nil {
 			return nil, fmt.Errorf("encode %s #%d: %w", q.Kind, i, err)
 		}
@@ -37,9 +36,17 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 // decoded into a T; one that does not decode is dead-lettered at once with a
 // DecodeError. Generated HandleX functions call it.
 func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) error) {
+	// Each job decodes into a T from the pool and is handed over by value,
+	// so the T a decode needs is not allocated once per job.
+	jobs := sync.Pool{New: func() any { return new(T) }}
 	w.Register(q, func(ctx context.Context, env *Envelope) error {
-		var job T
-		if err := msgpack.Unmarshal(env.Payload, &job); err != nil {
+		var zero T
+		jp := jobs.Get().(*T)
+		err := decodePayload(env.Payload, jp)
+		job := *jp
+		*jp = zero // the pool keeps no reference into the job
+		jobs.Put(jp)
+		if err != nil {
 			return &DecodeError{Kind: q.Kind, Err: err}
 		}
 		return h(ctx, job)

@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// payloadCodec is a msgpack encoder and decoder with the buffer and reader
+// they work on, kept in a pool so that encoding a job allocates only the
+// payload it returns and decoding one allocates only what the job holds.
+type payloadCodec struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+// maxPooledBuffer is the largest encode buffer kept for reuse, so that one
+// huge job does not pin its buffer for the life of the process.
+const maxPooledBuffer = 64 << 10
+
+var codecs = sync.Pool{New: func() any {
+	c := &payloadCodec{enc: msgpack.NewEncoder(nil), dec: msgpack.NewDecoder(nil)}
+	return c
+}}
+
+// encodePayload returns the msgpack encoding of v, as msgpack.Marshal does.
+func encodePayload(v any) ([]byte, error) {
+	c := codecs.Get().(*payloadCodec)
+	defer c.put()
+	c.buf.Reset()
+	c.enc.Reset(&c.buf)
+	if err := c.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(c.buf.Bytes()), nil
+}
+
+// decodePayload decodes data into v, as msgpack.Unmarshal does.
+func decodePayload(data []byte, v any) error {
+	c := codecs.Get().(*payloadCodec)
+	defer c.put()
+	c.r.Reset(data)
+	c.dec.Reset(&c.r)
+	return c.dec.Decode(v)
+}
+
+func (c *payloadCodec) put() {
+	c.enc.Reset(nil)
+	c.dec.Reset(nil)
+	c.r.Reset(nil)
+	if c.buf.Cap() > maxPooledBuffer {
+		c.buf = bytes.Buffer{}
+	}
+	codecs.Put(c)
+}

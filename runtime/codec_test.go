@@ -1,0 +1,110 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+type tagged struct {
+	Name string
+	Tags []string
+	Meta map[string]int
+}
+
+// Jobs decode into values reused across jobs: a field missing from one
+// payload must read as zero, never as what the job before it held.
+func TestHandleDecodesEachJobFromZero(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "tagged", Kind: "tagged", Prefetch: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan tagged, 2)
+	w := runtime.NewWorker(b, quiet())
+	runtime.Handle(w, q, func(_ context.Context, j tagged) error { got <- j; return nil })
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	defer func() { cancel(); <-errc }()
+
+	if _, err := runtime.Enqueue(ctx, p, q, tagged{Name: "first", Tags: []string{"a"}, Meta: map[string]int{"k": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if j := recvT(t, got); j.Name != "first" || len(j.Tags) != 1 || j.Meta["k"] != 1 {
+		t.Fatalf("first job = %+v", j)
+	}
+	onlyName, err := msgpack.Marshal(map[string]string{"Name": "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnqueuePayload(ctx, q, onlyName); err != nil {
+		t.Fatal(err)
+	}
+	if j := recvT(t, got); j.Name != "second" || j.Tags != nil || j.Meta != nil {
+		t.Fatalf("second job = %+v, want only Name set", j)
+	}
+}
+
+// EnqueuePayload's payload stays the caller's: changing it afterwards
+// does not change the job.
+func TestEnqueuePayloadCopiesThePayload(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := msgpack.Marshal(&ping{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnqueuePayload(ctx, q, payload); err != nil {
+		t.Fatal(err)
+	}
+	clear(payload)
+	sub, err := b.Consume(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	d := recvT(t, sub.Deliveries())
+	var j ping
+	if err := msgpack.Unmarshal(d.Envelope().Payload, &j); err != nil || j.N != 1 {
+		t.Fatalf("stored job = %+v (%v), want N=1", j, err)
+	}
+}
+
+type otherKey struct{}
+
+// The Info a worker puts in a handler's context is found through derived
+// contexts, and other values pass through it.
+func TestInfoThroughDerivedContexts(t *testing.T) {
+	base := context.WithValue(context.Background(), otherKey{}, "other")
+	ctx, cancel := context.WithCancel(runtime.WithInfo(base, runtime.Info{ID: "job-1", Attempt: 2}))
+	defer cancel()
+	info, ok := runtime.InfoFromContext(ctx)
+	if !ok || info.ID != "job-1" || info.Attempt != 2 {
+		t.Fatalf("InfoFromContext = %+v, %v", info, ok)
+	}
+	if v := ctx.Value(otherKey{}); v != "other" {
+		t.Fatalf("other value = %v", v)
+	}
+	if _, ok := runtime.InfoFromContext(base); ok {
+		t.Fatal("Info found outside a handler")
+	}
+	cancel()
+	if ctx.Err() == nil {
+		t.Fatal("derived context not cancelled")
+	}
+}
