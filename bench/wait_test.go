@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -35,22 +37,29 @@ func runWaits(b *testing.B, name string) time.Duration {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	defer deleteQueues(b, name, name+".dead", name+".deferred.60000", name+".deferred.120000")
+	defer e2e.DeleteQueues(amqpURL(), name, name+".dead", name+".deferred.60000", name+".deferred.120000")
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind = "benchJob"
+	q.Kind = "Job"
 	p, err := runtime.NewProducer(ctx, be, q)
 	if err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	enqueueAll(b, func(i int) error {
-		delay := time.Minute * time.Duration(1+i%2)
-		_, err := runtime.Enqueue(ctx, p, q, benchJob{To: "a@b.c", Subject: "hello", N: i}, runtime.WithDelay(delay))
-		return err
-	})
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= jobs; i = next.Add(1) {
+				delay := time.Minute * time.Duration(1+i%2)
+				if _, err := runtime.Enqueue(ctx, p, q, e2e.NewJob(), runtime.WithDelay(delay)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 	return time.Since(start)
-}
-
-func uniqueBenchName(what string, i int) string {
-	return fmt.Sprintf("queuey-bench.%s.%d.%d", what, time.Now().UnixNano(), i)
 }

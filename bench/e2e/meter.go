@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Span is what a Meter measured over the timed part of one run.
+type Span struct {
+	Jobs    int
+	Elapsed time.Duration
+	// ClientCPU is this process's user and system CPU: producers,
+	// consumers, handlers, the client library and the garbage collector.
+	ClientCPU time.Duration
+	// ServerCPU is the CPU of the Meter's server processes; zero when none
+	// were named or /proc could not be read.
+	ServerCPU time.Duration
+	// Mallocs is how many heap objects this process allocated.
+	Mallocs uint64
+}
+
+// Rate is jobs per second.
+func (s Span) Rate() float64 { return float64(s.Jobs) / s.Elapsed.Seconds() }
+
+// PerJob returns d per job in microseconds.
+func (s Span) PerJob(d time.Duration) float64 {
+	return float64(d.Microseconds()) / float64(s.Jobs)
+}
+
+// Meter measures spans. Servers are the TCP ports of the servers whose
+// CPU counts: the process listening on each (on this machine) and its
+// descendants, such as PostgreSQL's backends. Their CPU includes whatever
+// else they serve meanwhile.
+type Meter struct {
+	Servers []int
+}
+
+// Mark is the start of a span.
+type Mark struct {
+	m       Meter
+	at      time.Time
+	client  time.Duration
+	server  map[int]time.Duration // CPU by pid
+	mallocs uint64
+}
+
+// Start starts a span.
+func (m Meter) Start() Mark {
+	return Mark{m: m, at: time.Now(), client: rusage(), server: serverCPU(m.Servers), mallocs: mallocs()}
+}
+
+// Stop ends the span begun at k; jobs is how many jobs it carried. A
+// server process started during the span counts with all its CPU; one
+// that ended during it is not counted.
+func (k Mark) Stop(jobs int) Span {
+	s := Span{
+		Jobs:      jobs,
+		Elapsed:   time.Since(k.at),
+		ClientCPU: rusage() - k.client,
+		Mallocs:   mallocs() - k.mallocs,
+	}
+	for pid, cpu := range serverCPU(k.m.Servers) {
+		s.ServerCPU += cpu - k.server[pid]
+	}
+	return s
+}
+
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
+func rusage() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

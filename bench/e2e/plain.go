@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Plain configures a run of the plain amqp091-go loop.
+type Plain struct {
+	URL   string
+	Queue string // a fresh name; the queue is deleted afterwards
+	Jobs  int
+	// Window is how many publishes await their confirms at once.
+	Window   int
+	Prefetch int
+	// MaxPriority, when above zero, declares the queue with x-max-priority
+	// (queuey's default is 10). Zero is the plain loop.
+	MaxPriority int
+	// Headers, when true, adds the header table queuey's envelope carries
+	// today (five x-queuey- headers) and a type and a timestamp. False is
+	// the plain loop.
+	Headers bool
+	Meter   Meter
+}
+
+// Run publishes p.Jobs persistent, mandatory, confirmed messages from one
+// goroutine with up to p.Window confirms in flight, while one consumer
+// decodes and acks each, and measures from the first publish until the
+// last delivery is acked.
+func (p Plain) Run(ctx context.Context) (Span, error) {
+	pubConn, err := amqp.Dial(p.URL)
+	if err != nil {
+		return Span{}, err
+	}
+	defer pubConn.Close()
+	conConn, err := amqp.Dial(p.URL)
+	if err != nil {
+		return Span{}, err
+	}
+	defer conConn.Close()
+	defer DeleteQueues(p.URL, p.Queue)
+	pch, err := pubConn.Channel()
+	if err != nil {
+		return Span{}, err
+	}
+	var args amqp.Table
+	if p.MaxPriority > 0 {
+		args = amqp.Table{"x-max-priority": int32(p.MaxPriority)}
+	}
+	if _, err := pch.QueueDeclare(p.Queue, true, false, false, false, args); err != nil {
+		return Span{}, err
+	}
+	if err := pch.Confirm(false); err != nil {
+		return Span{}, err
+	}
+	returns := pch.NotifyReturn(make(chan amqp.Return, 1))
+
+	cch, err := conConn.Channel()
+	if err != nil {
+		return Span{}, err
+	}
+	if err := cch.Qos(p.Prefetch, 0, false); err != nil {
+		return Span{}, err
+	}
+	msgs, err := cch.Consume(p.Queue, "", false, false, false, false, nil)
+	if err != nil {
+		return Span{}, err
+	}
+	var handled atomic.Int64
+	all := make(chan struct{})
+	go func() {
+		for m := range msgs {
+			var j Job
+			_ = msgpack.Unmarshal(m.Body, &j)
+			_ = m.Ack(false)
+			if handled.Add(1) == int64(p.Jobs) {
+				close(all)
+			}
+		}
+	}()
+
+	body := Payload()
+	mark := p.Meter.Start()
+	window := make([]*amqp.DeferredConfirmation, 0, p.Window)
+	confirm := func(dc *amqp.DeferredConfirmation) error {
+		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+			return fmt.Errorf("plain publish not confirmed (ack=%v): %v", ok, err)
+		}
+		return nil
+	}
+	for range p.Jobs {
+		if len(window) == p.Window {
+			if err := confirm(window[0]); err != nil {
+				return Span{}, err
+			}
+			window = window[1:]
+		}
+		msg := amqp.Publishing{
+			ContentType:  "application/msgpack",
+			DeliveryMode: amqp.Persistent,
+			MessageId:    uuid.NewString(),
+			Body:         body,
+		}
+		if p.Headers {
+			now := time.Now()
+			msg.Type, msg.Timestamp = "Job", now
+			msg.Headers = amqp.Table{
+				"x-queuey-attempt":      int64(1),
+				"x-queuey-max-attempts": int64(5),
+				"x-queuey-priority":     int64(0),
+				"x-queuey-enqueued-at":  now.UnixNano(),
+				"x-queuey-queue":        p.Queue,
+			}
+		}
+		dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, "", p.Queue, true, false, msg)
+		if err != nil {
+			return Span{}, err
+		}
+		window = append(window, dc)
+	}
+	for _, dc := range window {
+		if err := confirm(dc); err != nil {
+			return Span{}, err
+		}
+	}
+	select {
+	case r := <-returns:
+		return Span{}, fmt.Errorf("plain publish returned: %s", r.ReplyText)
+	default:
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return Span{}, fmt.Errorf("plain consumer handled %d of %d jobs: %w", handled.Load(), p.Jobs, ctx.Err())
+	}
+	return mark.Stop(p.Jobs), nil
+}
+
+// DeleteQueues deletes queues on the broker at url, each on a channel of
+// its own, ignoring errors: they are clean-up.
+func DeleteQueues(url string, names ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		_, _ = ch.QueueDelete(name, false, false, false)
+		_ = ch.Close()
+	}
+}

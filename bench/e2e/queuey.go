@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// Queuey configures a run through queuey on the rabbitmq backend.
+type Queuey struct {
+	URL   string
+	Queue string // a fresh name; the queue and its dead-letter queue are deleted afterwards
+	Jobs  int
+	// Producers is how many goroutines call Enqueue at once, each waiting
+	// for its job's confirm. Ignored when Batch is above zero.
+	Producers int
+	// Batch, when above zero, enqueues from one goroutine through
+	// EnqueueMany, Batch jobs per call.
+	Batch    int
+	Prefetch int // also the handler concurrency
+	// MaxPriority is the queue's max_priority; zero is queuey's default
+	// (10). Use -1 for none.
+	MaxPriority int
+	Meter       Meter
+}
+
+// Run enqueues q.Jobs jobs and handles each with a handler that does
+// nothing, as generated EnqueueX (or EnqueueManyX) and HandleX do, and
+// measures from the first enqueue until the last job is handled. The
+// worker has declared, consumed and handled one warm-up job before.
+func (q Queuey) Run(ctx context.Context) (Span, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	be, err := rabbitmq.Dial(ctx, q.URL, rabbitmq.Options{Logger: quiet})
+	if err != nil {
+		return Span{}, err
+	}
+	defer be.Close()
+	defer DeleteQueues(q.URL, q.Queue, q.Queue+rabbitmq.DefaultDeadSuffix)
+	cfg := runtime.DefaultQueueConfig(q.Queue)
+	cfg.Kind = "Job"
+	cfg.Prefetch, cfg.Concurrency = q.Prefetch, q.Prefetch
+	if q.MaxPriority != 0 {
+		cfg.MaxPriority = max(q.MaxPriority, 0)
+	}
+	p, err := runtime.NewProducer(ctx, be, cfg)
+	if err != nil {
+		return Span{}, err
+	}
+	var handled atomic.Int64
+	warm := make(chan struct{})
+	all := make(chan struct{})
+	w := runtime.NewWorker(be, runtime.WithLogger(quiet))
+	runtime.Handle(w, cfg, func(context.Context, Job) error {
+		switch handled.Add(1) {
+		case 1:
+			close(warm)
+		case int64(q.Jobs) + 1:
+			close(all)
+		}
+		return nil
+	})
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	werr := make(chan error, 1)
+	go func() { werr <- w.Run(wctx) }()
+	defer func() { stop(); <-werr }()
+	job := NewJob()
+	if _, err := runtime.Enqueue(ctx, p, cfg, job); err != nil {
+		return Span{}, err
+	}
+	select {
+	case <-warm:
+	case err := <-werr:
+		werr <- err
+		return Span{}, fmt.Errorf("worker ended before the warm-up job: %v", err)
+	case <-ctx.Done():
+		return Span{}, fmt.Errorf("warm-up job not handled: %w", ctx.Err())
+	}
+
+	mark := q.Meter.Start()
+	if q.Batch > 0 {
+		err = enqueueBatches(ctx, p, cfg, job, q.Jobs, q.Batch)
+	} else {
+		err = enqueueConcurrently(ctx, p, cfg, job, q.Jobs, q.Producers)
+	}
+	if err != nil {
+		return Span{}, err
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return Span{}, fmt.Errorf("handled %d of %d jobs: %w", handled.Load()-1, q.Jobs, ctx.Err())
+	}
+	return mark.Stop(q.Jobs), nil
+}
+
+// enqueueConcurrently enqueues n jobs from producers goroutines at once,
+// each calling Enqueue and waiting for its confirm, as callers of a
+// synchronous API do.
+func enqueueConcurrently(ctx context.Context, p *runtime.Producer, cfg runtime.QueueConfig, job Job, n, producers int) error {
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		errMu sync.Mutex
+		first error
+	)
+	for range max(producers, 1) {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := runtime.Enqueue(ctx, p, cfg, job); err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = err
+					}
+					errMu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// enqueueBatches enqueues n jobs from one goroutine, batch at a time,
+// through EnqueueMany.
+func enqueueBatches(ctx context.Context, p *runtime.Producer, cfg runtime.QueueConfig, job Job, n, batch int) error {
+	jobs := make([]Job, 0, batch)
+	for i := range n {
+		jobs = append(jobs, job)
+		if len(jobs) == batch || i == n-1 {
+			if _, err := runtime.EnqueueMany(ctx, p, cfg, jobs); err != nil {
+				return err
+			}
+			jobs = jobs[:0]
+		}
+	}
+	return nil
+}
