@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queuey/queuey/bench/e2e"
+	"github.com/queuey/queuey/internal/brokertest"
+)
+
+// rabbit is the Meter of every peer on RabbitMQ.
+var rabbit = e2e.Meter{Servers: []int{5672}}
+
+func queueName(who string, round int) string {
+	return fmt.Sprintf("queuey-peers.%s.%d.%d", who, time.Now().UnixNano(), round)
+}
+
+// amqpPeers are queuey in both shapes and the plain amqp091-go loop with
+// the windows that match them.
+func amqpPeers() []peer {
+	url := brokertest.URL()
+	q := func(jobs, round int) e2e.Queuey {
+		return e2e.Queuey{URL: url, Queue: queueName("queuey", round), Jobs: jobs, Prefetch: prefetch, Meter: rabbit}
+	}
+	plain := func(jobs, round, window int) e2e.Plain {
+		return e2e.Plain{URL: url, Queue: queueName("plain", round), Jobs: jobs, Window: window, Prefetch: prefetch, Meter: rabbit}
+	}
+	return []peer{
+		{"queuey", fmt.Sprintf("sync: %d goroutines calling EnqueueX", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			c := q(jobs, round)
+			c.Producers = producers
+			return c.Run(ctx)
+		}},
+		{"queuey", fmt.Sprintf("batch: EnqueueManyX of %d", batch), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			c := q(jobs, round)
+			c.Batch = batch
+			return c.Run(ctx)
+		}},
+		{"amqp091-go", fmt.Sprintf("plain loop, %d confirms in flight", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			return plain(jobs, round, producers).Run(ctx)
+		}},
+		{"amqp091-go", "plain loop, 1024 confirms in flight", func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			return plain(jobs, round, 1024).Run(ctx)
+		}},
+	}
+}
