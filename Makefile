@@ -29,12 +29,21 @@ verify: ## gofmt, go vet, go.mod tidy, and generated code fresh (queuey-gen -che
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(GO) -C bench/peers mod tidy -diff
+	$(GO) -C bench/peers vet ./...
 	$(GO) tool queuey-gen -check ./...
 	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
 
 .PHONY: bench
-bench: broker ## benchmarks: memory backend, generator, RabbitMQ against raw amqp091-go, telemetry overhead
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/ ./bench/... ./otelqueuey/
+bench: broker ## benchmarks: memory backend, generator, RabbitMQ against the plain amqp091-go loop (prints the ratios), telemetry overhead
+	@set -e; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	bash -o pipefail -c '$(GO) test -run "^$$" -bench . -benchmem -count=1 ./runtime/ ./bench/... ./otelqueuey/ | tee "$$0"' "$$out"; \
+	echo; echo "queuey against the plain amqp091-go loop (ratio = queuey/plain, medians):"; \
+	grep -ho '[a-z]*: queuey .*' "$$out"
+
+.PHONY: bench-peers
+bench-peers: broker ## queuey against river, asynq, watermill-amqp and plain amqp091-go (Redis and PostgreSQL on localhost); writes bench/peers/peers.svg
+	cd bench/peers && $(GO) run . -jobs 20000 -rounds 3 -svg peers.svg
 
 .PHONY: bench-memory
 bench-memory: ## benchmarks of the in-memory backend only (no broker needed)

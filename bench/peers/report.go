@@ -13,7 +13,7 @@ import (
 // row is a peer's results over its rounds.
 type row struct {
 	peer
-	median, min, max  float64 // jobs/s
+	median, min, max   float64 // jobs/s
 	clientUS, serverUS float64 // CPU µs per job, medians
 }
 

@@ -186,4 +186,3 @@ func createDatabase(ctx context.Context) error {
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+riverDatabase)
 	return err
 }
-
