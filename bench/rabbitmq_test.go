@@ -13,6 +13,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -38,6 +39,11 @@ func requireBroker(b *testing.B) { b.Helper(); brokertest.Require(b) }
 func uniqueBenchName(what string, i int) string {
 	return fmt.Sprintf("queuey-bench.%s.%d.%d", what, time.Now().UnixNano(), i)
 }
+
+var (
+	side = flag.String("side", "", "run one side of each comparison only, queuey or plain, to profile it")
+	wire = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
+)
 
 // BenchmarkSync: 64 goroutines each calling Enqueue and waiting for its
 // confirm, against the plain loop keeping 64 confirms in flight.
@@ -107,14 +113,48 @@ func queuey(name string) e2e.Queuey {
 func compare(b *testing.B, shape string, p func(string) e2e.Plain, q func(string) e2e.Queuey) {
 	var plains, ours []e2e.Span
 	for i := 0; b.Loop(); i++ {
-		plains = append(plains, run(b, p(uniqueBenchName("plain", i)).Run))
-		ours = append(ours, run(b, q(uniqueBenchName("queuey", i)).Run))
+		if *side != "queuey" {
+			c := p(uniqueBenchName("plain", i))
+			url, logWire := tapped(b, shape+" plain")
+			c.URL = url
+			plains = append(plains, logWire(run(b, c.Run)))
+		}
+		if *side != "plain" {
+			c := q(uniqueBenchName("queuey", i))
+			url, logWire := tapped(b, shape+" queuey")
+			c.URL = url
+			ours = append(ours, logWire(run(b, c.Run)))
+		}
+	}
+	if *side != "" {
+		report(b, *side+"-", slices.Concat(plains, ours))
+		b.ReportMetric(0, "ns/op")
+		return
 	}
 	pr, qr := report(b, "plain-", plains), report(b, "queuey-", ours)
 	b.ReportMetric(qr/pr, "ratio")
 	b.ReportMetric(0, "ns/op") // each op is two runs of 20,000 jobs; the rates say it
 	b.Logf("%s: queuey %.0f jobs/s, plain amqp091-go %.0f jobs/s, ratio (queuey/plain) %.2f, medians of %d",
 		shape, qr, pr, qr/pr, len(ours))
+}
+
+// tapped returns the broker URL to run on and a function that logs what
+// crossed the wire during the run, per job, when -wire is set.
+func tapped(b *testing.B, what string) (string, func(e2e.Span) e2e.Span) {
+	if !*wire {
+		return amqpURL(), func(s e2e.Span) e2e.Span { return s }
+	}
+	tap, err := e2e.NewTap(amqpURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tap.URL(amqpURL()), func(s e2e.Span) e2e.Span {
+		w := tap.Counts()
+		_ = tap.Close()
+		b.Logf("%s, to the broker: %s", what, w[e2e.ToBroker].PerJob(s.Jobs))
+		b.Logf("%s, from the broker: %s", what, w[e2e.FromBroker].PerJob(s.Jobs))
+		return s
+	}
 }
 
 func run(b *testing.B, f func(context.Context) (e2e.Span, error)) e2e.Span {
