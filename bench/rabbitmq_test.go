@@ -7,7 +7,7 @@
 //
 // Each benchmark logs a line with both rates and their ratio
 // (queuey/plain), and reports per job: client CPU (this process, both
-// sides' producers and consumers), broker CPU (the process listening on 5672, which also serves
+// sides' producers and consumers), broker CPU (the process listening on the broker's port, which also serves
 // anything else using the broker meanwhile) and allocations.
 package bench
 
@@ -29,8 +29,8 @@ const (
 	benchWait = 5 * time.Minute
 )
 
-// broker is the Meter of every run here: the broker is what listens on 5672.
-var broker = e2e.Meter{Servers: []int{5672}}
+// broker is the Meter of every run here.
+var broker = e2e.BrokerMeter(brokertest.URL())
 
 func amqpURL() string { return brokertest.URL() }
 

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"net/url"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -34,6 +36,18 @@ func (s Span) PerJob(d time.Duration) float64 {
 // else they serve meanwhile.
 type Meter struct {
 	Servers []int
+}
+
+// BrokerMeter is the Meter of runs on the AMQP broker at amqpURL: its
+// server is what listens on that URL's port (5672 when it names none).
+func BrokerMeter(amqpURL string) Meter {
+	port := 5672
+	if u, err := url.Parse(amqpURL); err == nil && u.Port() != "" {
+		if p, err := strconv.Atoi(u.Port()); err == nil {
+			port = p
+		}
+	}
+	return Meter{Servers: []int{port}}
 }
 
 // Mark is the start of a span.

@@ -10,7 +10,7 @@ import (
 )
 
 // rabbit is the Meter of every peer on RabbitMQ.
-var rabbit = e2e.Meter{Servers: []int{5672}}
+var rabbit = e2e.BrokerMeter(brokertest.URL())
 
 func queueName(who string, round int) string {
 	return fmt.Sprintf("queuey-peers.%s.%d.%d", who, time.Now().UnixNano(), round)
