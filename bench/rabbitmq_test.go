@@ -6,9 +6,14 @@
 //	go test -run '^$' -bench . ./bench/
 //
 // Each benchmark logs a line with both rates and their ratio
-// (queuey/plain), and reports per job: client CPU (this process, both
-// sides' producers and consumers), broker CPU (the process listening on the broker's port, which also serves
-// anything else using the broker meanwhile) and allocations.
+// (queuey/plain), and reports per job: client CPU (this process: the
+// producers, the consumer and the handlers), broker CPU (the process
+// listening on the broker's port, which also serves anything else using
+// the broker meanwhile) and allocations. -side=queuey or -side=plain runs
+// one side only, to profile it; -wire counts each side's AMQP frames:
+//
+//	go test -run '^$' -bench Sync -cpuprofile cpu.out ./bench/ -args -side=queuey
+//	go test -run '^$' -bench . ./bench/ -args -wire
 package bench
 
 import (
