@@ -41,6 +41,21 @@ type peer struct {
 	run      func(ctx context.Context, jobs, round int) (e2e.Span, error)
 }
 
+// notes say what each peer's settings are for; printed under the table.
+const notes = `
+river: its database URL sets plan_cache_mode=force_custom_plan. Without it, once the
+  job table has been emptied, PostgreSQL caches a generic plan for river's fetch query
+  that scans the whole table (autovacuum is off on this server) and river falls to
+  100-200 jobs/s: a property of the planner here, not of river. "tuned" is riverbench's
+  FetchCooldown 2ms, FetchPollInterval 20ms and 2,000 workers.
+asynq: TaskCheckInterval 20ms instead of 1s, so no run pays for the idle sleep
+  its server starts before the clock.
+watermill-amqp: Publish waits for each confirm (ConfirmDelivery), on a pool of 64
+  channels; mandatory is off, as watermill does not listen for returns.
+CPU: client is this process (getrusage); server is the process on the server's port
+  and its children (/proc), which includes whatever else that server did meanwhile.
+`
+
 func main() {
 	jobs := flag.Int("jobs", 20000, "jobs per run")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every peer once")
@@ -85,6 +100,7 @@ func run(jobs, rounds int, only, svgPath string) error {
 	rows := summarize(all, spans)
 	fmt.Println()
 	printTable(os.Stdout, rows)
+	fmt.Print(notes)
 	if svgPath != "" {
 		title := fmt.Sprintf("%d jobs of %d bytes, %d at once; median of %d rounds (bars), min–max (lines); %s, 2 shared cores",
 			jobs, e2e.PayloadSize, prefetch, rounds, start.Format("2006-01-02"))
