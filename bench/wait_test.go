@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queuey/queuey/bench/e2e"
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -37,29 +37,22 @@ func runWaits(b *testing.B, name string) time.Duration {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	defer e2e.DeleteQueues(amqpURL(), name, name+".dead", name+".deferred.60000", name+".deferred.120000")
+	defer brokertest.DeleteQueues(amqpURL(), name, name+".dead", name+".deferred.60000", name+".deferred.120000")
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind = "Job"
 	p, err := runtime.NewProducer(ctx, be, q)
 	if err != nil {
 		b.Fatal(err)
 	}
+	var i atomic.Int64
 	start := time.Now()
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1); i <= jobs; i = next.Add(1) {
-				delay := time.Minute * time.Duration(1+i%2)
-				if _, err := runtime.Enqueue(ctx, p, q, e2e.NewJob(), runtime.WithDelay(delay)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+	err = e2e.Concurrently(jobs, 64, func() error {
+		delay := time.Minute * time.Duration(1+i.Add(1)%2)
+		_, err := runtime.Enqueue(ctx, p, q, e2e.NewJob(), runtime.WithDelay(delay))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
 	return time.Since(start)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/internal/brokertest"
 )
 
 // Plain configures a run of the plain amqp091-go loop.
@@ -44,7 +46,7 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 		return Span{}, err
 	}
 	defer conConn.Close()
-	defer DeleteQueues(p.URL, p.Queue)
+	defer brokertest.DeleteQueues(p.URL, p.Queue)
 	pch, err := pubConn.Channel()
 	if err != nil {
 		return Span{}, err
@@ -140,22 +142,4 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 		return Span{}, fmt.Errorf("plain consumer handled %d of %d jobs: %w", handled.Load(), p.Jobs, ctx.Err())
 	}
 	return mark.Stop(p.Jobs), nil
-}
-
-// DeleteQueues deletes queues on the broker at url, each on a channel of
-// its own, ignoring errors: they are clean-up.
-func DeleteQueues(url string, names ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	for _, name := range names {
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		_, _ = ch.QueueDelete(name, false, false, false)
-		_ = ch.Close()
-	}
 }

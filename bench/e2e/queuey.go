@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -41,7 +42,7 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 		return Span{}, err
 	}
 	defer be.Close()
-	defer DeleteQueues(q.URL, q.Queue, q.Queue+rabbitmq.DefaultDeadSuffix)
+	defer brokertest.DeleteQueues(q.URL, q.Queue, q.Queue+rabbitmq.DefaultDeadSuffix)
 	cfg := runtime.DefaultQueueConfig(q.Queue)
 	cfg.Kind = "Job"
 	cfg.Prefetch, cfg.Concurrency = q.Prefetch, q.Prefetch
@@ -87,7 +88,10 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 	if q.Batch > 0 {
 		err = enqueueBatches(ctx, p, cfg, job, q.Jobs, q.Batch)
 	} else {
-		err = enqueueConcurrently(ctx, p, cfg, job, q.Jobs, q.Producers)
+		err = Concurrently(q.Jobs, q.Producers, func() error {
+			_, err := runtime.Enqueue(ctx, p, cfg, job)
+			return err
+		})
 	}
 	if err != nil {
 		return Span{}, err
@@ -100,10 +104,10 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 	return mark.Stop(q.Jobs), nil
 }
 
-// enqueueConcurrently enqueues n jobs from producers goroutines at once,
-// each calling Enqueue and waiting for its confirm, as callers of a
-// synchronous API do.
-func enqueueConcurrently(ctx context.Context, p *runtime.Producer, cfg runtime.QueueConfig, job Job, n, producers int) error {
+// Concurrently calls f n times in all from producers goroutines at once,
+// as callers of a synchronous API do, and returns the first error; a
+// goroutine stops at its first error.
+func Concurrently(n, producers int, f func() error) error {
 	var (
 		wg    sync.WaitGroup
 		next  atomic.Int64
@@ -113,7 +117,7 @@ func enqueueConcurrently(ctx context.Context, p *runtime.Producer, cfg runtime.Q
 	for range max(producers, 1) {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if _, err := runtime.Enqueue(ctx, p, cfg, job); err != nil {
+				if err := f(); err != nil {
 					errMu.Lock()
 					if first == nil {
 						first = err

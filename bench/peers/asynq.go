@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,7 +71,7 @@ func runAsynq(ctx context.Context, jobs, _ int) (e2e.Span, error) {
 		return e2e.Span{}, fmt.Errorf("warm-up task not handled: %w", ctx.Err())
 	}
 	mark := redis.Start()
-	if err := concurrently(jobs, enqueue); err != nil {
+	if err := e2e.Concurrently(jobs, producers, enqueue); err != nil {
 		return e2e.Span{}, err
 	}
 	select {
@@ -81,33 +80,6 @@ func runAsynq(ctx context.Context, jobs, _ int) (e2e.Span, error) {
 		return e2e.Span{}, fmt.Errorf("handled %d of %d tasks: %w", handled.Load()-1, jobs, ctx.Err())
 	}
 	return mark.Stop(jobs), nil
-}
-
-// concurrently calls enqueue jobs times from producers goroutines at once
-// and returns the first error.
-func concurrently(jobs int, enqueue func() error) error {
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		mu    sync.Mutex
-		first error
-	)
-	for range producers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(jobs) {
-				if err := enqueue(); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
 
 // nopLogger silences asynq.

@@ -28,7 +28,7 @@ func watermillPeers() []peer {
 func runWatermill(ctx context.Context, jobs, round int) (e2e.Span, error) {
 	url := brokertest.URL()
 	topic := queueName("watermill", round)
-	defer e2e.DeleteQueues(url, topic)
+	defer brokertest.DeleteQueues(url, topic)
 	cfg := wamqp.NewDurableQueueConfig(url)
 	cfg.Publish.ConfirmDelivery = true
 	cfg.Publish.ChannelPoolSize = producers
@@ -76,7 +76,7 @@ func runWatermill(ctx context.Context, jobs, round int) (e2e.Span, error) {
 		return e2e.Span{}, fmt.Errorf("warm-up message not handled: %w", ctx.Err())
 	}
 	mark := rabbit.Start()
-	if err := concurrently(jobs, publish); err != nil {
+	if err := e2e.Concurrently(jobs, producers, publish); err != nil {
 		return e2e.Span{}, err
 	}
 	select {

@@ -47,3 +47,22 @@ func Require(tb testing.TB) string {
 	tb.Skip(msg)
 	return ""
 }
+
+// DeleteQueues deletes queues on the broker at url, each on a channel of
+// its own (a failed delete closes its channel), ignoring errors: it is
+// clean-up.
+func DeleteQueues(url string, names ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	for _, name := range names {
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		_, _ = ch.QueueDelete(name, false, false, false)
+		_ = ch.Close()
+	}
+}
