@@ -21,7 +21,8 @@ func chart(title string, rows []row) []byte {
 	for _, r := range rows {
 		hi = math.Max(hi, r.max)
 	}
-	scale := niceCeil(hi)
+	step := niceCeil(hi / 5) // about five grid steps
+	scale := math.Max(math.Ceil(hi/step), 1) * step
 	x := func(v float64) float64 { return labelW + v/scale*plotW }
 	height := top + len(rows)*(barH+gap) + 40
 	width := labelW + plotW + 90
@@ -30,8 +31,7 @@ func chart(title string, rows []row) []byte {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#fff"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">Jobs per second, end to end (higher is better)</text>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s</text>`+"\n", html.EscapeString(title))
-	for i := 0; i <= 4; i++ { // grid
-		v := scale * float64(i) / 4
+	for v := 0.0; v <= scale; v += step { // grid
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(v), top-6, x(v), height-34)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x(v), height-20, thousands(v))
 	}

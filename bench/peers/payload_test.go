@@ -26,3 +26,11 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestNiceCeil(t *testing.T) {
+	for v, want := range map[float64]float64{0.3: 0.5, 1: 1, 1.2: 2, 483: 500, 2415: 5000, 7000: 10000} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
