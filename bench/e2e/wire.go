@@ -26,6 +26,7 @@ type Tap struct {
 
 	mu    sync.Mutex
 	stats [2]Wire // [ToBroker], [FromBroker]
+	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
 
@@ -59,7 +60,7 @@ func NewTap(amqpURL string) (*Tap, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tap{ln: ln, target: u.Host}
+	t := &Tap{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
 	t.Reset()
 	t.wg.Go(t.accept)
 	return t, nil
@@ -96,10 +97,15 @@ func (t *Tap) Counts() [2]Wire {
 	return out
 }
 
-// Close stops listening. Connections through the tap end when their
-// clients close them.
+// Close stops listening, closes every connection through the tap and
+// waits until its goroutines have ended.
 func (t *Tap) Close() error {
 	err := t.ln.Close()
+	t.mu.Lock()
+	for c := range t.conns {
+		_ = c.Close()
+	}
+	t.mu.Unlock()
 	t.wg.Wait()
 	return err
 }
@@ -115,21 +121,36 @@ func (t *Tap) accept() {
 			_ = c.Close()
 			continue
 		}
-		go t.pipe(c, b, ToBroker)
-		go t.pipe(b, c, FromBroker)
+		t.mu.Lock()
+		t.conns[c], t.conns[b] = struct{}{}, struct{}{}
+		t.mu.Unlock()
+		t.wg.Go(func() { t.pipe(c, b, ToBroker) })
+		t.wg.Go(func() { t.pipe(b, c, FromBroker) })
 	}
 }
 
-// pipe copies src to dst, counting frames, until either side closes.
+// pipe copies src to dst, frame by frame, counting each frame before it
+// passes on, until either side closes. Frames are written out in bulk
+// whenever no more input is buffered.
 func (t *Tap) pipe(src, dst net.Conn, dir int) {
 	defer func() { _ = src.Close(); _ = dst.Close() }()
-	r := bufio.NewReaderSize(io.TeeReader(src, dst), 64<<10)
+	r := bufio.NewReaderSize(src, 64<<10)
+	w := bufio.NewWriterSize(dst, 64<<10)
+	forward := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return r.Buffered() > 0 || w.Flush() == nil
+	}
 	if dir == ToBroker {
 		var proto [8]byte // "AMQP" 0 0 9 1
 		if _, err := io.ReadFull(r, proto[:]); err != nil {
 			return
 		}
 		t.count(dir, 8, "", 0, false)
+		if !forward(proto[:]) {
+			return
+		}
 	}
 	var head [7]byte
 	for {
@@ -137,14 +158,16 @@ func (t *Tap) pipe(src, dst net.Conn, dir int) {
 			return
 		}
 		size := binary.BigEndian.Uint32(head[3:])
-		payload := make([]byte, int(size)+1) // and the frame-end octet
-		if _, err := io.ReadFull(r, payload); err != nil {
+		frame := make([]byte, len(head)+int(size)+1) // and the frame-end octet
+		copy(frame, head[:])
+		if _, err := io.ReadFull(r, frame[len(head):]); err != nil {
 			return
 		}
-		n := int64(len(head) + len(payload))
+		payload := frame[len(head) : len(head)+int(size)]
+		n := int64(len(frame))
 		switch head[0] {
 		case 1:
-			name, multiple := method(payload[:size])
+			name, multiple := method(payload)
 			t.count(dir, n, name, 0, multiple)
 		case 2:
 			t.count(dir, n, "content-header", n, false)
@@ -154,6 +177,9 @@ func (t *Tap) pipe(src, dst net.Conn, dir int) {
 			t.count(dir, n, "heartbeat", 0, false)
 		default:
 			t.count(dir, n, fmt.Sprintf("frame-type-%d", head[0]), 0, false)
+		}
+		if !forward(frame) {
+			return
 		}
 	}
 }
