@@ -1,7 +1,7 @@
 // Package bench measures queuey on a local RabbitMQ against the plain
 // amqp091-go loop a user would write by hand with the same guarantees
 // (package e2e says what each side does), end to end: 20,000 jobs of a
-// 200-byte payload, prefetch 50, medians over alternating runs.
+// 200-byte payload, prefetch 50, medians of 3 alternating rounds (-rounds).
 //
 //	go test -run '^$' -bench . ./bench/
 //
@@ -46,8 +46,9 @@ func uniqueBenchName(what string, i int) string {
 }
 
 var (
-	side = flag.String("side", "", "run one side of each comparison only, queuey or plain, to profile it")
-	wire = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
+	rounds = flag.Int("rounds", 3, "runs of each side per benchmark iteration, alternating; figures are their medians")
+	side   = flag.String("side", "", "run one side of each comparison only, queuey or plain, to profile it")
+	wire   = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
 )
 
 // BenchmarkSync: 64 goroutines each calling Enqueue and waiting for its
@@ -94,10 +95,12 @@ func BenchmarkPlainShape(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var spans []e2e.Span
-			for i := 0; b.Loop(); i++ {
-				p := plain(uniqueBenchName("shape", i), 64)
-				p.MaxPriority, p.Headers = c.maxPriority, c.headers
-				spans = append(spans, run(b, p.Run))
+			for b.Loop() {
+				for i := range *rounds {
+					p := plain(uniqueBenchName("shape", i), 64)
+					p.MaxPriority, p.Headers = c.maxPriority, c.headers
+					spans = append(spans, run(b, p.Run))
+				}
 			}
 			report(b, "", spans)
 			b.ReportMetric(0, "ns/op")
@@ -113,22 +116,25 @@ func queuey(name string) e2e.Queuey {
 	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, Meter: broker}
 }
 
-// compare runs the plain loop and queuey alternately, b.N times each,
-// and reports both sides and the ratio of their median rates.
+// compare runs the plain loop and queuey alternately, -rounds times each
+// per iteration, and reports both sides and the ratio of their median
+// rates.
 func compare(b *testing.B, shape string, p func(string) e2e.Plain, q func(string) e2e.Queuey) {
 	var plains, ours []e2e.Span
-	for i := 0; b.Loop(); i++ {
-		if *side != "queuey" {
-			c := p(uniqueBenchName("plain", i))
-			url, logWire := tapped(b, shape+" plain")
-			c.URL = url
-			plains = append(plains, logWire(run(b, c.Run)))
-		}
-		if *side != "plain" {
-			c := q(uniqueBenchName("queuey", i))
-			url, logWire := tapped(b, shape+" queuey")
-			c.URL = url
-			ours = append(ours, logWire(run(b, c.Run)))
+	for b.Loop() {
+		for i := range *rounds {
+			if *side != "queuey" {
+				c := p(uniqueBenchName("plain", i))
+				url, logWire := tapped(b, shape+" plain")
+				c.URL = url
+				plains = append(plains, logWire(run(b, c.Run)))
+			}
+			if *side != "plain" {
+				c := q(uniqueBenchName("queuey", i))
+				url, logWire := tapped(b, shape+" queuey")
+				c.URL = url
+				ours = append(ours, logWire(run(b, c.Run)))
+			}
 		}
 	}
 	if *side != "" {
@@ -138,7 +144,7 @@ func compare(b *testing.B, shape string, p func(string) e2e.Plain, q func(string
 	}
 	pr, qr := report(b, "plain-", plains), report(b, "queuey-", ours)
 	b.ReportMetric(qr/pr, "ratio")
-	b.ReportMetric(0, "ns/op") // each op is two runs of 20,000 jobs; the rates say it
+	b.ReportMetric(0, "ns/op") // each op is 2×rounds runs of 20,000 jobs; the rates say it
 	b.Logf("%s: queuey %.0f jobs/s, plain amqp091-go %.0f jobs/s, ratio (queuey/plain) %.2f, medians of %d",
 		shape, qr, pr, qr/pr, len(ours))
 }
