@@ -25,7 +25,7 @@ generate: ## regenerate queuey_gen.go files
 	$(GO) generate ./...
 
 .PHONY: verify
-verify: ## gofmt, go vet, go.mod tidy, and generated code fresh (queuey-gen -check)
+verify: ## gofmt, go vet and go.mod tidy (bench/peers too), generated code fresh (queuey-gen -check)
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
