@@ -35,7 +35,6 @@ var (
 	_ DeadLetterReader = (*MemoryBackend)(nil)
 	_ ReadyCounter     = (*MemoryBackend)(nil)
 	_ Redelivery       = (*memDelivery)(nil)
-	_ ownedPublisher   = (*MemoryBackend)(nil)
 )
 
 // NewMemoryBackend returns an empty MemoryBackend.

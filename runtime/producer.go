@@ -100,13 +100,6 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 	return p.enqueue(ctx, q, payload, false, opts)
 }
 
-// ownedPublisher is implemented by backends that can keep an envelope as
-// it is given, without the copy Publish makes: the producer built it and
-// never touches it again.
-type ownedPublisher interface {
-	publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error
-}
-
 // enqueue enqueues payload onto q; owned says that nobody else holds
 // payload, so a backend may keep it without a copy.
 func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, owned bool, opts []EnqueueOption) (string, error) {
@@ -118,11 +111,15 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	p.mu.RLock()
 	chain := p.publish
 	p.mu.RUnlock()
-	if op, ok := p.backend.(ownedPublisher); ok && chain == nil {
+	// The memory backend itself (not a wrapper of it, whose Publish must
+	// see every job), when no middleware stands between, keeps the envelope
+	// without the copy Publish makes: it was built here and nothing touches
+	// it again.
+	if mb, ok := p.backend.(*MemoryBackend); ok && chain == nil {
 		if !owned {
 			env.Payload = bytes.Clone(payload)
 		}
-		err = op.publishOwned(ctx, env, o.delay)
+		err = mb.publishOwned(ctx, env, o.delay)
 	} else {
 		err = p.publisher()(ctx, []*Envelope{env}, o.delay)[0]
 	}
