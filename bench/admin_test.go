@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -51,7 +52,7 @@ func BenchmarkAdmin(b *testing.B) {
 	defer be.Close()
 	name := fmt.Sprintf("queuey-bench.admin.%d", time.Now().UnixNano())
 	var names []string
-	defer func() { deleteQueues(b, names...) }()
+	defer func() { brokertest.DeleteQueues(amqpURL(), names...) }()
 	qs := make([]runtime.QueueConfig, 100)
 	for i := range qs {
 		qs[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%03d", name, i))
