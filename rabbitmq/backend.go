@@ -44,6 +44,8 @@ type Backend struct {
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer
 
+	oldShape sync.Map // work queues kept without dead-lettering, warned about once
+
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
 	subs   map[*subscription]struct{}     // open subscriptions
@@ -54,24 +56,30 @@ type Backend struct {
 // Dial connects to the broker at url with two connections, one for
 // publishing and one for consuming, so that a publisher blocked by a
 // resource alarm does not stop acks. A third, for delay exchanges, is
-// dialled when the first plugin-mode queue is declared.
+// dialled when the first plugin-mode queue is declared. Each connection is
+// dialled over url and then Options.Nodes, in order, and after a loss over
+// all of them again, starting with the node after the one that was lost.
 func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	pubConn, err := dialConnection(ctx, url, opts.ConnectionName+" publish")
+	if err := checkURL("rabbitmq.Dial's url", url); err != nil {
+		return nil, err
+	}
+	urls := append([]string{url}, opts.Nodes...)
+	pubConn, err := dialConnection(ctx, urls, opts.ConnectionName+" publish", opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	conConn, err := dialConnection(ctx, url, opts.ConnectionName+" consume")
+	conConn, err := dialConnection(ctx, urls, opts.ConnectionName+" consume", opts.Logger)
 	if err != nil {
 		_ = pubConn.close()
 		return nil, err
 	}
 	// Delay exchanges are declared on a connection of their own, dialled
 	// only when a plugin-mode queue is declared.
-	topoConn := &connection{url: url, name: opts.ConnectionName + " topology"}
+	topoConn := newConnection(urls, opts.ConnectionName+" topology", opts.Logger)
 	b := &Backend{
 		opts:     opts,
 		log:      opts.Logger,
@@ -179,11 +187,8 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 		b.log.Warn(fmt.Sprintf("queuey: RabbitMQ 4.x quorum queues have two priority levels, normal (0-4) and high (%d and above); deferred jobs travel at max_priority, which is normal here, so they return in FIFO order, not ahead of the backlog: set max_priority to %d or more", topology.QuorumHighPriority, topology.QuorumHighPriority),
 			"queue", q.Name, "max_priority", q.MaxPriority, "broker_version", b.version.String())
 	}
-	if err := b.decl.declare(ctx, work); err != nil {
-		if isCode(err, amqp.PreconditionFailed) {
-			return mismatchError(work, err, false)
-		}
-		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
+	if err := b.declareWork(ctx, work); err != nil {
+		return err
 	}
 	if !b.opts.NoDeadLetterQueues {
 		if err := b.declareDead(ctx, q); err != nil {

@@ -2,8 +2,12 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"net"
+	"net/url"
 	"sync"
 	"time"
 
@@ -12,35 +16,195 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// dialTimeout bounds a TCP connect and the AMQP handshake after it.
-const dialTimeout = 30 * time.Second
+// dialTimeout bounds a TCP connect to one node and the AMQP handshake after
+// it.
+const dialTimeout = 10 * time.Second
+
+// closeTimeout bounds how long closing a connection waits for the broker's
+// close-ok before it drops the socket.
+const closeTimeout = time.Second
+
+// Redial backoff: the first dial after a loss goes at once; each failed
+// round after it waits a jittered delay that doubles from redialMin up to
+// redialMax, and the first success starts it again from zero.
+const (
+	redialMin = 25 * time.Millisecond
+	redialMax = 500 * time.Millisecond
+)
+
+// redialBackoff is the wait before dial round n+1 after n failed rounds in
+// a row: none after no failure, else between half and all of
+// redialMin·2^(n-1), capped at redialMax.
+func redialBackoff(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := redialMin << min(n-1, 10)
+	d = min(d, redialMax)
+	return d/2 + rand.N(d/2+1)
+}
 
 // connection owns one AMQP connection: the only place one is dialled, so
 // that replacing a lost one happens here. A channel asked for after the
 // connection died is opened on a freshly dialled one; channels of the old
 // connection fail on their own and their owners ask again.
+//
+// A dial round tries every node once, starting with the one after the node
+// of the connection that was lost, so a client whose node died carries on
+// through another. One round is in flight at a time, run by a goroutine of
+// its own: no lock is held while it waits on the network, and every caller
+// waits for it only as long as its context allows.
 type connection struct {
-	url  string
+	urls []string // Dial's url first, then Options.Nodes
 	name string
+	log  *slog.Logger
 
-	mu     sync.Mutex
-	conn   *amqp.Connection
-	closed bool
+	mu      sync.Mutex
+	conn    *amqp.Connection
+	next    int           // the node the next round starts with
+	round   chan struct{} // closed when the round in flight ends; nil when none
+	fails   int           // failed rounds in a row
+	lastErr error         // why the last round failed
+	closed  bool
+	done    chan struct{} // closed by close: ends the round in flight
+	block   *blockState   // of conn
 }
 
-func dialConnection(ctx context.Context, url, name string) (*connection, error) {
-	c := &connection{url: url, name: name}
-	conn, err := c.dial(ctx)
-	if err != nil {
+func newConnection(urls []string, name string, log *slog.Logger) *connection {
+	return &connection{urls: urls, name: name, log: log, done: make(chan struct{})}
+}
+
+// dialConnection returns a connection dialled once over urls, in order.
+func dialConnection(ctx context.Context, urls []string, name string, log *slog.Logger) (*connection, error) {
+	c := newConnection(urls, name, log)
+	if _, err := c.get(ctx); err != nil {
+		_ = c.close()
 		return nil, err
 	}
-	c.conn = conn
 	return c, nil
 }
 
-func (c *connection) dial(ctx context.Context) (*amqp.Connection, error) {
+// get returns the live connection. When the last one died it joins the
+// dial round in flight, or starts one, and waits for it, at most until ctx
+// ends.
+func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+	}
+	if c.conn != nil && !c.conn.IsClosed() {
+		conn := c.conn
+		c.mu.Unlock()
+		return conn, nil
+	}
+	if c.round == nil {
+		c.round = make(chan struct{})
+		go c.redial(c.round, redialBackoff(c.fails))
+	}
+	round := c.round
+	c.mu.Unlock()
+
+	select {
+	case <-round:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("rabbitmq: %s connection: waiting for a dial: %w", c.name, ctx.Err())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+	case c.conn != nil && !c.conn.IsClosed():
+		return c.conn, nil
+	case c.lastErr != nil:
+		return nil, c.lastErr
+	default:
+		return nil, fmt.Errorf("rabbitmq: %s connection lost right after it was dialled", c.name)
+	}
+}
+
+// redial runs one dial round after waiting backoff, records its outcome and
+// closes round.
+func (c *connection) redial(round chan struct{}, backoff time.Duration) {
+	defer close(round)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if backoff > 0 {
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	c.mu.Lock()
+	start := c.next
+	c.mu.Unlock()
+
+	var (
+		conn *amqp.Connection
+		node int
+		errs []error
+	)
+	for i := range c.urls {
+		if ctx.Err() != nil {
+			break
+		}
+		node = (start + i) % len(c.urls)
+		var err error
+		conn, err = c.dial(ctx, c.urls[node])
+		if err == nil {
+			break
+		}
+		errs = append(errs, err)
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.round = nil
+	if conn != nil && c.closed {
+		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+		return
+	}
+	if conn == nil {
+		c.fails++
+		c.lastErr = errors.Join(errs...)
+		if c.lastErr == nil {
+			c.lastErr = fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+		}
+		if c.fails == 1 {
+			c.log.Warn("queuey: cannot reach the broker; dialling again", "connection", c.name, "error", c.lastErr)
+		}
+		return
+	}
+	if c.fails > 0 || c.conn != nil {
+		c.log.Info("queuey: connected to the broker again", "connection", c.name, "node", redact(c.urls[node]), "failed_rounds", c.fails)
+	}
+	c.conn, c.fails, c.lastErr = conn, 0, nil
+	c.next = (node + 1) % len(c.urls)
+	c.block = watchBlocked(conn)
+}
+
+// dial opens an AMQP connection to url, bounded by dialTimeout and by ctx,
+// which also interrupts the handshake.
+func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
+	// A cancelled round ends a handshake stuck on a silent node: the
+	// socket's deadline is moved to the past, until the handshake is done.
+	var (
+		mu     sync.Mutex
+		opened bool
+		stops  []func() bool
+	)
 	cfg := amqp.Config{
 		Heartbeat:  10 * time.Second,
 		Locale:     "en_US",
@@ -51,49 +215,89 @@ func (c *connection) dial(ctx context.Context) (*amqp.Connection, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Bound the handshake too; amqp091-go clears the deadline once
-			// the connection is open.
+			// Bound the handshake too; amqp091-go clears the deadline
+			// once the connection is open.
 			if dl, ok := ctx.Deadline(); ok {
 				_ = conn.SetDeadline(dl)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			stops = append(stops, context.AfterFunc(ctx, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if !opened {
+					_ = conn.SetDeadline(time.Unix(1, 0))
+				}
+			}))
 			return conn, nil
 		},
 	}
-	conn, err := amqp.DialConfig(c.url, cfg)
+	conn, err := amqp.DialConfig(url, cfg)
+	mu.Lock()
+	opened = true
+	for _, stop := range stops {
+		stop()
+	}
+	mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq: dial %s (%s): %w", redact(c.url), c.name, err)
+		return nil, fmt.Errorf("rabbitmq: dial %s (%s): %w", redact(url), c.name, err)
 	}
 	return conn, nil
 }
 
-// get returns the live connection, dialling a new one when the last died.
-func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
-	}
-	if c.conn == nil || c.conn.IsClosed() {
-		conn, err := c.dial(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.conn = conn
-	}
-	return c.conn, nil
-}
-
-// channel opens a channel on the live connection.
+// channel opens a channel on the live connection, waiting for the broker's
+// answer only as long as ctx allows.
 func (c *connection) channel(ctx context.Context) (*amqp.Channel, error) {
 	conn, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := conn.Channel()
+	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
 	if err != nil {
 		return nil, brokerError(fmt.Sprintf("rabbitmq: open channel on %s connection", c.name), err)
 	}
 	return ch, nil
+}
+
+// callCtx runs fn, which waits on the broker and takes no context, and
+// returns its result, or ctx's error once ctx ends first. A result that
+// comes after that is handed to undo, if any. fn returns at the latest when
+// its connection closes (a stalled one is closed by its heartbeat).
+func callCtx[T any](ctx context.Context, fn func() (T, error), undo func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	res := make(chan result, 1)
+	var abandoned sync.Mutex
+	gone := false
+	go func() {
+		v, err := fn()
+		abandoned.Lock()
+		defer abandoned.Unlock()
+		if gone {
+			if err == nil && undo != nil {
+				undo(v)
+			}
+			return
+		}
+		res <- result{v, err}
+	}()
+	select {
+	case r := <-res:
+		return r.v, r.err
+	case <-ctx.Done():
+		abandoned.Lock()
+		defer abandoned.Unlock()
+		select {
+		case r := <-res:
+			return r.v, r.err
+		default:
+		}
+		gone = true
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // serverVersion returns the broker's "version" server property, or "".
@@ -107,30 +311,67 @@ func (c *connection) serverVersion() string {
 	return v
 }
 
+// blocked returns the reason and an unblock notice when the live
+// connection is blocked by a resource alarm, and a nil channel when it is
+// not.
+func (c *connection) blocked() (string, <-chan struct{}) {
+	c.mu.Lock()
+	b := c.block
+	c.mu.Unlock()
+	if b == nil {
+		return "", nil
+	}
+	return b.get()
+}
+
+// abort drops conn's socket without waiting for the broker: for a
+// connection that stopped answering. The next use dials again.
+func (c *connection) abort(conn *amqp.Connection) {
+	_ = conn.CloseDeadline(time.Now())
+}
+
 func (c *connection) close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
-	if c.conn == nil || c.conn.IsClosed() {
+	close(c.done)
+	conn, round := c.conn, c.round
+	c.mu.Unlock()
+	if round != nil {
+		<-round
+	}
+	if conn == nil || conn.IsClosed() {
 		return nil
 	}
-	if err := c.conn.Close(); err != nil {
+	// A broker that stopped answering never sends close-ok: wait a
+	// bounded time, then drop the socket.
+	if err := conn.CloseDeadline(time.Now().Add(closeTimeout)); err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return fmt.Errorf("rabbitmq: close %s connection: %w", c.name, err)
 	}
 	return nil
 }
 
-// redact hides the password of an AMQP URL for error messages.
-func redact(url string) string {
-	u, err := amqp.ParseURI(url)
+// redact hides the password of an AMQP URL, for logs and errors.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil {
 		return "<unparsable URL>"
 	}
-	if u.Password != "" {
-		u.Password = "xxx"
+	return u.Redacted()
+}
+
+// checkURL refuses a URL amqp091-go cannot dial. The error never quotes the
+// URL: its password would be in it.
+func checkURL(what, raw string) error {
+	if _, err := amqp.ParseURI(raw); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%w: %s is not an AMQP URL (amqp://user:password@host:port/vhost): %v", runtime.ErrInvalidOption, what, err)
 	}
-	return u.String()
+	return nil
 }

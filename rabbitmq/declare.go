@@ -15,14 +15,22 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// declarer declares topology on a channel of its own, since a refused
+// declarer declares topology on channels of its own, since a refused
 // declare closes the channel it was made on: publishes in flight elsewhere
-// are not hit, and the next declare opens a fresh channel.
+// are not hit. Each declare takes an idle channel, or opens one, and gives
+// it back when the declare succeeded; no lock is held while a declare waits
+// on the broker, and each waits only as long as its context allows.
 type declarer struct {
 	conn *connection
-	mu   sync.Mutex
-	ch   *amqp.Channel
+
+	mu     sync.Mutex
+	idle   []*amqp.Channel
+	closed bool
 }
+
+// maxIdleDeclareChannels is how many declaring channels are kept open
+// between declares.
+const maxIdleDeclareChannels = 2
 
 // declare declares queue q, durable.
 func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
@@ -32,37 +40,62 @@ func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
 	})
 }
 
-// do runs fn on the declaring channel, opening one first when there is
-// none, and drops the channel when fn fails: the broker closes a channel
-// on a refused declare. fn's error is returned as it is; what names the
-// operation in errors before it.
+// do runs fn on a declaring channel and drops the channel when fn fails:
+// the broker closes a channel on a refused declare. fn's error is returned
+// as it is; what names the operation in other errors.
 func (d *declarer) do(ctx context.Context, what string, fn func(ch *amqp.Channel) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if d.ch == nil || d.ch.IsClosed() {
-		ch, err := d.conn.channel(ctx)
-		if err != nil {
+	ch, err := d.take(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	_, err = callCtx(ctx, func() (struct{}, error) { return struct{}{}, fn(ch) }, nil)
+	if err != nil {
+		go ch.Close() // may wait on a broker that stopped answering
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		d.ch = ch
-	}
-	if err := fn(d.ch); err != nil {
-		_ = d.ch.Close()
-		d.ch = nil
 		return err
 	}
+	d.put(ch)
 	return nil
+}
+
+func (d *declarer) take(ctx context.Context) (*amqp.Channel, error) {
+	d.mu.Lock()
+	for len(d.idle) > 0 {
+		ch := d.idle[len(d.idle)-1]
+		d.idle = d.idle[:len(d.idle)-1]
+		if !ch.IsClosed() {
+			d.mu.Unlock()
+			return ch, nil
+		}
+	}
+	d.mu.Unlock()
+	return d.conn.channel(ctx)
+}
+
+func (d *declarer) put(ch *amqp.Channel) {
+	d.mu.Lock()
+	if !d.closed && len(d.idle) < maxIdleDeclareChannels {
+		d.idle = append(d.idle, ch)
+		ch = nil
+	}
+	d.mu.Unlock()
+	if ch != nil {
+		_ = ch.Close()
+	}
 }
 
 func (d *declarer) close() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ch != nil {
-		_ = d.ch.Close()
-		d.ch = nil
+	idle := d.idle
+	d.idle, d.closed = nil, true
+	d.mu.Unlock()
+	for _, ch := range idle {
+		_ = ch.Close()
 	}
 }
 

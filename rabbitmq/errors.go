@@ -41,6 +41,12 @@ var (
 	// the broker close the publishing connection, failing every publish in
 	// flight on it.
 	ErrFieldTooLong = codec.ErrTooLong
+	// ErrBlocked is returned for a publish made while the publishing
+	// connection is blocked by a resource alarm of the broker (memory or
+	// disk), once its context ends. It is also ErrNotConfirmed when the
+	// publish was already sent: the broker may still store it once the
+	// alarm clears.
+	ErrBlocked = errors.New("rabbitmq: the broker blocks publishing (resource alarm)")
 	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
 	// was told not to declare dead-letter queues.
 	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")

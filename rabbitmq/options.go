@@ -75,6 +75,12 @@ type Options struct {
 	// " publish", " consume" and, once a plugin-mode queue is declared,
 	// " topology". Empty means "queuey".
 	ConnectionName string
+	// Nodes are more AMQP URLs of the same cluster. Dial tries its url
+	// first, then these in order; a lost connection is dialled again over
+	// all of them, starting with the node after the one it was on, so a
+	// client whose node died carries on through another. Empty means the
+	// one url. A URL's password never appears in a log line or an error.
+	Nodes []string
 }
 
 // ManagementOff as Options.ManagementURL turns the management API off.
@@ -126,6 +132,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DelayExchange != "" && !suffixRE.MatchString(o.DelayExchange) {
 		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want [A-Za-z0-9._-]+ (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange)
+	}
+	for i, n := range o.Nodes {
+		if err := checkURL(fmt.Sprintf("rabbitmq.Options.Nodes[%d]", i), n); err != nil {
+			return o, err
+		}
 	}
 	if o.PublishChannels < 1 || o.PublishChannels > 64 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.PublishChannels = %d, want 1..64 (or 0 for %d)", runtime.ErrInvalidOption, o.PublishChannels, DefaultPublishChannels)

@@ -47,43 +47,50 @@ type publisher struct {
 }
 
 func newPublisher(conn *connection, channels int, log *slog.Logger) *publisher {
-	p := &publisher{conn: conn, log: log, serial: &slot{}}
+	p := &publisher{conn: conn, log: log, serial: newSlot()}
 	for range channels {
-		p.slots = append(p.slots, &slot{})
+		p.slots = append(p.slots, newSlot())
 	}
 	for range waitChannels {
-		p.waits = append(p.waits, &slot{})
+		p.waits = append(p.waits, newSlot())
 	}
 	return p
 }
 
 // slot holds one confirm channel and replaces it once it has died.
 type slot struct {
-	cur atomic.Pointer[pubChannel] // read without the lock on every publish
-	mu  sync.Mutex
-	pc  *pubChannel
+	cur atomic.Pointer[pubChannel] // the channel; read on every publish
+	// opening is held while a channel is opened: a channel of one, so
+	// that a publish waiting for it stops when its context ends.
+	opening chan struct{}
 }
+
+func newSlot() *slot { return &slot{opening: make(chan struct{}, 1)} }
 
 func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 	if pc := s.cur.Load(); pc != nil && !pc.dead.Load() {
 		return pc, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pc != nil && !s.pc.dead.Load() {
-		return s.pc, nil
+	select {
+	case s.opening <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("rabbitmq: waiting for a publishing channel: %w", ctx.Err())
+	}
+	defer func() { <-s.opening }()
+	if pc := s.cur.Load(); pc != nil && !pc.dead.Load() {
+		return pc, nil
 	}
 	ch, err := p.conn.channel(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
+	if _, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, ch.Confirm(false) }, nil); err != nil {
+		go ch.Close() // may wait on a broker that stopped answering
 		return nil, brokerError("rabbitmq: put channel in confirm mode", err)
 	}
-	s.pc = newPubChannel(ch, p.log)
-	s.cur.Store(s.pc)
-	return s.pc, nil
+	pc := newPubChannel(ch, p.conn, p.log)
+	s.cur.Store(pc)
+	return pc, nil
 }
 
 // publish publishes msg to exchange with routing key key, mandatory, and
@@ -135,7 +142,7 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 	waiters := make([]*waiter, len(msgs))
 	await := func(i int) {
 		if waiters[i] != nil {
-			errs[i] = waiters[i].await(ctx, msgs[i].key)
+			errs[i] = pc.await(ctx, waiters[i], msgs[i].key)
 		}
 	}
 	for i, m := range msgs {
@@ -163,10 +170,7 @@ func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg a
 // be closed first.
 func (p *publisher) wait() {
 	for _, s := range append(append([]*slot{p.serial}, p.slots...), p.waits...) {
-		s.mu.Lock()
-		pc := s.pc
-		s.mu.Unlock()
-		if pc != nil {
+		if pc := s.cur.Load(); pc != nil {
 			<-pc.done
 		}
 	}
@@ -176,9 +180,13 @@ func (p *publisher) wait() {
 // basic.publish; confirms and returns are matched to waiters by one loop
 // goroutine, which never blocks, so amqp091-go never drops a notification.
 type pubChannel struct {
-	ch    *amqp.Channel
-	log   *slog.Logger
-	pubMu sync.Mutex
+	ch   *amqp.Channel
+	conn *connection
+	log  *slog.Logger
+	// pubMu is held around basic.publish. A channel of one, so that a
+	// publish waiting for it stops when its context ends: the holder may
+	// be stuck in a socket write to a broker that stopped reading.
+	pubMu chan struct{}
 
 	mu      sync.Mutex
 	pending map[uint64]*waiter
@@ -195,8 +203,8 @@ type waiter struct {
 	id  string // message id the waiter is paired by, if any
 }
 
-func newPubChannel(ch *amqp.Channel, log *slog.Logger) *pubChannel {
-	pc := &pubChannel{ch: ch, log: log, pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
+func newPubChannel(ch *amqp.Channel, conn *connection, log *slog.Logger) *pubChannel {
+	pc := &pubChannel{ch: ch, conn: conn, log: log, pubMu: make(chan struct{}, 1), pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
 	// Unbuffered: the reader hands a return over before it can read the
 	// basic.ack that follows it, and the loop handles the return before it
@@ -228,9 +236,9 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 		return err
 	}
 	if serial {
-		defer pc.pubMu.Unlock()
+		defer pc.unlock()
 	}
-	return w.await(ctx, key)
+	return pc.await(ctx, w, key)
 }
 
 // start publishes msg and returns the waiter its confirm will reach. With
@@ -249,11 +257,13 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	w := &waiter{res: make(chan error, 1)}
-	pc.pubMu.Lock()
+	if err := pc.lock(ctx, key); err != nil {
+		return nil, err
+	}
 	pc.mu.Lock()
 	if pc.broken != nil {
 		pc.mu.Unlock()
-		pc.pubMu.Unlock()
+		pc.unlock()
 		return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
@@ -281,7 +291,7 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err), closed)
 		}
 		pc.mu.Unlock()
-		pc.pubMu.Unlock()
+		pc.unlock()
 		if closed {
 			return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 		}
@@ -294,9 +304,43 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	if !serial {
-		pc.pubMu.Unlock()
+		pc.unlock()
 	}
 	return w, nil
+}
+
+// lock takes pubMu, first waiting out a block of the connection by a
+// resource alarm: while blocked, the broker reads nothing, and a publish
+// would only add to what it has not read. Either wait ends with ctx, and
+// then the publish fails with ErrBlocked or ctx's error.
+func (pc *pubChannel) lock(ctx context.Context, key string) error {
+	if reason, unblocked := pc.conn.blocked(); unblocked != nil {
+		select {
+		case <-unblocked:
+		case <-ctx.Done():
+			return fmt.Errorf("publish to %q: %w (%s): %w", key, ErrBlocked, reason, ctx.Err())
+		}
+	}
+	select {
+	case pc.pubMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("publish to %q: waiting for the channel: %w", key, ctx.Err())
+	}
+}
+
+func (pc *pubChannel) unlock() { <-pc.pubMu }
+
+// await waits for w's confirm, and says when the connection is blocked by a
+// resource alarm, which is why a confirm does not come.
+func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
+	err := w.await(ctx, key)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ErrNotConfirmed) {
+		if reason, unblocked := pc.conn.blocked(); unblocked != nil {
+			return fmt.Errorf("%w (%s): %w", ErrBlocked, reason, err)
+		}
+	}
+	return err
 }
 
 // await waits for w's confirm: nil for an ack, the return or nack

@@ -22,7 +22,7 @@ func TestBadHeaderLeavesChannelUsable(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := dialConnection(ctx, url, "queuey publisher test")
+	conn, err := dialConnection(ctx, []string{url}, "queuey publisher test", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Skipf("no broker: %v", err)
 	}
