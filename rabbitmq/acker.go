@@ -48,6 +48,7 @@ type acker struct {
 	mu      sync.Mutex
 	low     uint64              // lowest tag not known settled
 	waiting map[uint64]struct{} // done, ack not yet sent
+	claimed map[uint64]struct{} // a nack or reject on its way to the wire
 	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
 	err     error               // why acks can no longer be sent
 	closing bool
@@ -71,6 +72,7 @@ func makeAcker(ch ackSender, prefetch int) *acker {
 		threshold: max(1, prefetch/2),
 		low:       1,
 		waiting:   map[uint64]struct{}{},
+		claimed:   map[uint64]struct{}{},
 		kick:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
@@ -91,9 +93,31 @@ func (a *acker) ack(tag uint64) error {
 	return nil
 }
 
+// claim reserves tag for a nack or reject, which the caller sends next and
+// then reports with settled, or gives up with unclaim. It fails as ack does
+// for a tag already settled, acked or claimed, so that a second settle never
+// reaches the wire (the broker would close the channel with 406).
+func (a *acker) claim(tag uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.usableLocked(tag); err != nil {
+		return err
+	}
+	a.claimed[tag] = struct{}{}
+	return nil
+}
+
+// unclaim gives back a claim whose nack or reject was not sent.
+func (a *acker) unclaim(tag uint64) {
+	a.mu.Lock()
+	delete(a.claimed, tag)
+	a.mu.Unlock()
+}
+
 // settled marks tag as settled on the wire by a nack or reject.
 func (a *acker) settled(tag uint64) {
 	a.mu.Lock()
+	delete(a.claimed, tag)
 	if tag >= a.low && !a.isSettledLocked(tag) {
 		delete(a.waiting, tag)
 		a.addSettledLocked(tag)
@@ -109,10 +133,13 @@ func (a *acker) usableLocked(tag uint64) error {
 	case a.closing:
 		return fmt.Errorf("%w: consumer closed", amqp.ErrClosed)
 	case tag < a.low || a.isSettledLocked(tag):
-		return fmt.Errorf("ack of delivery tag %d: %w", tag, errAlreadySettled)
+		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
 	if _, ok := a.waiting[tag]; ok {
-		return fmt.Errorf("ack of delivery tag %d: %w", tag, errAlreadySettled)
+		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
+	}
+	if _, ok := a.claimed[tag]; ok {
+		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
 	return nil
 }

@@ -33,21 +33,27 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
+	conn, err := b.conConn.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
+	}
 	ch, err := b.conConn.channel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
-	if err := ch.Qos(q.Prefetch, 0, false); err != nil {
-		_ = ch.Close()
+	if _, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, ch.Qos(q.Prefetch, 0, false) }, nil); err != nil {
+		go ch.Close() // may wait on a broker that stopped answering
 		return nil, brokerError(fmt.Sprintf("consume %q: set prefetch %d", q.Name, q.Prefetch), err)
 	}
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
 	// A consumer tag is a short string: at most 255 bytes, and so is the
 	// queue name; 200 of it are plenty to tell consumers apart.
 	tag := fmt.Sprintf("queuey-%s-%d", q.Name[:min(len(q.Name), 200)], time.Now().UnixNano())
-	msgs, err := ch.Consume(q.Name, tag, false, false, false, false, nil)
+	msgs, err := callCtx(ctx, func() (<-chan amqp.Delivery, error) {
+		return ch.Consume(q.Name, tag, false, false, false, false, nil)
+	}, nil)
 	if err != nil {
-		_ = ch.Close()
+		go ch.Close() // may wait on a broker that stopped answering
 		return nil, brokerError(fmt.Sprintf("consume %q", q.Name), err)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
@@ -55,6 +61,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		b:      b,
 		q:      q,
 		ch:     ch,
+		conn:   conn,
 		tag:    tag,
 		out:    make(chan runtime.Delivery, q.Prefetch), // up to prefetch decoded ahead, so handlers never wait on the decode hop
 		ctx:    sctx,
@@ -75,6 +82,7 @@ type subscription struct {
 	b    *Backend
 	q    runtime.QueueConfig
 	ch   *amqp.Channel
+	conn *amqp.Connection // ch's connection, dropped when ch stops answering
 	tag  string
 	out  chan runtime.Delivery
 	acks *acker
@@ -108,11 +116,22 @@ func (s *subscription) Stop() error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
-	if err := s.ch.Cancel(s.tag, false); err != nil && !errors.Is(err, amqp.ErrClosed) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.tag, false) }, nil)
+	if err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
 	}
 	return nil
 }
+
+// Bounds on waiting for the broker's answer when a consumer stops or
+// closes. A broker that does not answer in time has stopped answering:
+// a channel close that gets no answer drops the connection's socket.
+const (
+	stopTimeout    = 250 * time.Millisecond
+	closeChTimeout = 500 * time.Millisecond
+)
 
 // Close closes the subscription's channel: every unsettled delivery goes
 // back to the queue. It is safe to call twice.
@@ -134,7 +153,14 @@ func (s *subscription) Close() error {
 	delete(s.b.subs, s)
 	s.b.mu.Unlock()
 	var err error
-	if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeChTimeout)
+	defer cancel()
+	_, cerr := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Close() }, nil)
+	switch {
+	case ctx.Err() != nil && errors.Is(cerr, ctx.Err()):
+		s.b.conConn.abort(s.conn)
+		err = fmt.Errorf("close consumer of %q: the broker did not answer within %v; its connection was dropped", s.q.Name, closeChTimeout)
+	case cerr != nil && !errors.Is(cerr, amqp.ErrClosed):
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
 	}
 	<-s.done
@@ -173,6 +199,9 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			env, err := codec.Decode(&m)
 			if err != nil {
 				s.poison(&m, err)
+				continue
+			}
+			if s.redelivered(&m, env) {
 				continue
 			}
 			d := &delivery{s: s, tag: m.DeliveryTag, env: env}
@@ -332,6 +361,12 @@ func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
 			"queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", err,
 			"consecutive_failures", n, "requeue_in", backoff)
 	}
+	s.requeueAfter(m, backoff)
+}
+
+// requeueAfter puts m back on the queue after d. It stays unacked until
+// then and holds a prefetch slot; the delivery loop goes on.
+func (s *subscription) requeueAfter(m *amqp.Delivery, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -340,12 +375,17 @@ func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
 	// s.mu is held until t is in s.timers, so the callback, which takes
 	// s.mu first, never sees it missing.
 	var t *time.Timer
-	t = time.AfterFunc(backoff, func() {
+	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		delete(s.timers, t)
 		s.mu.Unlock()
+		if s.acks.claim(m.DeliveryTag) != nil {
+			return
+		}
 		if m.Nack(false, true) == nil { // fails only when the channel closed, which puts it back too
 			s.acks.settled(m.DeliveryTag)
+		} else {
+			s.acks.unclaim(m.DeliveryTag)
 		}
 	})
 	s.timers[t] = struct{}{}
@@ -369,8 +409,14 @@ func (d *delivery) Ack(context.Context) error {
 	return nil
 }
 
+// Requeue puts the delivery back (basic.nack, requeue=true); a delivery
+// already settled is refused before anything is sent.
 func (d *delivery) Requeue(context.Context) error {
+	if err := d.s.acks.claim(d.tag); err != nil {
+		return d.settleErr("requeue", err)
+	}
 	if err := d.s.ch.Nack(d.tag, false, true); err != nil {
+		d.s.acks.unclaim(d.tag)
 		return d.settleErr("requeue", err)
 	}
 	d.s.acks.settled(d.tag)
@@ -400,7 +446,11 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reason string) error {
 	next = d.route(next)
 	if d.s.b.opts.NoDeadLetterQueues {
+		if err := d.s.acks.claim(d.tag); err != nil {
+			return d.settleErr("reject", err)
+		}
 		if err := d.s.ch.Reject(d.tag, false); err != nil {
+			d.s.acks.unclaim(d.tag)
 			return d.settleErr("reject", err)
 		}
 		d.s.acks.settled(d.tag)

@@ -68,8 +68,9 @@ type memMsg struct {
 	raw  []byte
 	prio uint8
 	seq  uint64
-
-	redelivered bool // handed out before and put back unsettled
+	// returns counts the deliveries that came back unsettled (a closed
+	// subscription, a requeue): each is an attempt, as on RabbitMQ.
+	returns int
 }
 
 // Declare creates q, or checks that it exists with the same arguments.
@@ -202,12 +203,29 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
 			continue
 		}
-		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.redelivered}
+		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
 		d.env = *m.env
 		if d.env.Headers != nil {
 			// The consumer may change its copy; a requeued message
 			// goes back as it came.
 			d.env.Headers = maps.Clone(d.env.Headers)
+		}
+		if m.returns > 0 {
+			// Each return of an unsettled delivery is an attempt, as on
+			// RabbitMQ; past max_attempts the job is dead.
+			d.env.Attempt = max(d.env.Attempt, 1) + m.returns
+			if d.env.MaxAttempts <= 0 {
+				d.env.MaxAttempts = q.cfg.MaxAttempts
+			}
+			if d.env.Attempt > d.env.MaxAttempts {
+				dead := d.env
+				runs := dead.Attempt - 1
+				reason := UnsettledReason(runs, dead.MaxAttempts)
+				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
+				dead.Attempt, dead.LastError = runs, reason
+				q.dead = append(q.dead, DeadLetter{Envelope: &dead, Reason: reason})
+				continue
+			}
 		}
 		sub.unacked[d] = struct{}{}
 		sub.ch <- d // never blocks: the buffer holds prefetch and so does unacked

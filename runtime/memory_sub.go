@@ -67,7 +67,7 @@ func (s *memSub) closeLocked(requeue bool) {
 	s.q.subs = slices.DeleteFunc(s.q.subs, func(o *memSub) bool { return o == s })
 	if requeue {
 		for d := range s.unacked {
-			d.msg.redelivered = true
+			d.msg.returns++
 			heap.Push(&s.q.ready, d.msg)
 		}
 	}
@@ -128,7 +128,7 @@ func (d *memDelivery) Ack(ctx context.Context) error { return d.settle(nil) }
 
 func (d *memDelivery) Requeue(ctx context.Context) error {
 	return d.settle(func(q *memQueue) {
-		d.msg.redelivered = true
+		d.msg.returns++
 		heap.Push(&q.ready, d.msg)
 	})
 }

@@ -216,10 +216,16 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, w)
+	// A redelivery counts as an attempt: the requeued job runs again as
+	// attempt 2.
 	for i, want := range []runtime.OutcomeKind{runtime.OutcomeRequeued, runtime.OutcomeRedelivered, runtime.OutcomeAcked} {
+		attempt := 1
+		if want != runtime.OutcomeRequeued {
+			attempt = 2
+		}
 		o := rec.next(t)
-		if o.Kind != want || o.JobID != id || o.Attempt != 1 {
-			t.Fatalf("outcome %d = %+v, want %v of job %s at attempt 1", i, o, want, id)
+		if o.Kind != want || o.JobID != id || o.Attempt != attempt {
+			t.Fatalf("outcome %d = %+v, want %v of job %s at attempt %d", i, o, want, id, attempt)
 		}
 		if want == runtime.OutcomeRequeued && !errors.Is(o.SettleErr, errAckLost) {
 			t.Errorf("requeue outcome's SettleErr = %v, want %v", o.SettleErr, errAckLost)

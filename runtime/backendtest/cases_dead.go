@@ -114,7 +114,8 @@ func testTimeout(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) 
 }
 
 // testRedelivery: a job whose handler has not finished when the worker's
-// shutdown timeout passes is not acked, and a new worker runs it again.
+// shutdown timeout passes is not acked, and a new worker runs it again, as
+// its next attempt.
 func testRedelivery(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	id := h.enqueue(job{N: 1})
@@ -138,8 +139,8 @@ func testRedelivery(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		return nil
 	})
 	info := recv(t, again, "the redelivery")
-	if info.ID != id || info.Attempt != 1 {
-		t.Fatalf("redelivered %+v, want job %s at attempt 1", info, id)
+	if info.ID != id || info.Attempt != 2 {
+		t.Fatalf("redelivered %+v, want job %s at attempt 2", info, id)
 	}
 }
 
@@ -241,7 +242,8 @@ func testGracefulDrain(t *testing.T, f Features, nb func(*testing.T) runtime.Bac
 }
 
 // testAbandonedNotAcked: a handler that ignores its context and returns
-// after the shutdown timeout has its result dropped; the job comes again.
+// after the shutdown timeout has its result dropped; the job comes again, as
+// its next attempt.
 func testAbandonedNotAcked(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	id := h.enqueue(job{N: 1})
@@ -267,8 +269,8 @@ func testAbandonedNotAcked(t *testing.T, f Features, nb func(*testing.T) runtime
 		again <- info
 		return nil
 	})
-	if info := recv(t, again, "the redelivery"); info.ID != id || info.Attempt != 1 {
-		t.Fatalf("redelivered %+v, want job %s at attempt 1", info, id)
+	if info := recv(t, again, "the redelivery"); info.ID != id || info.Attempt != 2 {
+		t.Fatalf("redelivered %+v, want job %s at attempt 2", info, id)
 	}
 }
 
@@ -337,4 +339,40 @@ func testPrefetch(t *testing.T, f Features, nb func(*testing.T) runtime.Backend)
 			t.Errorf("Ready = %d, %v; want 0 left", got, err)
 		}
 	}
+}
+
+// testUnsettledDeadLetters: a job whose deliveries are never settled (as
+// when it crashes its worker) comes back with its attempt raised each time,
+// and after max_attempts deliveries it is dead-lettered with a reason that
+// says so, instead of looping forever.
+func testUnsettledDeadLetters(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	const maxAttempts = 3
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = maxAttempts })
+	id := h.enqueue(job{N: 1})
+	ctx := ctxT(t)
+	for want := 1; want <= maxAttempts; want++ {
+		sub, err := h.b.Consume(ctx, h.q)
+		if err != nil {
+			t.Fatalf("Consume: %v", err)
+		}
+		d := recv(t, sub.Deliveries(), fmt.Sprintf("delivery %d", want))
+		if env := d.Envelope(); env.ID != id || env.Attempt != want {
+			t.Fatalf("delivery %d: job %s at attempt %d, want %s at attempt %d", want, env.ID, env.Attempt, id, want)
+		}
+		if err := sub.Close(); err != nil { // unsettled: as if its worker crashed
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	// The next delivery is past max_attempts: the backend dead-letters it
+	// instead of handing it out.
+	sub, err := h.b.Consume(ctx, h.q)
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	defer sub.Close()
+	dl := h.deadLetters(1)
+	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
+	}
+	wantContains(t, dl[0].Reason, fmt.Sprintf("delivered %d times without being settled", maxAttempts), "reason")
 }

@@ -43,6 +43,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"RedeliveryAfterShutdown", false, testRedelivery},
 		{"GracefulDrain", false, testGracefulDrain},
 		{"AbandonedHandlerNotAcked", false, testAbandonedNotAcked},
+		{"UnsettledDeliveriesDeadLetter", false, testUnsettledDeadLetters},
 		{"PrefetchLimit", false, testPrefetch},
 		{"NothingLostNothingDuplicated", false, testNoLossNoDup},
 		{"AdminListKeepsLetters", false, testAdminListKeeps},

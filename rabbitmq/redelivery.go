@@ -1,0 +1,120 @@
+package rabbitmq
+
+import (
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/runtime"
+)
+
+// headerDeliveryCount is the quorum queue's count of earlier deliveries of
+// a message that went back to the queue unsettled.
+const headerDeliveryCount = "x-delivery-count"
+
+// redeliveryBackoff is how long a redelivered job whose new attempt could
+// not be published stays unacked before it goes back to the queue.
+const redeliveryBackoff = time.Second
+
+// redelivered counts a delivery that the broker delivered again, because an
+// earlier delivery was never settled (its worker crashed, a shutdown
+// timeout left it, or its ack was lost), as a new attempt, so that a job
+// that crashes its worker cannot loop forever. It reports whether it took
+// the delivery over; otherwise the delivery goes on to a handler, with
+// env.Attempt raised on a quorum queue.
+//
+// A quorum queue counts deliveries itself (x-delivery-count): the attempt
+// is the envelope's plus that count. A classic queue counts nothing, so a
+// redelivered message is published again with its attempt raised, and the
+// old copy acked once that publish is confirmed; the new copy runs when it
+// comes. Past max_attempts the job goes to the dead-letter queue instead.
+func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool {
+	if env.Attempt <= 0 {
+		env.Attempt = 1
+	}
+	if env.MaxAttempts <= 0 {
+		env.MaxAttempts = s.q.MaxAttempts
+	}
+	attempt := env.Attempt
+	if s.q.QueueType == runtime.QueueQuorum {
+		n := deliveryCount(m.Headers)
+		if n <= 0 {
+			return false
+		}
+		attempt += n
+	} else {
+		if !m.Redelivered {
+			return false
+		}
+		attempt++
+	}
+	if attempt <= env.MaxAttempts {
+		if s.q.QueueType == runtime.QueueQuorum {
+			env.Attempt = attempt
+			return false
+		}
+		next := env.Clone()
+		next.Attempt = attempt
+		msg, err := codec.Encode(next, codec.Options{Priority: m.Priority})
+		if err == nil {
+			err = s.b.pub.publish(s.ctx, "", s.q.Name, msg)
+		}
+		s.settleMoved(m, env, err, "publish it again with its attempt raised")
+		return true
+	}
+	runs := attempt - 1
+	reason := runtime.UnsettledReason(runs, env.MaxAttempts)
+	s.b.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
+	if s.b.opts.NoDeadLetterQueues {
+		if err := m.Reject(false); err == nil {
+			s.acks.settled(m.DeliveryTag)
+		}
+		return true
+	}
+	next := env.Clone()
+	next.Attempt = runs
+	next.LastError = reason
+	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
+	if err == nil {
+		err = s.b.publishDead(s.ctx, s.q.Name, msg)
+	}
+	s.settleMoved(m, env, err, "move it to the dead-letter queue")
+	return true
+}
+
+// settleMoved acks m once its new copy is published (err nil), or puts it
+// back on the queue after a backoff when that failed.
+func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) {
+	if err == nil {
+		if aerr := s.acks.ack(m.DeliveryTag); aerr != nil {
+			s.b.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
+		}
+		return
+	}
+	s.b.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
+	s.requeueAfter(m, redeliveryBackoff)
+}
+
+// deliveryCount reads x-delivery-count, whatever integer type it came as.
+func deliveryCount(h amqp.Table) int {
+	switch v := h[headerDeliveryCount].(type) {
+	case int64:
+		return int(v)
+	case int32:
+		return int(v)
+	case int16:
+		return int(v)
+	case int8:
+		return int(v)
+	case int:
+		return v
+	case uint8:
+		return int(v)
+	case uint16:
+		return int(v)
+	case uint32:
+		return int(v)
+	}
+	return 0
+}
