@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -19,9 +20,25 @@ const (
 	maxSettleRetryDelay = 30 * time.Second
 )
 
+// Resubscribe backoff: a failed subscribe waits between half and all of a
+// delay that doubles from resubscribeMin up to resubscribeMax; a subscribe
+// that succeeds starts it again from resubscribeMin. The backend's own
+// redial waits are in addition, and short too: a consumer is back within
+// about a second of its broker accepting connections again.
+const (
+	resubscribeMin = 50 * time.Millisecond
+	resubscribeMax = 250 * time.Millisecond
+)
+
 // healthySubscription is how long a subscription must have run for the
-// resubscribe backoff to start again from its minimum.
-const healthySubscription = 10 * time.Second
+// next subscribe to go at once and the backoff to start again from its
+// minimum; one that fails sooner backs off, so it cannot spin.
+const healthySubscription = time.Second
+
+// jittered returns between half and all of d.
+func jittered(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
 
 // queueRunner consumes one queue for a Worker.
 type queueRunner struct {
@@ -36,16 +53,25 @@ type queueRunner struct {
 // subscription fails. It returns an error only when the backend was closed:
 // nothing can be consumed any more.
 func (c *queueRunner) run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	backoff := resubscribeMin
+	failing := false // the last subscribe failed too
 	for {
 		sub, err := c.w.backend.Consume(ctx, c.queue)
 		if err == nil {
+			if failing {
+				c.w.log.Info("queuey: consuming again", "queue", c.queue.Name)
+			}
+			failing = false
 			began := time.Now()
 			c.consume(ctx, sub)
-			if time.Since(began) > healthySubscription {
-				backoff = 100 * time.Millisecond
-			}
 			err = sub.Err()
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) && time.Since(began) >= healthySubscription {
+				// At once: the backend redials as soon as its broker
+				// takes connections again.
+				backoff = resubscribeMin
+				c.w.log.Warn("queuey: consumer stopped; subscribing again", "queue", c.queue.Name, "error", err)
+				continue
+			}
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -53,11 +79,17 @@ func (c *queueRunner) run(ctx context.Context) error {
 		if errors.Is(err, ErrClosed) {
 			return fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
-		c.w.log.Error("queuey: consumer stopped; subscribing again", "queue", c.queue.Name, "error", err, "after", backoff)
-		if !sleepCtx(ctx, backoff) {
+		wait := jittered(backoff)
+		if !failing {
+			c.w.log.Error("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
+		} else {
+			c.w.log.Debug("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
+		}
+		failing = true
+		if !sleepCtx(ctx, wait) {
 			return nil
 		}
-		backoff = min(backoff*2, 10*time.Second)
+		backoff = min(backoff*2, resubscribeMax)
 	}
 }
 
@@ -71,6 +103,46 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// timers are pending delayed calls that stop together.
+type timers struct {
+	mu      sync.Mutex
+	stopped bool
+	set     map[*time.Timer]struct{}
+}
+
+// after calls fn after d, unless stop comes first.
+func (ts *timers) after(d time.Duration, fn func()) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.stopped {
+		return
+	}
+	if ts.set == nil {
+		ts.set = map[*time.Timer]struct{}{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		ts.mu.Lock()
+		_, ok := ts.set[t]
+		delete(ts.set, t)
+		ts.mu.Unlock()
+		if ok {
+			fn()
+		}
+	})
+	ts.set[t] = struct{}{}
+}
+
+func (ts *timers) stop() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.stopped = true
+	for t := range ts.set {
+		t.Stop()
+	}
+	clear(ts.set)
 }
 
 // settleGate lets settles run until shutdown closes it; after that, results
@@ -103,6 +175,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
 	gate := &settleGate{}
+	requeues := &timers{}
 	var wg sync.WaitGroup
 	for range c.queue.Concurrency {
 		wg.Go(func() {
@@ -117,7 +190,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 					if ctx.Err() != nil {
 						return // left unsettled: redelivered after Close
 					}
-					c.process(base, gate, d)
+					c.process(base, gate, requeues, d)
 				}
 			}
 		})
@@ -145,13 +218,14 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 		}
 	}
 	gate.close()
+	requeues.stop() // the subscription closes: the broker puts those jobs back
 	if err := sub.Close(); err != nil {
 		c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
 	}
 }
 
 // process runs one delivery's handler and settles it by the outcome.
-func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery) {
+func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, d Delivery) {
 	env := d.Envelope()
 	if env.MaxAttempts <= 0 {
 		env.MaxAttempts = c.queue.MaxAttempts
@@ -185,17 +259,20 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, d Delivery
 	}
 	// The outcome could not be recorded (its publish failed, say), so
 	// the job must run again; but not at once, or a lasting failure
-	// would spin the handler. The wait grows while failures go on, and
-	// holding this handler slot meanwhile slows the queue too.
+	// would spin the handler. It goes back to the queue after a wait
+	// that grows while failures go on; meanwhile it holds a prefetch
+	// slot, but not this handler slot, and nothing else waits for it.
 	n := c.settleFailures.Add(1)
 	delay := min(settleRetryDelay<<min(n-1, 5), maxSettleRetryDelay)
 	c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", delay)
-	sleepCtx(base, delay)
-	rerr := d.Requeue(base)
-	if rerr != nil {
-		c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
-	}
-	run.unsettled(serr, true, rerr)
+	requeues.after(delay, func() {
+		if rerr := d.Requeue(base); rerr != nil && !errors.Is(rerr, ErrClosed) {
+			c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
+		}
+	})
+	// Observers hear of the requeue now, as it is scheduled: the run ends
+	// here, and the requeue happens later, elsewhere.
+	run.unsettled(serr, true, nil)
 }
 
 // call runs the handler with the job's Info and timeout, turning a panic into
