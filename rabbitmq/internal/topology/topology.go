@@ -3,7 +3,8 @@
 //
 // For logical queue q:
 //
-//	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue
+//	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue;
+//	                   dead-letters to ""/q.dead (DeadLettered)
 //	q.dead             durable (the broker's default type); quorum when q is
 //	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms} same as q.retry.{ttl_ms}
@@ -216,4 +217,30 @@ func (n Names) holdName(name string, kind HoldKind, ttl int64) string {
 		suffix = n.DeferredSuffix
 	}
 	return fmt.Sprintf("%s%s.%d", name, suffix, ttl)
+}
+
+// DeadLettered returns work dead-lettering into the queue named dead
+// through the default exchange, so that what the broker dead-letters on
+// its own (a quorum queue's delivery limit, a reject without requeue) lands
+// there instead of being dropped.
+func DeadLettered(work Queue, dead string) Queue {
+	args := make(amqp.Table, len(work.Args)+2)
+	for k, v := range work.Args {
+		args[k] = v
+	}
+	args[ArgDeadLetterExchange] = ""
+	args[ArgDeadLetterRoutingKey] = dead
+	return Queue{Name: work.Name, Args: args}
+}
+
+// WithoutDeadLettering returns work without the arguments DeadLettered
+// adds: the shape of a work queue declared before it had them.
+func WithoutDeadLettering(work Queue) Queue {
+	args := make(amqp.Table, len(work.Args))
+	for k, v := range work.Args {
+		if k != ArgDeadLetterExchange && k != ArgDeadLetterRoutingKey {
+			args[k] = v
+		}
+	}
+	return Queue{Name: work.Name, Args: args}
 }

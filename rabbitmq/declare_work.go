@@ -1,0 +1,62 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+)
+
+// declareWork declares work queue q. With dead-letter queues on, q
+// dead-letters into q.dead through the default exchange, so that the
+// broker's own dead-lettering (a quorum queue's delivery limit) never
+// drops a job. A q declared by an earlier version has no such arguments,
+// and a queue's arguments cannot change: the broker refuses the declare
+// (406, which closes only the declaring channel). Then q is declared as it
+// is, and a warning says once how to migrate.
+func (b *Backend) declareWork(ctx context.Context, work topology.Queue) error {
+	if !b.opts.NoDeadLetterQueues {
+		work = topology.DeadLettered(work, b.names.Dead(work.Name).Name)
+	}
+	err := b.decl.declare(ctx, work)
+	if isCode(err, amqp.PreconditionFailed) && !b.opts.NoDeadLetterQueues && lacksDeadLettering(err) {
+		old := topology.WithoutDeadLettering(work)
+		if err = b.decl.declare(ctx, old); err == nil {
+			b.warnOldShape(work)
+			return nil
+		}
+		work = old
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isCode(err, amqp.PreconditionFailed):
+		return mismatchError(work, err, false)
+	default:
+		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
+	}
+}
+
+// lacksDeadLettering reports whether the broker refused a declare because
+// the existing queue has no dead-letter exchange or routing key.
+func lacksDeadLettering(err error) bool {
+	arg, _, present, ok := inequivalent(err)
+	return ok && !present && (arg == topology.ArgDeadLetterExchange || arg == topology.ArgDeadLetterRoutingKey)
+}
+
+// warnOldShape logs, once per queue, that work exists without
+// dead-lettering into its dead-letter queue, and how to migrate.
+func (b *Backend) warnOldShape(work topology.Queue) {
+	if _, seen := b.oldShape.LoadOrStore(work.Name, true); seen {
+		return
+	}
+	dead := b.names.Dead(work.Name).Name
+	b.log.Warn(fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared by an earlier version); kept as it is. "+
+		"Jobs are still dead-lettered by the worker, but what the broker dead-letters on its own (a quorum queue's delivery limit) is dropped. "+
+		"To migrate, either add a policy: rabbitmqctl set_policy %s-dlx '^%s$' '{\"dead-letter-exchange\":\"\",\"dead-letter-routing-key\":\"%s\"}' --apply-to queues; "+
+		"or stop producers and workers, drain and delete the queue, and let it be declared again", work.Name, work.Name, regexp.QuoteMeta(work.Name), dead),
+		"queue", work.Name, "dead_letter_queue", dead)
+}
