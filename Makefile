@@ -13,8 +13,13 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 .PHONY: test
-test: broker chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race
-	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m ./...
+test: broker chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race, then the fault suite
+	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
+	$(MAKE) test-faults
+
+.PHONY: test-faults
+test-faults: broker ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile)
+	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 15m -v ./faults/
 
 .PHONY: test-short
 test-short: ## unit tests without the broker and without -race
