@@ -21,7 +21,8 @@
 //
 // For a logical queue q:
 //
-//	q                    durable; x-queue-type; x-max-priority = max_priority when > 0 on a classic queue
+//	q                    durable; x-queue-type; x-max-priority = max_priority when > 0 on a classic queue;
+//	                     dead-letters to ""/q.dead (see Connection loss)
 //	q.dead               durable: jobs out of attempts, permanent failures, poison; quorum when q is
 //	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q; x-expires = 2×ttl
 //	q.deferred.{ttl_ms}  same as q.retry.{ttl_ms}
@@ -125,7 +126,8 @@
 //     406 PRECONDITION_FAILED) is reported as an error naming what was
 //     done, and replaced on the next use. A subscription's channel is not
 //     replaced by the backend: the subscription ends with the error, and
-//     the runtime's worker subscribes again.
+//     the runtime's worker subscribes again. A second settle of a delivery
+//     (ack, requeue or reject) is refused before it reaches the wire.
 //   - With q.dead deleted, a dead job or an invalid message comes back
 //     unroutable; the backend owns q.dead, so it declares it again and
 //     publishes once more. An invalid message whose move still fails goes
@@ -136,14 +138,58 @@
 //
 // # Connection loss
 //
+// Each connection is dialled over Dial's url and then Options.Nodes, in
+// order. After a loss it is dialled again, over all of them, starting with
+// the node after the one it was on, so a client whose node died carries on
+// through another: the first round goes at once, later rounds wait a
+// jittered 25ms to 500ms that resets once a dial succeeds. One round is in
+// flight per connection, on a goroutine of its own; no lock is held while it
+// waits on the network, and a caller waits for it only as long as its
+// context allows. Passwords are redacted in every log line and error.
+//
 // Unacked deliveries go back to their queues by the broker's rules, and a
 // subscription whose channel died ends with an error, after which the
-// runtime's worker subscribes again. A publish whose confirm never came is
-// reported as failed (ErrNotConfirmed), never as a success; it may still
-// have been stored, so a job can be delivered twice. Each connection is
-// owned in one place and dialled again on the next use after it died.
-// Automatic topology and consumer recovery (amqp091-go's Config.Recovery)
-// is not used yet.
+// runtime's worker subscribes again at once. A publish whose confirm never
+// came is reported as failed (ErrNotConfirmed), never as a success; it may
+// still have been stored, so a job can be delivered twice.
+//
+// A redelivery counts as an attempt, so that a job that crashes its worker
+// cannot loop: on a classic queue, a delivery with the Redelivered flag is
+// published again with its attempt raised, and the old copy acked once
+// that publish is confirmed, before any handler runs (if the ack is lost,
+// both copies run: a duplicate); on a quorum queue the attempt is the
+// envelope's plus x-delivery-count. Past max_attempts the job goes to
+// q.dead with the reason "delivered N times without being settled". A
+// delivery a consumer had prefetched but not started when its channel
+// closed counts an attempt too. q dead-letters into q.dead through the
+// default exchange (x-dead-letter-exchange "", x-dead-letter-routing-key
+// q.dead), unless Options.NoDeadLetterQueues is set, so that the broker's
+// own dead-lettering (a quorum queue's delivery limit) keeps the job. A q
+// declared by an earlier version has no such arguments and cannot be
+// changed: Declare keeps it as it is and logs one warning with the policy
+// (rabbitmqctl set_policy) or the drain-and-delete that migrates it.
+//
+// While the broker blocks the publishing connection for a resource alarm
+// (connection.blocked), a publish waits until the block ends or its context
+// does, and then fails with ErrBlocked (wrapping ErrNotConfirmed too when it
+// was already sent: the broker may store it once the alarm clears). The
+// consuming connection is not blocked, so acks go on. Declares travel on
+// the publishing connection and wait out a block too, bounded by their
+// context.
+//
+// A broker that stops answering without closing anything holds no caller
+// past its context: channel opens, declares and consumer set-up wait on the
+// broker through their context, a consumer's cancel waits at most 250ms,
+// and a consumer whose channel close gets no answer within 500ms drops its
+// connection's socket; closing the backend waits at most a second per
+// connection. A stalled connection is otherwise found dead by its
+// heartbeat (10s, so within about 30s).
+//
+// amqp091-go's own recovery (Config.Recovery) is not used: it redials only
+// the URL the connection was opened with, after a fixed interval (5s by
+// default), and reopens channels and consumers behind their owners' backs,
+// while this backend ties delivery tags and coalesced acks to one channel
+// session and redeclares what it needs on use.
 //
 // # Delay modes
 //
