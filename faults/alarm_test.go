@@ -21,13 +21,9 @@ func TestResourceAlarm(t *testing.T) {
 	restoreBroker(t) // the watermark goes back to 0.4 however the test ends
 	const before, after = 100, 100
 	q := testQueue(t, url)
-	b := dial(t, url, rabbitmqOptions())
+	b, p := producer(t, url, q)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
 	confirmed := map[string]bool{}
 	enqueue := func(n int) {
 		jobs := make([]job, n)
@@ -45,6 +41,16 @@ func TestResourceAlarm(t *testing.T) {
 		mu      sync.Mutex
 		handled = map[string]bool{}
 	)
+	allHandled := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range confirmed {
+			if !handled[id] {
+				return false
+			}
+		}
+		return true
+	}
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	w := runtime.NewWorker(b, runtime.WithLogger(verbose()))
@@ -113,18 +119,9 @@ func TestResourceAlarm(t *testing.T) {
 	// Handling goes on under the alarm: every queued job is handled and
 	// acked while publishing is still blocked.
 	close(release)
-	eventually(t, "the queued jobs are handled under the alarm", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for id := range confirmed {
-			if !handled[id] {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, "the queued jobs are handled under the alarm", allHandled)
 	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-	_, err = runtime.Enqueue(rctx, p, q, job{})
+	_, err := runtime.Enqueue(rctx, p, q, job{})
 	rcancel()
 	if !errors.Is(err, rabbitmq.ErrBlocked) {
 		t.Fatalf("after the handling, enqueue = %v, want ErrBlocked still (the alarm is on)", err)
@@ -132,14 +129,5 @@ func TestResourceAlarm(t *testing.T) {
 
 	rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
 	enqueue(after)
-	eventually(t, "every job is handled after the alarm clears", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for id := range confirmed {
-			if !handled[id] {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, "every job is handled after the alarm clears", allHandled)
 }

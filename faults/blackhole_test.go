@@ -100,13 +100,9 @@ func TestBlackHole(t *testing.T) {
 	viaProxy := *u
 	viaProxy.Host = proxy.l.Addr().String()
 	q := testQueue(t, brokerURL)
-	b := dial(t, viaProxy.String(), rabbitmqOptions())
+	b, p := producer(t, viaProxy.String(), q)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const shutdown = time.Second
 	started := make(chan struct{}, 100)
 	w := runtime.NewWorker(b, runtime.WithLogger(verbose()), runtime.WithShutdownTimeout(shutdown))

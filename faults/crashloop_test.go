@@ -26,13 +26,9 @@ func TestCrashLoopDeadLetters(t *testing.T) {
 	// One job in flight per worker: a crash sends back only the poison
 	// pill, and no other job is charged an attempt for it.
 	q.Prefetch, q.Concurrency, q.MaxAttempts = 1, 1, maxAttempts
-	b := dial(t, url, rabbitmqOptions())
+	b, p := producer(t, url, q)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	p, err := runtime.NewProducer(ctx, b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := runtime.Enqueue(ctx, p, q, job{Crash: true}, runtime.WithID("poison")); err != nil {
 		t.Fatal(err)
 	}

@@ -41,14 +41,8 @@ func TestNoLossUnderFaults(t *testing.T) {
 	)
 	q := testQueue(t, url)
 	q.Prefetch, q.Concurrency = prefetch, prefetch
-	b := dial(t, url, rabbitmqOptions())
+	b, p := producer(t, url, q)
 	ctx := context.Background()
-	dctx, cancel := context.WithTimeout(ctx, wait)
-	p, err := runtime.NewProducer(dctx, b, q)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := workerConfig{URL: url, Queue: q, Work: 50 * time.Millisecond, Shutdown: 5 * time.Second}
 	w1, w2 := startWorker(t, "w1", cfg), startWorker(t, "w2", cfg)
 	all := []*workerProc{w1, w2}

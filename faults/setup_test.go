@@ -129,5 +129,16 @@ func handledAfter(w *workerProc, t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// rabbitmqOptions are the backend options of the test process.
-func rabbitmqOptions() rabbitmq.Options { return rabbitmq.Options{Logger: verbose()} }
+// producer dials url (closed when t ends) and declares q with a producer
+// onto it.
+func producer(t *testing.T, url string, q runtime.QueueConfig) (*rabbitmq.Backend, *runtime.Producer) {
+	t.Helper()
+	b := dial(t, url, rabbitmq.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, p
+}
