@@ -22,10 +22,10 @@ func TestResourceAlarm(t *testing.T) {
 	const before, after = 100, 100
 	q := testQueue(t, url)
 	b, p := producer(t, url, q)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
 	confirmed := map[string]bool{}
 	enqueue := func(n int) {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
 		jobs := make([]job, n)
 		ids, err := runtime.EnqueueMany(ctx, p, q, jobs)
 		if err != nil {
