@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ const (
 	kindKill    = "kill -9 worker"
 )
 
-// TestNoLossUnderFaults: 10,000 jobs through two worker processes while
+// TestNoLossUnderFaults: 10,000 jobs or more through two worker processes while
 // the broker closes every connection 10 times, restarts its app twice and
 // a worker is killed mid-job and replaced. Every confirmed job is handled
 // or dead-lettered, none is lost, duplicates stay within prefetch × workers
@@ -47,22 +48,26 @@ func TestNoLossUnderFaults(t *testing.T) {
 	w1, w2 := startWorker(t, "w1", cfg), startWorker(t, "w2", cfg)
 	all := []*workerProc{w1, w2}
 
-	// The producer enqueues at about the pace the workers handle, so that
-	// faults hit publishing and consuming alike; a failed enqueue is tried
-	// again with the same ID until it is confirmed.
+	// The producer enqueues at about half the pace the workers handle, so
+	// that faults hit publishing and consuming alike, and it goes on past
+	// total until the last fault is over, so that there are always jobs to
+	// show a worker is back; a failed enqueue is tried again with the same
+	// ID until it is confirmed.
 	var (
 		mu        sync.Mutex
 		confirmed = map[string]bool{}
 		confirms  []time.Time
 		failed    int
+		faulting  atomic.Bool
 	)
+	faulting.Store(true)
 	var prod sync.WaitGroup
 	next := make(chan int)
 	go func() {
 		defer close(next)
-		tick := time.NewTicker(5 * time.Millisecond) // 200 jobs/s: the faults end before the jobs do
+		tick := time.NewTicker(5 * time.Millisecond) // 200 jobs/s
 		defer tick.Stop()
-		for i := range total {
+		for i := 0; i < total || faulting.Load(); i++ {
 			<-tick.C
 			next <- i
 		}
@@ -70,7 +75,7 @@ func TestNoLossUnderFaults(t *testing.T) {
 	for range 8 {
 		prod.Go(func() {
 			for i := range next {
-				id := fmt.Sprintf("faults-%05d", i)
+				id := fmt.Sprintf("faults-%06d", i)
 				deadline := time.Now().Add(wait)
 				for {
 					ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -150,6 +155,7 @@ func TestNoLossUnderFaults(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+	faulting.Store(false)
 	prod.Wait()
 
 	// Every confirmed job ends handled or dead-lettered.

@@ -246,17 +246,50 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 }
 
 // channel opens a channel on the live connection, waiting for the broker's
-// answer only as long as ctx allows.
+// answer only as long as ctx allows. A connection blocked by a resource
+// alarm reads nothing, so the open waits for the block to end first.
 func (c *connection) channel(ctx context.Context) (*amqp.Channel, error) {
 	conn, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
+	what := fmt.Sprintf("rabbitmq: open channel on %s connection", c.name)
+	if err := c.waitUnblocked(ctx, what); err != nil {
+		return nil, err
+	}
 	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
 	if err != nil {
-		return nil, brokerError(fmt.Sprintf("rabbitmq: open channel on %s connection", c.name), err)
+		return nil, c.blockedError(ctx, brokerError(what, err))
 	}
 	return ch, nil
+}
+
+// waitUnblocked waits until the connection is not blocked by a resource
+// alarm, and fails with ErrBlocked when ctx ends first.
+func (c *connection) waitUnblocked(ctx context.Context, what string) error {
+	reason, unblocked := c.blocked()
+	if unblocked == nil {
+		return nil
+	}
+	select {
+	case <-unblocked:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w (%s): %w", what, ErrBlocked, reason, ctx.Err())
+	}
+}
+
+// blockedError adds ErrBlocked to err, an operation that ended with ctx,
+// when the connection is blocked by a resource alarm: that is why the
+// broker did not answer.
+func (c *connection) blockedError(ctx context.Context, err error) error {
+	if ctx.Err() == nil || errors.Is(err, ErrBlocked) {
+		return err
+	}
+	if reason, unblocked := c.blocked(); unblocked != nil {
+		return fmt.Errorf("%w (%s): %w", ErrBlocked, reason, err)
+	}
+	return err
 }
 
 // callCtx runs fn, which waits on the broker and takes no context, and

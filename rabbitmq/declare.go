@@ -55,7 +55,7 @@ func (d *declarer) do(ctx context.Context, what string, fn func(ch *amqp.Channel
 	if err != nil {
 		go ch.Close() // may wait on a broker that stopped answering
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return fmt.Errorf("%s: %w", what, err)
+			return d.conn.blockedError(ctx, fmt.Errorf("%s: %w", what, err))
 		}
 		return err
 	}

@@ -86,7 +86,7 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 	}
 	if _, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, ch.Confirm(false) }, nil); err != nil {
 		go ch.Close() // may wait on a broker that stopped answering
-		return nil, brokerError("rabbitmq: put channel in confirm mode", err)
+		return nil, p.conn.blockedError(ctx, brokerError("rabbitmq: put channel in confirm mode", err))
 	}
 	pc := newPubChannel(ch, p.conn, p.log)
 	s.cur.Store(pc)
@@ -314,12 +314,8 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 // would only add to what it has not read. Either wait ends with ctx, and
 // then the publish fails with ErrBlocked or ctx's error.
 func (pc *pubChannel) lock(ctx context.Context, key string) error {
-	if reason, unblocked := pc.conn.blocked(); unblocked != nil {
-		select {
-		case <-unblocked:
-		case <-ctx.Done():
-			return fmt.Errorf("publish to %q: %w (%s): %w", key, ErrBlocked, reason, ctx.Err())
-		}
+	if err := pc.conn.waitUnblocked(ctx, fmt.Sprintf("publish to %q", key)); err != nil {
+		return err
 	}
 	select {
 	case pc.pubMu <- struct{}{}:
@@ -334,13 +330,7 @@ func (pc *pubChannel) unlock() { <-pc.pubMu }
 // await waits for w's confirm, and says when the connection is blocked by a
 // resource alarm, which is why a confirm does not come.
 func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
-	err := w.await(ctx, key)
-	if err != nil && ctx.Err() != nil && errors.Is(err, ErrNotConfirmed) {
-		if reason, unblocked := pc.conn.blocked(); unblocked != nil {
-			return fmt.Errorf("%w (%s): %w", ErrBlocked, reason, err)
-		}
-	}
-	return err
+	return pc.conn.blockedError(ctx, w.await(ctx, key))
 }
 
 // await waits for w's confirm: nil for an ack, the return or nack
