@@ -215,7 +215,6 @@ func TestNoLossUnderFaults(t *testing.T) {
 		}
 	}
 	fmt.Fprintf(&out, "fresh worker after the kill: first job %v after the kill\n", freshFirst.Round(time.Millisecond))
-	t.Log("\n" + out.String())
 	fmt.Print(out.String())
 
 	if lost != 0 {
