@@ -21,10 +21,11 @@ const (
 )
 
 // Resubscribe backoff: a failed subscribe waits between half and all of a
-// delay that doubles from resubscribeMin up to resubscribeMax; a subscribe
-// that succeeds starts it again from resubscribeMin. The backend's own
-// redial waits are in addition, and short too: a consumer is back within
-// about a second of its broker accepting connections again.
+// delay that doubles from resubscribeMin up to resubscribeMax; a
+// subscription that ran healthySubscription or longer starts it again from
+// resubscribeMin, and the subscribe after it goes at once. The backend's
+// own redial waits are in addition, and short too: a consumer is back
+// within about a second of its broker accepting connections again.
 const (
 	resubscribeMin = 50 * time.Millisecond
 	resubscribeMax = 250 * time.Millisecond
