@@ -70,12 +70,12 @@ func (b *Backend) management() (*mgmt.Client, error) {
 	u := b.opts.ManagementURL
 	if u == "" {
 		var err error
-		if u, err = mgmt.URLFor(b.pubConn.url); err != nil {
+		if u, err = mgmt.URLFor(b.pubConn.url()); err != nil {
 			return nil, err
 		}
 	}
 	vhost := "/"
-	if p, err := amqp.ParseURI(b.pubConn.url); err == nil && p.Vhost != "" {
+	if p, err := amqp.ParseURI(b.pubConn.url()); err == nil && p.Vhost != "" {
 		vhost = p.Vhost
 	}
 	return mgmt.New(u, vhost)

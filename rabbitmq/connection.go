@@ -61,6 +61,7 @@ type connection struct {
 
 	mu      sync.Mutex
 	conn    *amqp.Connection
+	node    int           // the node conn is, or was last, on
 	next    int           // the node the next round starts with
 	round   chan struct{} // closed when the round in flight ends; nil when none
 	fails   int           // failed rounds in a row
@@ -189,7 +190,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 		c.log.Info("queuey: connected to the broker again", "connection", c.name, "node", redact(c.urls[node]), "failed_rounds", c.fails)
 	}
 	c.conn, c.fails, c.lastErr = conn, 0, nil
-	c.next = (node + 1) % len(c.urls)
+	c.node, c.next = node, (node+1)%len(c.urls)
 	c.block = watchBlocked(conn)
 }
 
@@ -331,6 +332,14 @@ func callCtx[T any](ctx context.Context, fn func() (T, error), undo func(T)) (T,
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// url returns the URL of the node the connection is on, or was last on:
+// Dial's url before the first dial.
+func (c *connection) url() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urls[c.node]
 }
 
 // serverVersion returns the broker's "version" server property, or "".
