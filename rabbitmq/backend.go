@@ -44,8 +44,6 @@ type Backend struct {
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer
 
-	oldShape sync.Map // work queues kept without dead-lettering, warned about once
-
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
 	subs   map[*subscription]struct{}     // open subscriptions

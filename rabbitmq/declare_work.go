@@ -50,11 +50,8 @@ func lacksDeadLettering(err error) bool {
 // warnOldShape logs, once per queue, that work exists without
 // dead-lettering into its dead-letter queue, and how to migrate.
 func (b *Backend) warnOldShape(work topology.Queue) {
-	if _, seen := b.oldShape.LoadOrStore(work.Name, true); seen {
-		return
-	}
 	dead := b.names.Dead(work.Name).Name
-	b.log.Warn(fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared by an earlier version); kept as it is. "+
+	b.warnOnce("work:"+work.Name, fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared by an earlier version); kept as it is. "+
 		"Jobs are still dead-lettered by the worker, but what the broker dead-letters on its own (a quorum queue's delivery limit) is dropped. "+
 		"To migrate, either add a policy: rabbitmqctl set_policy %s-dlx '^%s$' '{\"dead-letter-exchange\":\"\",\"dead-letter-routing-key\":\"%s\"}' --apply-to queues; "+
 		"or stop producers and workers, drain and delete the queue, and let it be declared again", work.Name, work.Name, regexp.QuoteMeta(work.Name), dead),
