@@ -78,7 +78,7 @@ fi
 
 if ! answers; then
 	say "starting rabbitmq-server"
-	as_root rabbitmq-server -detached || say "rabbitmq-server -detached failed (a node already starting?); waiting for the port anyway"
+	detached as_root rabbitmq-server -detached || say "rabbitmq-server -detached failed (a node already starting?); waiting for the port anyway"
 fi
 
 say "waiting up to ${timeout}s for $host:$port"

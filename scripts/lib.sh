@@ -19,3 +19,16 @@ apt_install() {
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
 }
+
+# detached runs its arguments with descriptors 3 to 9 closed. A daemon
+# started from a script would otherwise keep what its caller had open for
+# as long as it runs: a lock held with flock(1) around a test run, say,
+# would never be released.
+detached() {
+	(
+		for fd in 3 4 5 6 7 8 9; do
+			eval "exec $fd>&-"
+		done
+		"$@"
+	)
+}
