@@ -231,7 +231,7 @@ func (b *Backend) retryHolds(cfg runtime.QueueConfig) []string {
 	seen := map[string]bool{}
 	var names []string
 	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
-		h, _, err := b.names.Hold(cfg.Name, topology.Retry, cfg.RetryDelay(attempt), b.opts.Granularity)
+		h, err := b.holdQueue(cfg, topology.Retry, cfg.RetryDelay(attempt))
 		if err != nil || seen[h.Name] {
 			continue
 		}

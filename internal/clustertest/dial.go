@@ -23,6 +23,12 @@ func Dial(tb testing.TB, n int, opts rabbitmq.Options) *rabbitmq.Backend {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.ManagementURL == "" {
+		// The nodes run no management plugin, and the default (port
+		// 15672 of the node's host) is the main broker's, which knows
+		// none of the cluster's queues.
+		opts.ManagementURL = rabbitmq.ManagementOff
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	b, err := rabbitmq.Dial(ctx, URL(n), opts)
