@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,10 +39,11 @@ func delayers(b *Backend) map[runtime.DelayMode]delayer {
 const holdDeclareTimeout = 30 * time.Second
 
 // queueDelayer holds each distinct delay in a hold queue whose queue-level
-// TTL dead-letters its messages back to q. The hold queue is declared right
-// before each publish to it, which renews a classic one's x-expires lease;
-// quorum hold queues have no lease, their number being bounded by a ladder
-// of delays (topology.QuorumRung).
+// TTL dead-letters its messages back to q. The hold queue is declared
+// before a publish to it when the lease its last declare renewed (a classic
+// one's x-expires) is no longer fresh; see holdLeases. Quorum hold queues
+// have no lease, their number being bounded by a ladder of delays
+// (topology.QuorumRung), and are declared once.
 type queueDelayer struct {
 	b *Backend
 }
@@ -54,27 +56,57 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	if err != nil {
 		return err
 	}
-	// Waits onto one hold queue share a declare that is in flight. The
-	// broker renews the lease (2×TTL) when it handles the declare, at most
-	// a round trip before a joining wait asked, and each wait publishes
-	// right after the declare returns: its message leaves the hold queue one
-	// TTL later, long before the lease can end. Under a burst of retries
-	// with one backoff this is one declare instead of hundreds, all queued
-	// on the one declaring channel.
-	// The shared declare runs on a context of its own, so that one caller
-	// giving up does not fail the others; each caller still stops waiting
-	// when its own ctx ends.
+	if !d.b.leases.fresh(hold, time.Now()) {
+		if err := d.declareHold(ctx, q, kind, hold); err != nil {
+			return err
+		}
+		return d.b.pub.publish(ctx, "", hold.Name, msg)
+	}
+	// The lease is fresh as far as this process knows; a hold queue
+	// deleted meanwhile returns the publish, which was then not enqueued
+	// anywhere: declare it and publish once more.
+	err = d.b.pub.publish(ctx, "", hold.Name, msg)
+	if !errors.Is(err, ErrUnroutable) {
+		return err
+	}
+	d.b.leases.forget(hold)
+	if err := d.declareHold(ctx, q, kind, hold); err != nil {
+		return err
+	}
+	return d.b.pub.publish(ctx, "", hold.Name, msg)
+}
+
+// declareHold declares hold queue hold of q, which renews its lease, and
+// records when (holdLeases).
+//
+// Waits onto one hold queue share a declare that is in flight. The broker
+// renews the lease (2×TTL) when it handles the declare, at most a round
+// trip before a joining wait asked, and each wait publishes right after
+// the declare returns: its message leaves the hold queue one TTL later,
+// long before the lease can end. Under a burst of retries with one backoff
+// this is one declare instead of hundreds. The shared declare runs on a
+// context of its own, so that one caller giving up does not fail the
+// others; each caller still stops waiting when its own ctx ends.
+func (d queueDelayer) declareHold(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, hold topology.Queue) error {
 	res := d.b.holds.DoChan(hold.Name, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
+		sent := time.Now()
+		declared := hold
 		err := d.b.decl.declare(dctx, hold)
 		if legacy, ok := d.b.legacyHold(q, kind, hold, err); ok && d.b.decl.declare(dctx, legacy) == nil {
 			d.b.warnOnce("hold:"+hold.Name, "queuey: a classic hold queue of a quorum queue exists from an earlier version; waits go there, unreplicated, until it expires on its own (two TTLs after its last use), after which a quorum hold queue replaces it",
 				"queue", q.Name, "hold_queue", hold.Name)
-			err = nil
+			declared, err = legacy, nil
+		}
+		if err == nil {
+			// The lease is the declared queue's: an earlier version's
+			// classic hold queue expires, a quorum one does not.
+			d.b.leases.renewed(declared, sent)
 		}
 		return nil, err
 	})
+	var err error
 	select {
 	case r := <-res:
 		err = r.Err
@@ -84,7 +116,7 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	if err != nil {
 		return brokerError(fmt.Sprintf("declare hold queue %q", hold.Name), err)
 	}
-	return d.b.pub.publish(ctx, "", hold.Name, msg)
+	return nil
 }
 
 // pluginDelayer holds every wait of q in one x-delayed-message exchange of

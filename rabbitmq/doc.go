@@ -32,9 +32,14 @@
 // The suffixes are Options fields. In the default delay mode every wait
 // (retry, deferral, delayed enqueue) goes to a hold queue whose queue-level TTL is the wait, rounded
 // up to Options.Granularity (1s by default), so that every wait leaves in
-// publish order and on time. A hold queue is declared right before each
-// publish to it, which renews a classic one's x-expires lease; an idle
-// classic one deletes itself. Waits above runtime.MaxDeferral after rounding
+// publish order and on time. A classic hold queue is declared before a
+// publish to it unless this process declared it less than half a TTL ago
+// (a quarter of its x-expires lease of 2×TTL, so every wait leaves it well
+// before the lease can end); the declare renews the lease, and an idle
+// classic one deletes itself. A quorum hold queue has no lease and is
+// declared once per process. A publish onto a hold queue deleted meanwhile
+// comes back unroutable, and the wait then declares it and publishes once
+// more. Waits above runtime.MaxDeferral after rounding
 // are refused with runtime.ErrDelayTooLong, never clamped, and a wait onto a
 // queue not declared through the backend in this process is
 // runtime.ErrUnknownQueue: the broker drops a TTL expiry into a missing queue
