@@ -29,8 +29,10 @@ type declarer struct {
 }
 
 // maxIdleDeclareChannels is how many declaring channels are kept open
-// between declares.
-const maxIdleDeclareChannels = 2
+// between declares: as many as NewProducer and Worker.Run have declares in
+// flight at once, so that a start with many queues does not open and close
+// a channel per declare.
+const maxIdleDeclareChannels = 16
 
 // declare declares queue q, durable.
 func (d *declarer) declare(ctx context.Context, q topology.Queue) error {

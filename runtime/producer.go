@@ -24,14 +24,17 @@ type Producer struct {
 // NewProducer returns a Producer over b after declaring queues on it.
 func NewProducer(ctx context.Context, b Backend, queues ...QueueConfig) (*Producer, error) {
 	p := NewProducerUndeclared(b)
+	declared := make([]QueueConfig, 0, len(queues))
 	for _, q := range queues {
 		if err := q.Validate(); err != nil {
 			return nil, err
 		}
-		q = q.WithDefaults()
-		if err := b.Declare(ctx, q); err != nil {
-			return nil, fmt.Errorf("declare queue %q: %w", q.Name, err)
-		}
+		declared = append(declared, q.WithDefaults())
+	}
+	if err := declareAll(ctx, b, declared); err != nil {
+		return nil, err
+	}
+	for _, q := range declared {
 		p.queues[q.Name] = q
 	}
 	return p, nil

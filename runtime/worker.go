@@ -186,13 +186,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-runCtx.Done():
 		}
 	}()
-	for _, r := range regs {
-		if err := w.backend.Declare(runCtx, r.queue); err != nil {
-			if runCtx.Err() != nil {
-				return nil // stopped while declaring: a clean shutdown
-			}
-			return fmt.Errorf("declare queue %q: %w", r.queue.Name, err)
+	queues := make([]QueueConfig, len(regs))
+	for i, r := range regs {
+		queues[i] = r.queue
+	}
+	if err := declareAll(runCtx, w.backend, queues); err != nil {
+		if runCtx.Err() != nil {
+			return nil // stopped while declaring: a clean shutdown
 		}
+		return err
 	}
 	var (
 		wg      sync.WaitGroup
