@@ -268,10 +268,6 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	return q, nil
 }
 
-// Publish publishes env to env.Queue, confirmed and mandatory: at once when
-// delay is zero or less, else through the queue's delay mode (its deferred
-// hold queue, or its delay exchange, not mandatory) at the job's own
-// priority.
 // PublishBatch publishes envs to their queues at once, many in flight on
 // one channel, each confirmed and mandatory, and returns one error per
 // envelope.
@@ -303,6 +299,10 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	return errs
 }
 
+// Publish publishes env to env.Queue, confirmed and mandatory: at once when
+// delay is zero or less, else through the queue's delay mode (its deferred
+// hold queue, or its delay exchange, not mandatory) at the job's own
+// priority.
 func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time.Duration) error {
 	if env == nil {
 		return errors.New("rabbitmq: publish: nil envelope")
@@ -317,7 +317,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	if err != nil {
 		return err
 	}
-	return missingQueue(env.Queue, b.pub.publish(ctx, "", env.Queue, msg))
+	return missingQueue(env.Queue, b.pub.publish(ctx, env.Queue, msg))
 }
 
 // wait publishes env to come back to queue after delay, at least one

@@ -70,7 +70,7 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 	dead := b.deadQueue(q)
 	first := msg
 	first.Headers = maps.Clone(msg.Headers)
-	err := b.pub.publish(ctx, "", dead.Name, first)
+	err := b.pub.publish(ctx, dead.Name, first)
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
@@ -81,7 +81,7 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 		return errors.Join(err, brokerError(fmt.Sprintf("declare dead-letter queue %q again", dead.Name), derr))
 	}
 	b.log.Warn("queuey: dead-letter queue was missing; declared it again", "queue", queue, "dead_letter_queue", dead.Name)
-	return b.pub.publish(ctx, "", dead.Name, msg)
+	return b.pub.publish(ctx, dead.Name, msg)
 }
 
 func deadLetter(m *amqp.Delivery) runtime.DeadLetter {

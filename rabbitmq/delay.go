@@ -60,12 +60,12 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 		if err := d.declareHold(ctx, q, kind, hold); err != nil {
 			return err
 		}
-		return d.b.pub.publish(ctx, "", hold.Name, msg)
+		return d.b.pub.publish(ctx, hold.Name, msg)
 	}
 	// The lease is fresh as far as this process knows; a hold queue
 	// deleted meanwhile returns the publish, which was then not enqueued
 	// anywhere: declare it and publish once more.
-	err = d.b.pub.publish(ctx, "", hold.Name, msg)
+	err = d.b.pub.publish(ctx, hold.Name, msg)
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
@@ -73,7 +73,7 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topo
 	if err := d.declareHold(ctx, q, kind, hold); err != nil {
 		return err
 	}
-	return d.b.pub.publish(ctx, "", hold.Name, msg)
+	return d.b.pub.publish(ctx, hold.Name, msg)
 }
 
 // declareHold declares hold queue hold of q, which renews its lease, and

@@ -22,14 +22,24 @@ func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) err
 	return b.pub.publishSerial(ctx, "", queue, amqp.Publishing{Body: body})
 }
 
-// publishSerial is publish without a correlation header: one publish at a
-// time on a channel of its own.
+// publishSerial is publish without a correlation header: on a channel of
+// its own that carries this one publish, so that a return pairs with it.
 func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
-	pc, err := p.serial.get(ctx, p)
+	ch, err := p.conn.channel(ctx)
 	if err != nil {
 		return err
 	}
-	return pc.publish(ctx, exchange, key, msg, true, true)
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return brokerError("rabbitmq: put channel in confirm mode", err)
+	}
+	pc := newPubChannel(ch, p.conn, p.log)
+	pc.solo = true
+	defer func() {
+		_ = ch.Close()
+		<-pc.done
+	}()
+	return pc.publish(ctx, exchange, key, msg, true)
 }
 
 // Connections returns b's publishing and consuming AMQP connections as they

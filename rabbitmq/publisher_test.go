@@ -30,7 +30,7 @@ func TestBadHeaderLeavesChannelUsable(t *testing.T) {
 	defer p.wait()
 	defer conn.close()
 	bad := amqp.Publishing{Headers: amqp.Table{"bad": struct{}{}}}
-	if err := p.publish(ctx, "", "amq.rabbitmq.no-such-queue", bad); err == nil {
+	if err := p.publish(ctx, "amq.rabbitmq.no-such-queue", bad); err == nil {
 		t.Fatal("publish with an unencodable header succeeded")
 	}
 	pc := p.slots[0].cur.Load()
@@ -38,7 +38,7 @@ func TestBadHeaderLeavesChannelUsable(t *testing.T) {
 		t.Fatalf("channel after a refused header: %v", pc)
 	}
 	// The channel still publishes (here to a missing queue: returned).
-	if err := p.publish(ctx, "", "queuey-no-such-queue", amqp.Publishing{MessageId: "x", Headers: amqp.Table{}}); !errors.Is(err, ErrUnroutable) {
+	if err := p.publish(ctx, "queuey-no-such-queue", amqp.Publishing{MessageId: "x", Headers: amqp.Table{}}); !errors.Is(err, ErrUnroutable) {
 		t.Errorf("next publish = %v, want ErrUnroutable", err)
 	}
 	if p.slots[0].cur.Load() != pc {

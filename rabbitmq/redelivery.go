@@ -58,7 +58,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 		next.Attempt = attempt
 		msg, err := codec.Encode(next, codec.Options{Priority: m.Priority})
 		if err == nil {
-			err = s.b.pub.publish(s.ctx, "", s.q.Name, msg)
+			err = s.b.pub.publish(s.ctx, s.q.Name, msg)
 		}
 		s.settleMoved(m, env, err, "publish it again with its attempt raised")
 		return true

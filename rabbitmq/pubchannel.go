@@ -1,0 +1,203 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+)
+
+// pubChannel is one confirm-mode channel. Publishes take pubMu only around
+// basic.publish; confirms and returns are matched to waiters by one loop
+// goroutine, which never blocks, so amqp091-go never drops a notification.
+type pubChannel struct {
+	ch   *amqp.Channel
+	conn *connection
+	log  *slog.Logger
+	// pubMu is held around basic.publish. A channel of one, so that a
+	// publish waiting for it stops when its context ends: the holder may
+	// be stuck in a socket write to a broker that stopped reading.
+	pubMu chan struct{}
+
+	mu      sync.Mutex
+	pending map[uint64]*waiter
+	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
+	broken  error             // why the channel takes no more publishes
+	generic bool              // broken says only that the channel was closed, not why
+	dead    atomic.Bool       // broken != nil, readable without mu
+	done    chan struct{}
+	// solo says the channel carries one publish at a time (PublishRaw, in
+	// tests): a return pairs with the one publish in flight, so a publish
+	// needs no correlation header.
+	solo bool
+}
+
+type waiter struct {
+	res chan error // buffered: the loop never blocks on it
+	ret *amqp.Return
+	id  string // message id the waiter is paired by, if any
+}
+
+func newPubChannel(ch *amqp.Channel, conn *connection, log *slog.Logger) *pubChannel {
+	pc := &pubChannel{ch: ch, conn: conn, log: log, pubMu: make(chan struct{}, 1), pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
+	// Unbuffered: the reader hands a return over before it can read the
+	// basic.ack that follows it, and the loop handles the return before it
+	// receives again, so a return is always seen before its confirm.
+	returns := ch.NotifyReturn(make(chan amqp.Return))
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go pc.loop(confirms, returns, closes)
+	return pc
+}
+
+// breakWith marks the channel as taking no more publishes, for reason err.
+// The first reason stays, unless it only says that the channel was closed
+// (generic) and err says why. pc.mu must be held.
+func (pc *pubChannel) breakWith(err error, generic bool) {
+	if pc.broken == nil || (pc.generic && !generic) {
+		pc.broken = err
+		pc.generic = generic
+		pc.dead.Store(true)
+	}
+}
+
+// publish publishes msg and waits for its confirm. A mandatory publish is
+// paired with its basic.return, if one comes, by message id or by
+// seqHeader; one that is not mandatory gets no return and needs neither.
+func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) error {
+	w, err := pc.start(ctx, exchange, key, msg, mandatory)
+	if err != nil {
+		return err
+	}
+	return pc.await(ctx, w, key)
+}
+
+// start publishes msg and returns the waiter its confirm will reach.
+func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*waiter, error) {
+	// A field too long for the wire fails in the client library after the
+	// method frame went out, and the broker closes the whole connection:
+	// refuse it before it touches the channel.
+	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
+		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
+	}
+	// So would a header the client library cannot encode, before it
+	// touches the channel; checked here, it does not count as a failure
+	// of the channel.
+	if err := msg.Headers.Validate(); err != nil {
+		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
+	}
+	w := &waiter{res: make(chan error, 1)}
+	if err := pc.lock(ctx, key); err != nil {
+		return nil, err
+	}
+	pc.mu.Lock()
+	if pc.broken != nil {
+		pc.mu.Unlock()
+		pc.unlock()
+		return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+	}
+	seq := pc.ch.GetNextPublishSeqNo()
+	pc.pending[seq] = w
+	if mandatory && !pc.solo {
+		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
+			w.id = msg.MessageId
+			pc.ids[w.id] = seq
+			// A header left from an earlier publish of the same map, or
+			// carried by a message moved as it was, would pair a return
+			// with another publish.
+			delete(msg.Headers, seqHeader)
+		} else {
+			msg.Headers[seqHeader] = int64(seq)
+		}
+	}
+	pc.mu.Unlock()
+	err := pc.ch.PublishWithContext(ctx, exchange, key, mandatory, false, msg)
+	if err != nil {
+		pc.mu.Lock()
+		pc.forget(seq, w)
+		closed := errors.Is(err, amqp.ErrClosed)
+		failed := !closed && !errors.Is(err, ctx.Err())
+		if closed || failed {
+			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err), closed)
+		}
+		pc.mu.Unlock()
+		pc.unlock()
+		if closed {
+			return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+		}
+		if failed {
+			// A client-side failure leaves the channel in a state nobody
+			// knows, and no publish takes it any more: close it, which
+			// fails what is still in flight on it and ends its loop.
+			_ = pc.ch.Close()
+		}
+		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
+	}
+	pc.unlock()
+	return w, nil
+}
+
+// lock takes pubMu, first waiting out a block of the connection by a
+// resource alarm: while blocked, the broker reads nothing, and a publish
+// would only add to what it has not read. Either wait ends with ctx, and
+// then the publish fails with ErrBlocked or ctx's error.
+func (pc *pubChannel) lock(ctx context.Context, key string) error {
+	if err := pc.conn.waitUnblocked(ctx, fmt.Sprintf("publish to %q", key)); err != nil {
+		return err
+	}
+	select {
+	case pc.pubMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("publish to %q: waiting for the channel: %w", key, ctx.Err())
+	}
+}
+
+func (pc *pubChannel) unlock() { <-pc.pubMu }
+
+// await waits for w's confirm, and says when the connection is blocked by a
+// resource alarm, which is why a confirm does not come.
+func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
+	return pc.conn.blockedError(ctx, w.await(ctx, key))
+}
+
+// await waits for w's confirm: nil for an ack, the return or nack
+// otherwise, and ErrNotConfirmed when ctx ends first.
+func (w *waiter) await(ctx context.Context, key string) error {
+	select {
+	case err := <-w.res:
+		if err != nil {
+			return fmt.Errorf("publish to %q: %w", key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
+	}
+}
+
+// reason returns why the channel takes no more publishes. When all that is
+// known is that it was closed, by the broker or with its connection, it
+// waits (bounded by ctx) for the loop to end: by then the close
+// notification has said why.
+func (pc *pubChannel) reason(ctx context.Context) error {
+	pc.mu.Lock()
+	err, generic := pc.broken, pc.generic
+	pc.mu.Unlock()
+	if !generic {
+		return err
+	}
+	select {
+	case <-pc.done:
+	case <-ctx.Done():
+		return err
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.broken
+}
