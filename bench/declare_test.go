@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -44,7 +45,7 @@ func runDeclares(b *testing.B, prefix string) time.Duration {
 		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
 		names = append(names, queues[i].Name, queues[i].Name+".dead")
 	}
-	defer deleteQueues(b, names...)
+	defer brokertest.DeleteQueues(amqpURL(), names...)
 	start := time.Now()
 	if _, err := runtime.NewProducer(ctx, be, queues...); err != nil {
 		b.Fatal(err)
