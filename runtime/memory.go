@@ -26,6 +26,7 @@ type MemoryBackend struct {
 	mu     sync.Mutex
 	queues map[string]*memQueue
 	timers map[*time.Timer]memHold // waits not yet over
+	leases map[string]*memLease // made on first use
 	seq    uint64
 	closed bool
 }
@@ -334,6 +335,7 @@ func (b *MemoryBackend) Close() error {
 		t.Stop()
 	}
 	clear(b.timers)
+	b.closeLeasesLocked()
 	for _, q := range b.queues {
 		for _, s := range q.subs {
 			s.closeLocked(false)

@@ -69,10 +69,11 @@ type Worker struct {
 	done     chan struct{} // closed when a started Run returns
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
 
-	mu      sync.Mutex
-	regs    []registration
-	regErrs []error
-	started bool
+	mu        sync.Mutex
+	regs      []registration
+	periodics []*periodic
+	regErrs   []error
+	started   bool
 }
 
 type registration struct {
@@ -162,6 +163,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.started = true
 	regs := slices.Clone(w.regs)
+	periodics := slices.Clone(w.periodics)
 	regErr := errors.Join(w.regErrs...)
 	w.mu.Unlock()
 	defer close(w.done)
@@ -169,8 +171,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if regErr != nil {
 		return regErr
 	}
-	if len(regs) == 0 {
-		return fmt.Errorf("%w: register a handler (a generated HandleX) before Run", ErrNoHandlers)
+	if len(regs) == 0 && len(periodics) == 0 {
+		return fmt.Errorf("%w: register a handler (a generated HandleX) or a schedule (Periodic) before Run", ErrNoHandlers)
+	}
+	leaser, err := w.leaser(periodics)
+	if err != nil {
+		return err
 	}
 	select {
 	case <-w.stop:
@@ -186,9 +192,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-runCtx.Done():
 		}
 	}()
-	queues := make([]QueueConfig, len(regs))
-	for i, r := range regs {
-		queues[i] = r.queue
+	queues := make([]QueueConfig, 0, len(regs)+len(periodics))
+	for _, r := range regs {
+		queues = append(queues, r.queue)
+	}
+	for _, p := range periodics {
+		queues = append(queues, p.queue)
 	}
 	if err := declareAll(runCtx, w.backend, queues); err != nil {
 		if runCtx.Err() != nil {
@@ -201,14 +210,24 @@ func (w *Worker) Run(ctx context.Context) error {
 		errMu   sync.Mutex
 		runErrs []error
 	)
+	fail := func(err error) {
+		errMu.Lock()
+		runErrs = append(runErrs, err)
+		errMu.Unlock()
+		cancel() // the backend is gone: stop every queue
+	}
 	for _, r := range regs {
 		c := &queueRunner{w: w, queue: r.queue, handler: w.wrap(r.handler)}
 		wg.Go(func() {
 			if err := c.run(runCtx); err != nil {
-				errMu.Lock()
-				runErrs = append(runErrs, err)
-				errMu.Unlock()
-				cancel() // the backend is gone: stop every queue
+				fail(err)
+			}
+		})
+	}
+	for _, p := range periodics {
+		wg.Go(func() {
+			if err := p.run(runCtx, leaser); err != nil {
+				fail(err)
 			}
 		})
 	}

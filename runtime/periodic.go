@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// HeaderTick is the header that carries, on each job a schedule enqueues,
+// the time of its tick in UTC as RFC 3339.
+const HeaderTick = "queuey-tick"
+
+// leasePrefix starts the lease name of every schedule, so that schedules
+// and other leases never share one.
+const leasePrefix = "schedule."
+
+// Periodic makes w enqueue job() onto q at each tick of s while w runs,
+// with the job ID TickID(s.Name, tick) and the tick in HeaderTick. Every
+// worker of every process may register the same schedule: through the
+// backend's lease (Leaser) one of them at a time fires the ticks, and when
+// it stops or dies another takes over.
+//
+// Ticks are at least once: a tick is enqueued once in the normal run, and
+// twice at worst, both times with its one ID, when the scheduler dies
+// between enqueueing a tick's job and recording the tick, or when the
+// record fails. A tick is never fired before its time. Ticks missed while
+// no scheduler ran are handled as s.Missed says.
+//
+// q is declared when Run starts, whether or not w handles it. A bad
+// schedule, or a backend that is not a Leaser, is reported by Run.
+func Periodic[T any](w *Worker, q QueueConfig, s Schedule, job func() T) {
+	w.addPeriodic(q, s, func() ([]byte, error) {
+		j := job()
+		return msgpack.Marshal(&j)
+	})
+}
+
+// periodic is one schedule of a worker.
+type periodic struct {
+	w       *Worker
+	queue   QueueConfig
+	sched   Schedule
+	next    func(time.Time) time.Time
+	payload func() ([]byte, error)
+}
+
+func (w *Worker) addPeriodic(q QueueConfig, s Schedule, payload func() ([]byte, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		panic(fmt.Sprintf("queuey: schedule on queue %q added after Worker.Run started; add every schedule before Run", q.Name))
+	}
+	if err := q.Validate(); err != nil {
+		w.regErrs = append(w.regErrs, err)
+		return
+	}
+	s = s.withDefaults(q.Name)
+	next, err := s.validate()
+	if err != nil {
+		w.regErrs = append(w.regErrs, fmt.Errorf("schedule of queue %q: %w", q.Name, err))
+		return
+	}
+	for _, p := range w.periodics {
+		if p.sched.Name == s.Name {
+			w.regErrs = append(w.regErrs, fmt.Errorf("%w: two schedules named %q on one worker; give each its own Schedule.Name", ErrInvalidOption, s.Name))
+			return
+		}
+	}
+	w.periodics = append(w.periodics, &periodic{w: w, queue: q.WithDefaults(), sched: s, next: next, payload: payload})
+}
+
+// Lease contest backoff: a failed AcquireLease waits this long, doubling
+// up to leaseRetryMax, before it tries again.
+const (
+	leaseRetryMin = 100 * time.Millisecond
+	leaseRetryMax = 5 * time.Second
+)
+
+// run contends for the schedule's lease until ctx ends, firing ticks
+// whenever it holds it. It returns an error only when the backend was
+// closed.
+func (p *periodic) run(ctx context.Context, leaser Leaser) error {
+	backoff := leaseRetryMin
+	for {
+		lease, err := leaser.AcquireLease(ctx, leasePrefix+p.sched.Name)
+		if ctx.Err() != nil {
+			if err == nil {
+				_ = lease.Release()
+			}
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return fmt.Errorf("schedule %q: %w", p.sched.Name, err)
+			}
+			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", backoff)
+			if !sleepCtx(ctx, backoff) {
+				return nil
+			}
+			backoff = min(backoff*2, leaseRetryMax)
+			continue
+		}
+		backoff = leaseRetryMin
+		p.w.log.Info("queuey: this worker fires the schedule's ticks", "schedule", p.sched.Name, "spec", p.sched.Spec)
+		p.lead(ctx, lease)
+		if err := lease.Release(); err != nil {
+			p.w.log.Warn("queuey: release the schedule's lease", "schedule", p.sched.Name, "error", err)
+		}
+	}
+}
+
+// lead fires the schedule's ticks while lease is held and ctx lasts.
+func (p *periodic) lead(ctx context.Context, lease HeldLease) {
+	last := lease.Mark()
+	if last.IsZero() {
+		last = time.Now().UTC() // the schedule's first run: no tick is past
+	}
+	recovering := true
+	for {
+		t, n := latest(p.next, last, time.Now())
+		// A tick is missed when several passed since the last, or when
+		// one passed while no scheduler held the lease.
+		missed := n > 1 || n == 1 && recovering
+		recovering = false
+		switch {
+		case n == 0:
+		case missed && p.sched.Missed == MissedSkip:
+			p.w.log.Info("queuey: missed ticks skipped", "schedule", p.sched.Name, "latest", t)
+			last = t
+		default:
+			if !p.fire(ctx, lease, t) {
+				return
+			}
+			last = t
+		}
+		at := p.next(last)
+		if at.IsZero() {
+			p.w.log.Warn("queuey: schedule has no tick within five years", "schedule", p.sched.Name, "spec", p.sched.Spec)
+			select {
+			case <-ctx.Done():
+			case <-lease.Lost():
+			}
+			return
+		}
+		timer := time.NewTimer(time.Until(at))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-lease.Lost():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// fire enqueues tick t's job, then records t with the lease, trying the
+// enqueue again with backoff until it succeeds. It reports false when the
+// lease was lost, ctx ended or recording failed: the caller then lets
+// the lease go.
+func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool {
+	producer := NewProducerUndeclared(p.w.backend)
+	id := TickID(p.sched.Name, t)
+	backoff := leaseRetryMin
+	for {
+		payload, err := p.payload()
+		if err == nil {
+			_, err = producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
+		}
+		if err == nil {
+			break
+		}
+		p.w.log.Error("queuey: cannot enqueue the schedule's tick; trying again", "schedule", p.sched.Name, "job_id", id, "error", err, "after", backoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-lease.Lost():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, leaseRetryMax)
+	}
+	if err := lease.Advance(ctx, t); err != nil {
+		p.w.log.Error("queuey: cannot record the schedule's tick; another scheduler may enqueue it again, with the same ID", "schedule", p.sched.Name, "job_id", id, "error", err)
+		return false
+	}
+	p.w.log.Debug("queuey: tick enqueued", "schedule", p.sched.Name, "job_id", id)
+	return true
+}
+
+// latest returns the latest tick after last and at or before now, and how
+// many ticks passed: 0, 1, or 2 for more than one.
+func latest(next func(time.Time) time.Time, last, now time.Time) (time.Time, int) {
+	t := next(last)
+	if t.IsZero() || t.After(now) {
+		return time.Time{}, 0
+	}
+	n := 1
+	for range maxCatchUp {
+		u := next(t)
+		if u.IsZero() || u.After(now) {
+			break
+		}
+		t, n = u, 2
+	}
+	return t, n
+}
+
+// leaser returns w's backend as a Leaser when periodics need one.
+func (w *Worker) leaser(periodics []*periodic) (Leaser, error) {
+	if len(periodics) == 0 {
+		return nil, nil
+	}
+	l, ok := w.backend.(Leaser)
+	if !ok {
+		return nil, fmt.Errorf("%w: schedule %q: the backend (%T) cannot elect a scheduler: it does not implement runtime.Leaser", ErrInvalidOption, periodics[0].sched.Name, w.backend)
+	}
+	return l, nil
+}
