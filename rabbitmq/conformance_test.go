@@ -30,13 +30,14 @@ func TestConformanceQuorum(t *testing.T) {
 }
 
 // cleaningBackend deletes the queues declared through it, their dead-letter
-// queues, their quorum hold queues (which never expire) and their delay
-// exchanges, if any, when the test ends; classic hold queues expire on
-// their own.
+// queues, their quorum hold queues (which never expire), their delay
+// exchanges and the lease queues it contended on, if any, when the test
+// ends; classic hold queues expire on their own.
 type cleaningBackend struct {
 	*rabbitmq.Backend
-	mu    sync.Mutex
-	names []string
+	mu     sync.Mutex
+	names  []string
+	leases []string // lease queues
 }
 
 func newCleaningBackend(t *testing.T) runtime.Backend {
@@ -49,6 +50,12 @@ func newCleaningBackend(t *testing.T) runtime.Backend {
 		defer conn.Close()
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		for _, q := range c.leases {
+			if ch, err := conn.Channel(); err == nil {
+				_, _ = ch.QueueDelete(q, false, false, false)
+				ch.Close()
+			}
+		}
 		for _, name := range c.names {
 			ch, err := conn.Channel()
 			if err != nil {
@@ -66,6 +73,13 @@ func newCleaningBackend(t *testing.T) runtime.Backend {
 	})
 	c.Backend = dial(t, rabbitmq.Options{})
 	return c
+}
+
+func (c *cleaningBackend) AcquireLease(ctx context.Context, name string) (runtime.HeldLease, error) {
+	c.mu.Lock()
+	c.leases = append(c.leases, rabbitmq.LeaseQueue(name))
+	c.mu.Unlock()
+	return c.Backend.AcquireLease(ctx, name)
 }
 
 func (c *cleaningBackend) Declare(ctx context.Context, q runtime.QueueConfig) error {

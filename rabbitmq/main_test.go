@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(childEnv); cfg != "" {
+		os.Exit(childMain(cfg)) // a worker process started by a test
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -72,6 +72,10 @@ func (w *Worker) addPeriodic(q QueueConfig, s Schedule, payload func() ([]byte, 
 	w.periodics = append(w.periodics, &periodic{w: w, queue: q.WithDefaults(), sched: s, next: next, payload: payload})
 }
 
+// tickTimeout bounds each attempt to enqueue and record a tick, which
+// shutdown waits for.
+const tickTimeout = 10 * time.Second
+
 // Lease contest backoff: a failed AcquireLease waits this long, doubling
 // up to leaseRetryMax, before it tries again.
 const (
@@ -165,11 +169,16 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool {
 	producer := NewProducerUndeclared(p.w.backend)
 	id := TickID(p.sched.Name, t)
+	// A tick begun is finished, shutdown or not: an enqueue cut off
+	// midway may be stored all the same, and then must be recorded, or
+	// the next scheduler enqueues it again.
+	tickCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tickTimeout)
+	defer cancel()
 	backoff := leaseRetryMin
 	for {
 		payload, err := p.payload()
 		if err == nil {
-			_, err = producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
+			_, err = producer.EnqueuePayload(tickCtx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
 		}
 		if err == nil {
 			break
@@ -184,7 +193,7 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		}
 		backoff = min(backoff*2, leaseRetryMax)
 	}
-	if err := lease.Advance(ctx, t); err != nil {
+	if err := lease.Advance(tickCtx, t); err != nil {
 		p.w.log.Error("queuey: cannot record the schedule's tick; another scheduler may enqueue it again, with the same ID", "schedule", p.sched.Name, "job_id", id, "error", err)
 		return false
 	}

@@ -61,9 +61,6 @@ func ParseSpec(spec string) (next func(after time.Time) time.Time, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: %v; want five cron fields (minute hour day-of-month month day-of-week), a descriptor such as @hourly or @daily, or @every <duration> such as @every 1h, optionally after CRON_TZ=<zone>", ErrInvalidOption, spec, err)
 	}
-	if e, ok := s.(cron.ConstantDelaySchedule); ok && e.Delay < time.Second {
-		return nil, fmt.Errorf("%w: schedule %q: every %v is below one second; want @every 1s or more", ErrInvalidOption, spec, e.Delay)
-	}
 	// A spec without CRON_TZ is read in the zone of the time it is given:
 	// always UTC here.
 	return func(after time.Time) time.Time { return s.Next(after.UTC()).UTC() }, nil

@@ -53,6 +53,8 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"AdminPoison", false, testAdminPoison},
 		{"AdminPurge", false, testAdminPurge},
 		{"AdminStats", false, testAdminStats},
+		{"LeaseHandover", false, testLeaseHandover},
+		{"LeaseContextAndClose", false, testLeaseContextAndClose},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {

@@ -1,0 +1,188 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestParseSpec(t *testing.T) {
+	at := time.Date(2026, 3, 28, 23, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		spec string
+		want time.Time
+	}{
+		{"0 6 * * *", time.Date(2026, 3, 29, 6, 0, 0, 0, time.UTC)}, // UTC, whatever the machine's zone
+		{"@hourly", time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC)},
+		{"@every 90s", time.Date(2026, 3, 28, 23, 31, 30, 0, time.UTC)},
+		{"@every 500ms", at.Add(time.Second)}, // at least a second, by the library's rule
+		// 06:00 in Berlin is 04:00 UTC on 29 March 2026: summer time began
+		// at 01:00 UTC that day.
+		{"CRON_TZ=Europe/Berlin 0 6 * * *", time.Date(2026, 3, 29, 4, 0, 0, 0, time.UTC)},
+		// 02:30 does not exist in Berlin on 29 March 2026: the library
+		// skips it that day.
+		{"CRON_TZ=Europe/Berlin 30 2 * * *", time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC)},
+	} {
+		next, err := runtime.ParseSpec(c.spec)
+		if err != nil {
+			t.Errorf("ParseSpec(%q): %v", c.spec, err)
+			continue
+		}
+		if got := next(at); !got.Equal(c.want) || got.Location() != time.UTC {
+			t.Errorf("ParseSpec(%q) next after %v = %v, want %v in UTC", c.spec, at, got, c.want)
+		}
+	}
+	for _, c := range []struct{ spec, says string }{
+		{"", "five cron fields"},
+		{"* * * *", "expected exactly 5 fields"},
+		{"61 * * * *", "above maximum"},
+		{"@fortnightly", "unrecognized descriptor"},
+		{"CRON_TZ=Mars/Olympus 0 6 * * *", "provided bad location"},
+	} {
+		_, err := runtime.ParseSpec(c.spec)
+		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("ParseSpec(%q) = %v, want ErrInvalidOption saying %q", c.spec, err, c.says)
+		}
+	}
+}
+
+func TestTickID(t *testing.T) {
+	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.FixedZone("CET", 3600))
+	if got, want := runtime.TickID("reports.daily", at), "reports.daily@2026-11-30T06:00:00Z"; got != want {
+		t.Errorf("TickID = %q, want %q", got, want)
+	}
+}
+
+func TestPeriodicRefusals(t *testing.T) {
+	q := runtime.DefaultQueueConfig("sched.refusals")
+	for _, c := range []struct {
+		name    string
+		s       runtime.Schedule
+		backend runtime.Backend
+		says    string
+	}{
+		{"bad spec", runtime.Schedule{Spec: "every hour"}, runtime.NewMemoryBackend(), `schedule of queue "sched.refusals"`},
+		{"bad name", runtime.Schedule{Name: "a b", Spec: "@hourly"}, runtime.NewMemoryBackend(), `schedule name "a b"`},
+		{"bad missed", runtime.Schedule{Spec: "@hourly", Missed: "twice"}, runtime.NewMemoryBackend(), `Missed "twice"`},
+		{"no leaser", runtime.Schedule{Spec: "@hourly"}, noLeaser{runtime.NewMemoryBackend()}, "does not implement runtime.Leaser"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer c.backend.Close()
+			w := runtime.NewWorker(c.backend, quiet())
+			runtime.Periodic(w, q, c.s, func() ping { return ping{} })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := w.Run(ctx)
+			if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("Run = %v, want ErrInvalidOption saying %q", err, c.says)
+			}
+		})
+	}
+}
+
+// noLeaser hides a backend's Leaser.
+type noLeaser struct{ runtime.Backend }
+
+// startTicks runs n workers of b with schedule s onto q until the test
+// ends; each tick's job says which worker fired it.
+func startTicks(t *testing.T, b runtime.Backend, q runtime.QueueConfig, s runtime.Schedule, n int) <-chan tickRun {
+	t.Helper()
+	runs := make(chan tickRun, 100)
+	for i := range n {
+		w := runtime.NewWorker(b, quiet())
+		runtime.Periodic(w, q, s, func() ping { return ping{N: i} })
+		if i == 0 {
+			runtime.Handle(w, q, func(ctx context.Context, j ping) error {
+				info, _ := runtime.InfoFromContext(ctx)
+				runs <- tickRun{ID: info.ID, Worker: j.N, Tick: info.Headers[runtime.HeaderTick]}
+				return nil
+			})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	return runs
+}
+
+type tickRun struct {
+	ID     string
+	Worker int
+	Tick   string
+}
+
+// TestPeriodicMemory: two workers of one MemoryBackend with one schedule:
+// one fires each tick, one second apart, with the tick's ID and header.
+func TestPeriodicMemory(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.DefaultQueueConfig("sched.memory")
+	s := runtime.Schedule{Name: "every-second", Spec: "@every 1s"}
+	runs := startTicks(t, b, q, s, 2)
+	first, second := recvT(t, runs), recvT(t, runs)
+	for _, r := range []tickRun{first, second} {
+		if want := "every-second@" + r.Tick; r.ID != want {
+			t.Errorf("tick job ID %q, want %q (the tick header is %q)", r.ID, want, r.Tick)
+		}
+	}
+	t1, _ := time.Parse(time.RFC3339, first.Tick)
+	t2, _ := time.Parse(time.RFC3339, second.Tick)
+	if t2.Sub(t1) != time.Second {
+		t.Errorf("ticks %s and %s, want one second apart", first.Tick, second.Tick)
+	}
+	if first.Worker != second.Worker {
+		t.Errorf("ticks fired by workers %d and %d, want one worker while it holds the lease", first.Worker, second.Worker)
+	}
+}
+
+// TestPeriodicMissed: a schedule whose last tick was 5s ago fires the
+// latest missed tick once at start (MissedRunOnce), or none (MissedSkip);
+// never one per missed tick.
+func TestPeriodicMissed(t *testing.T) {
+	for _, missed := range []runtime.Missed{runtime.MissedRunOnce, runtime.MissedSkip} {
+		t.Run(string(missed), func(t *testing.T) {
+			b := runtime.NewMemoryBackend()
+			defer b.Close()
+			s := runtime.Schedule{Name: "missed", Spec: "@every 1s", Missed: missed}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			lease, err := b.AcquireLease(ctx, "schedule.missed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now().UTC()
+			last := start.Truncate(time.Second).Add(-5 * time.Second)
+			if err := lease.Advance(ctx, last); err != nil {
+				t.Fatal(err)
+			}
+			_ = lease.Release()
+			runs := startTicks(t, b, runtime.DefaultQueueConfig("sched.missed"), s, 1)
+			first, second := recvT(t, runs), recvT(t, runs)
+			t1, _ := time.Parse(time.RFC3339, first.Tick)
+			t2, _ := time.Parse(time.RFC3339, second.Tick)
+			if t2.Sub(t1) != time.Second {
+				t.Errorf("ticks %s then %s, want one second apart", first.Tick, second.Tick)
+			}
+			switch missed {
+			case runtime.MissedRunOnce:
+				if want := start.Truncate(time.Second); t1.Before(want.Add(-time.Second)) || t1.After(want) {
+					t.Errorf("first tick %s, want the latest missed one (%s or just before)", first.Tick, want.Format(time.RFC3339))
+				}
+			case runtime.MissedSkip:
+				if !t1.After(start) {
+					t.Errorf("first tick %s, want one after the start (%s): missed ticks skipped", first.Tick, start.Format(time.RFC3339))
+				}
+			}
+		})
+	}
+}
