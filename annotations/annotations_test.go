@@ -71,7 +71,7 @@ type (
 	//queuey:queue name=billing.charge prefetch=20 concurrency=4 max_priority=0 max_attempts=3 retry_base=2s retry_max=1m timeout=30s queue_type=quorum delay=plugin
 	ChargeCard struct{ Cents int64 }
 
-	//queuey:queue retry_base=2h
+	//queuey:queue retry_base=2h schedule="CRON_TZ=Europe/Berlin 0 6 * * 1-5" missed=skip
 	Slow struct{}
 )
 `)
@@ -85,7 +85,7 @@ type (
 	}, {
 		Name: "emails.slow", Kind: "emails.Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,
 		MaxAttempts: 5, RetryBase: 2 * time.Hour, RetryMax: 2 * time.Hour,
-		QueueType: runtime.QueueClassic,
+		QueueType: runtime.QueueClassic, Schedule: "CRON_TZ=Europe/Berlin 0 6 * * 1-5", Missed: runtime.MissedSkip,
 	}}
 	var got []runtime.QueueConfig
 	for _, j := range jobs {
@@ -96,12 +96,14 @@ type (
 	}
 }
 
+const scheduleAccepted = `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <Go duration>"`
+
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, directive, want string
 	}{
-		{"unknown key", "prefetc=3", `jobs.go:3:16: unknown key prefetc (did you mean prefetch?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay`},
-		{"dash for underscore", "max-attempts=3", `jobs.go:3:16: unknown key max-attempts (did you mean max_attempts?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay`},
+		{"unknown key", "prefetc=3", `jobs.go:3:16: unknown key prefetc (did you mean prefetch?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed`},
+		{"dash for underscore", "max-attempts=3", `jobs.go:3:16: unknown key max-attempts (did you mean max_attempts?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed`},
 		{"no value", "prefetch=", `jobs.go:3:16: key prefetch has no value; want prefetch=<an integer in 1..65535>`},
 		{"bare key", "timeout", `jobs.go:3:16: key timeout has no value; want timeout=<a Go duration above 0, such as 30s or 5m>`},
 		{"duplicate", "prefetch=1 prefetch=2", `jobs.go:3:27: duplicate key prefetch; it is already set at column 16`},
@@ -109,6 +111,11 @@ func TestErrors(t *testing.T) {
 		{"enum", "queue_type=quorom", `jobs.go:3:27: bad queue_type=quorom: want classic or quorum (did you mean quorum?)`},
 		{"concurrency", "prefetch=4 concurrency=5", `jobs.go:3:39: concurrency=5 is above prefetch=4; want 1..4`},
 		{"retry_max", "retry_max=500ms", `jobs.go:3:26: retry_max=500ms is below retry_base (default 1s); want at least 1s`},
+		{"schedule descriptor", "schedule=@fortnightly", `jobs.go:3:25: bad schedule=@fortnightly: want ` + scheduleAccepted},
+		{"schedule bad field", `schedule="61 * * * *"`, `jobs.go:3:25: bad schedule=61 * * * *: want ` + scheduleAccepted},
+		{"schedule unterminated", `schedule="0 6 * * *`, `jobs.go:3:25: unterminated or malformed quoted value "0 6 * * *; want a Go double-quoted string such as "0 6 * * *"`},
+		{"missed alone", "missed=skip", `jobs.go:3:23: missed=skip without schedule=; missed says what a schedule does with ticks it missed: add schedule= or drop missed=`},
+		{"missed enum", "schedule=@daily missed=skp", `jobs.go:3:39: bad missed=skp: want once or skip (did you mean skip?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(t, "package p\n\n//queuey:queue "+tc.directive+"\ntype Job struct{}\n")

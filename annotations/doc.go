@@ -22,6 +22,14 @@
 //	timeout       none                           a Go duration above 0
 //	queue_type    classic                        classic or quorum
 //	delay         queue                          queue or plugin
+//	schedule      none                           a cron spec ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"),
+//	                                             a descriptor (@hourly, @daily, ...) or "@every <duration>"
+//	missed        once (with schedule)           once or skip: what a schedule does with ticks it missed
+//
+// A value with spaces, such as a cron spec, is written in double quotes,
+// with Go's string syntax: schedule="30 6 * * 1-5". With schedule, every
+// worker that handles the job also enqueues a zero job at each tick, one
+// worker at a time across every process (runtime.Periodic).
 //
 // Parsing never falls back to a default for something it cannot read: an
 // unknown key (with a suggestion when one is close), a key without a value,

@@ -22,12 +22,15 @@ const (
 	KeyTimeout     = "timeout"
 	KeyQueueType   = "queue_type"
 	KeyDelay       = "delay"
+	KeySchedule    = "schedule"
+	KeyMissed      = "missed"
 )
 
 // Keys lists every key the directive accepts.
 var Keys = []string{
 	KeyName, KeyPrefetch, KeyConcurrency, KeyMaxPriority, KeyMaxAttempts,
 	KeyRetryBase, KeyRetryMax, KeyTimeout, KeyQueueType, KeyDelay,
+	KeySchedule, KeyMissed,
 }
 
 // MaxNameLen is the longest queue name accepted, AMQP's limit on a queue
@@ -85,6 +88,16 @@ var keySpecs = map[string]keySpec{
 		func(q *runtime.QueueConfig, v string) { q.QueueType = runtime.QueueType(v) }),
 	KeyDelay: enumKey([]string{string(runtime.DelayQueue), string(runtime.DelayPlugin)},
 		func(q *runtime.QueueConfig, v string) { q.Delay = runtime.DelayMode(v) }),
+	KeySchedule: {
+		accepted: `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <Go duration>"`,
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			q.Schedule = v
+			_, err := runtime.ParseSpec(v)
+			return err == nil
+		},
+	},
+	KeyMissed: enumKey([]string{string(runtime.MissedRunOnce), string(runtime.MissedSkip)},
+		func(q *runtime.QueueConfig, v string) { q.Missed = runtime.Missed(v) }),
 }
 
 func intKey(lo, hi int, note string, set func(*runtime.QueueConfig, int)) keySpec {

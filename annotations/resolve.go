@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"strconv"
 	"strings"
 
 	"github.com/queuey/queuey/runtime"
@@ -28,12 +29,37 @@ func (p *parser) settings(c *ast.Comment) ([]setting, bool) {
 			continue
 		}
 		start := i
-		for i < len(text) && text[i] != ' ' && text[i] != '\t' {
+		for i < len(text) && text[i] != ' ' && text[i] != '\t' && text[i] != '=' {
 			i++
+		}
+		quoted := false
+		if i < len(text) && text[i] == '=' {
+			i++
+			if i < len(text) && text[i] == '"' {
+				// A quoted value, which may hold spaces: Go's
+				// double-quoted string syntax.
+				q, err := strconv.QuotedPrefix(text[i:])
+				if err != nil {
+					p.errorf(c.Slash+token.Pos(i), "", "unterminated or malformed quoted value %s; want a Go double-quoted string such as \"0 6 * * *\"", text[i:])
+					return out, false
+				}
+				i += len(q)
+				quoted = true
+			} else {
+				for i < len(text) && text[i] != ' ' && text[i] != '\t' {
+					i++
+				}
+			}
 		}
 		tok := text[start:i]
 		pos := c.Slash + token.Pos(start)
 		key, value, _ := strings.Cut(tok, "=")
+		if quoted {
+			value, _ = strconv.Unquote(value)
+			if value == "" {
+				value = `""` // an empty quoted value is a value, and a bad one
+			}
+		}
 		switch {
 		case key == "":
 			p.errorf(pos, "", "%q has no key; want key=value with a key of %s", tok, strings.Join(Keys, ", "))
@@ -110,6 +136,10 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		q.RetryMax = max(runtime.DefaultRetryMax, q.RetryBase)
 	} else if !bad[KeyRetryBase] && q.RetryMax < q.RetryBase {
 		p.errorf(rmax.valPos, KeyRetryMax, "retry_max=%s is below %s; want at least %v", rmax.value, describe(given, KeyRetryBase, q.RetryBase.String()), q.RetryBase)
+	}
+
+	if m, ok := given[KeyMissed]; ok && !bad[KeyMissed] && q.Schedule == "" {
+		p.errorf(m.valPos, KeyMissed, "missed=%s without schedule=; missed says what a schedule does with ticks it missed: add schedule= or drop missed=", m.value)
 	}
 
 	if len(p.errs) > before {

@@ -90,6 +90,14 @@ type QueueConfig struct {
 	// DelayExchange names the x-delayed-message exchange with DelayPlugin.
 	// Empty means "<Name>.delay".
 	DelayExchange string
+	// Schedule, when set, is a Schedule.Spec: every worker that handles
+	// this queue (Handle, a generated HandleX) also enqueues a job of the
+	// zero value at each of its ticks, as Periodic does with a Schedule of
+	// this Spec and Missed, named after the queue. Empty means none.
+	Schedule string
+	// Missed is the Schedule.Missed of Schedule. Empty means
+	// MissedRunOnce; it must be empty when Schedule is.
+	Missed Missed
 }
 
 // DefaultQueueConfig returns the configuration an annotation without keys
@@ -178,6 +186,18 @@ func (q QueueConfig) Validate() error {
 	}
 	if q.DelayExchange != "" && !queueNameRE.MatchString(q.DelayExchange) {
 		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), "a name of [A-Za-z0-9._-]")
+	}
+	if q.Schedule != "" {
+		if _, err := ParseSpec(q.Schedule); err != nil {
+			bad("Schedule", fmt.Sprintf("%q", q.Schedule), "a cron spec, a descriptor such as @hourly, or @every <duration>")
+		}
+	}
+	switch {
+	case q.Missed == "":
+	case q.Schedule == "":
+		bad("Missed", fmt.Sprintf("%q", q.Missed), "empty when Schedule is")
+	case q.Missed != MissedRunOnce && q.Missed != MissedSkip:
+		bad("Missed", fmt.Sprintf("%q", q.Missed), fmt.Sprintf("%q or %q", MissedRunOnce, MissedSkip))
 	}
 	return errors.Join(errs...)
 }

@@ -186,3 +186,33 @@ func TestPeriodicMissed(t *testing.T) {
 		})
 	}
 }
+
+// TestHandleSchedule: a queue with a Schedule (the schedule= key) makes
+// the worker that handles it enqueue a zero job at each tick, named after
+// the queue.
+func TestHandleSchedule(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "sched.handle", Kind: "ping", Schedule: "@every 1s"}
+	w := runtime.NewWorker(b, quiet())
+	ids := make(chan string, 10)
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		if p != (ping{}) {
+			t.Errorf("scheduled job %+v, want the zero value", p)
+		}
+		ids <- info.ID
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	id := recvT(t, ids)
+	cancel()
+	if err := recvT(t, done); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if !strings.HasPrefix(id, "sched.handle@") {
+		t.Errorf("scheduled job ID %q, want sched.handle@<tick>", id)
+	}
+}

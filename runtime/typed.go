@@ -34,8 +34,12 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 
 // Handle registers h as the handler of q's jobs on w. Each payload is
 // decoded into a T; one that does not decode is dead-lettered at once with a
-// DecodeError. Generated HandleX functions call it.
+// DecodeError. When q has a Schedule, w also enqueues a zero T at each of
+// its ticks (see Periodic). Generated HandleX functions call it.
 func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) error) {
+	if q.Schedule != "" && q.Validate() == nil {
+		Periodic(w, q, Schedule{Spec: q.Schedule, Missed: q.Missed}, func() T { var zero T; return zero })
+	}
 	// Each job decodes into a T from the pool and is handed over by value,
 	// so the T a decode needs is not allocated once per job.
 	jobs := sync.Pool{New: func() any { return new(T) }}

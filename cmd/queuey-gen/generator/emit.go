@@ -82,7 +82,11 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bo
 		))
 		f.Line()
 
-		comment(f, "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s, or a job of another\nkind on the queue, is dead-lettered without running h.", n.handle, n.queue, j.Type)
+		handleDoc := "%s registers h on w as the handler of %s.\nA payload that does not decode into a %s, or a job of another\nkind on the queue, is dead-lettered without running h."
+		if j.Queue.Schedule != "" {
+			handleDoc += "\nWhile w runs, it also enqueues a zero %[3]s at each tick of\nthe schedule, one worker of all at a time (see runtime.Periodic)."
+		}
+		comment(f, handleDoc, n.handle, n.queue, j.Type)
 		f.Add(handleFunc(n, j.Type).Block(
 			jen.Qual(runtimePath, "Handle").Call(jen.Id("w"), jen.Id(n.queue), jen.Id("h")),
 		))
@@ -187,8 +191,9 @@ func comment(f *jen.File, format string, args ...any) {
 var multi = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
 
 // queueFields returns the keyed fields of a QueueConfig literal for q,
-// leaving out a zero Timeout, an empty Delay (the backend's default mode)
-// and an empty DelayExchange, which the annotation cannot set.
+// leaving out a zero Timeout, an empty Delay (the backend's default mode),
+// an empty DelayExchange, which the annotation cannot set, and an empty
+// Schedule and Missed.
 func queueFields(q runtime.QueueConfig) []jen.Code {
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
 	fields := []jen.Code{
@@ -213,12 +218,23 @@ func queueFields(q runtime.QueueConfig) []jen.Code {
 	if q.DelayExchange != "" {
 		fields = append(fields, kv("DelayExchange", jen.Lit(q.DelayExchange)))
 	}
+	if q.Schedule != "" {
+		fields = append(fields, kv("Schedule", jen.Lit(q.Schedule)))
+	}
+	if q.Missed != "" {
+		fields = append(fields, kv("Missed", jen.Qual(runtimePath, missedConst[q.Missed])))
+	}
 	return fields
 }
 
 var queueTypeConst = map[runtime.QueueType]string{
 	runtime.QueueClassic: "QueueClassic",
 	runtime.QueueQuorum:  "QueueQuorum",
+}
+
+var missedConst = map[runtime.Missed]string{
+	runtime.MissedRunOnce: "MissedRunOnce",
+	runtime.MissedSkip:    "MissedSkip",
 }
 
 var delayConst = map[runtime.DelayMode]string{
