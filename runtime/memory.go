@@ -27,6 +27,7 @@ type MemoryBackend struct {
 	queues map[string]*memQueue
 	timers map[*time.Timer]memHold // waits not yet over
 	leases map[string]*memLease // made on first use
+	pauses memPauses
 	seq    uint64
 	closed bool
 }

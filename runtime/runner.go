@@ -54,9 +54,16 @@ type queueRunner struct {
 // subscription fails. It returns an error only when the backend was closed:
 // nothing can be consumed any more.
 func (c *queueRunner) run(ctx context.Context) error {
+	gate, err := c.watchPause(ctx)
+	if gate == nil {
+		return err
+	}
 	backoff := resubscribeMin
 	failing := false // the last subscribe failed too
 	for {
+		if !c.waitResumed(ctx, gate) {
+			return nil
+		}
 		sub, err := c.w.backend.Consume(ctx, c.queue)
 		if err == nil {
 			if failing {
@@ -64,7 +71,11 @@ func (c *queueRunner) run(ctx context.Context) error {
 			}
 			failing = false
 			began := time.Now()
-			c.consume(ctx, sub)
+			c.consume(ctx, sub, gate)
+			if gate.paused {
+				backoff = resubscribeMin
+				continue
+			}
 			err = sub.Err()
 			if ctx.Err() == nil && !errors.Is(err, ErrClosed) && time.Since(began) >= healthySubscription {
 				// At once: the backend redials as soon as its broker
@@ -171,12 +182,17 @@ func (g *settleGate) close() {
 }
 
 // consume runs sub's deliveries through Concurrency goroutines until ctx
-// ends or sub fails, then shuts down.
-func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
+// ends, the queue is paused or sub fails, then shuts down. A pause lets
+// in-flight handlers finish however long they take (unless ctx ends
+// meanwhile); jobs delivered and not started go back to the queue.
+func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
 	gate := &settleGate{}
 	requeues := &timers{}
+	consuming := make(chan struct{})
+	defer close(consuming)
+	paused := pause.whenPaused(consuming)
 	var wg sync.WaitGroup
 	for range c.queue.Concurrency {
 		wg.Go(func() {
@@ -184,11 +200,13 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 				select {
 				case <-ctx.Done():
 					return
+				case <-paused:
+					return
 				case d, ok := <-sub.Deliveries():
 					if !ok {
 						return
 					}
-					if ctx.Err() != nil {
+					if ctx.Err() != nil || isClosed(paused) {
 						return // left unsettled: redelivered after Close
 					}
 					c.process(base, gate, requeues, d)
@@ -204,24 +222,50 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription) {
 
 	select {
 	case <-finished:
+	case <-paused:
+		c.w.log.Info("queuey: queue paused; jobs running finish, no new ones start", "queue", c.queue.Name)
+		if err := sub.Stop(); err != nil {
+			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
+		}
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			c.awaitShutdown(finished, cancelHandlers)
+		}
 	case <-ctx.Done():
 		if err := sub.Stop(); err != nil {
 			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
 		}
-		t := time.NewTimer(c.w.shutdownTimeout)
-		select {
-		case <-finished:
-			t.Stop()
-		case <-t.C:
-			c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
-			c.w.timedOut.Store(true)
-			cancelHandlers(ErrShutdownTimeout)
-		}
+		c.awaitShutdown(finished, cancelHandlers)
 	}
 	gate.close()
 	requeues.stop() // the subscription closes: the broker puts those jobs back
 	if err := sub.Close(); err != nil {
 		c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
+	}
+}
+
+// awaitShutdown waits for in-flight handlers up to the shutdown timeout,
+// then cancels them.
+func (c *queueRunner) awaitShutdown(finished <-chan struct{}, cancelHandlers context.CancelCauseFunc) {
+	t := time.NewTimer(c.w.shutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-finished:
+	case <-t.C:
+		c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
+		c.w.timedOut.Store(true)
+		cancelHandlers(ErrShutdownTimeout)
+	}
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

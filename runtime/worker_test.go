@@ -166,7 +166,7 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 	if !errors.Is(err, runtime.ErrNoHandlers) || errors.Is(err, runtime.ErrInvalidOption) {
 		t.Errorf("Run without handlers = %v, want ErrNoHandlers, not ErrInvalidOption", err)
 	}
-	if want := "queuey: no handlers registered: register a handler (a generated HandleX) before Run"; err == nil || err.Error() != want {
+	if want := "queuey: no handlers registered: register a handler (a generated HandleX) or a schedule (Periodic) before Run"; err == nil || err.Error() != want {
 		t.Errorf("Run without handlers = %v, want %q", err, want)
 	}
 }

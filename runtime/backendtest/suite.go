@@ -55,6 +55,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"AdminStats", false, testAdminStats},
 		{"LeaseHandover", false, testLeaseHandover},
 		{"LeaseContextAndClose", false, testLeaseContextAndClose},
+		{"PauseResume", false, testPauseResume},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {
