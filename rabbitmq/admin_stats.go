@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
@@ -180,6 +181,11 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueC
 		// re-driven.
 		st.Missing = append(st.Missing, "the queue itself does not exist (deleted?): its dead letters stay, and cannot be re-driven until it is declared again")
 		return st, nil
+	}
+	if len(PausedMarker(cfg.Name)) <= codec.MaxShortString {
+		if _, st.Paused, err = p.declare(ctx, PausedMarker(cfg.Name)); err != nil {
+			return st, err
+		}
 	}
 	if cfg.Delay == runtime.DelayPlugin {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")

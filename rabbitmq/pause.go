@@ -50,7 +50,7 @@ func (b *Backend) PauseQueue(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	exists, err := b.queueExists(ctx, queue)
+	_, exists, err := b.inspect(ctx, queue)
 	if err != nil {
 		return fmt.Errorf("pause queue %q: %w", queue, err)
 	}
@@ -87,7 +87,7 @@ func (b *Backend) Paused(ctx context.Context, queue string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	paused, err := b.queueExists(ctx, marker)
+	_, paused, err := b.inspect(ctx, marker)
 	if err != nil {
 		return false, fmt.Errorf("paused state of queue %q: %w", queue, err)
 	}
@@ -107,7 +107,7 @@ func (b *Backend) marker(queue string) (string, error) {
 
 // control runs fn on a channel of its own on the consuming connection,
 // after declaring the control exchange; the channel is closed after, so
-// a refusal (404 of a passive declare) hits nothing else.
+// a refusal hits nothing else.
 func (b *Backend) control(ctx context.Context, fn func(ch *amqp.Channel) error) error {
 	ch, err := b.conConn.channel(ctx)
 	if err != nil {
@@ -121,22 +121,6 @@ func (b *Backend) control(ctx context.Context, fn func(ch *amqp.Channel) error) 
 		return nil
 	}
 	return fn(ch)
-}
-
-// queueExists reads whether name exists with a passive declare.
-func (b *Backend) queueExists(ctx context.Context, name string) (bool, error) {
-	err := b.control(ctx, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
-		return err
-	})
-	switch {
-	case err == nil:
-		return true, nil
-	case isCode(err, amqp.NotFound):
-		return false, nil
-	default:
-		return false, brokerError(fmt.Sprintf("inspect queue %q", name), err)
-	}
 }
 
 // notify publishes verb and queue to every watcher, confirmed but not

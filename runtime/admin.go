@@ -99,6 +99,9 @@ type QueueStats struct {
 	Unacked int `json:"unacked"`
 	// Consumers counts the queue's consumers.
 	Consumers int `json:"consumers"`
+	// Paused is set while the queue is paused (see Pauser): its workers
+	// take none of its jobs.
+	Paused bool `json:"paused"`
 	// Waiting counts jobs held in waits (retries, deferrals, delayed
 	// enqueues): the sum of Holds' Jobs.
 	Waiting int `json:"waiting"`

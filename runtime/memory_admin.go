@@ -57,7 +57,7 @@ func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...QueueConfig) (
 		if err != nil {
 			return nil, err
 		}
-		st := QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []HoldStats{}}
+		st := QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []HoldStats{}, Paused: b.pauses.paused[cfg.Name]}
 		for _, s := range q.subs {
 			st.Unacked += len(s.unacked)
 			if !s.stopped {

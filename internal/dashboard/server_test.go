@@ -348,3 +348,23 @@ func serve(t *testing.T, admin Admin, opts Options, path string) *httptest.Respo
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec
 }
+
+// TestPausedShown: a paused queue is marked on the overview and on its
+// page, and the stats say so; after the resume neither does.
+func TestPausedShown(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	if err := f.b.PauseQueue(context.Background(), testQueue); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/": `<span class="badge paused"`, "/queues/dash.send": "queuey queues resume dash.send", "/api/stats": `"paused":true`} {
+		if _, body := f.get(t, path); !strings.Contains(body, want) {
+			t.Errorf("GET %s while paused lacks %s\n%s", path, want, body)
+		}
+	}
+	if err := f.b.ResumeQueue(context.Background(), testQueue); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := f.get(t, "/queues/dash.send"); strings.Contains(body, "badge paused") {
+		t.Errorf("queue page still says paused after the resume\n%s", body)
+	}
+}

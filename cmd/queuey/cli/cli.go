@@ -41,6 +41,7 @@ const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 type Admin interface {
 	runtime.Inspector
 	runtime.DeadLetterAdmin
+	runtime.Pauser
 }
 
 // Target says which broker to open.
@@ -89,7 +90,7 @@ type grammar struct {
 	ManagementURL string `name:"management-url" placeholder:"URL" help:"RabbitMQ management API URL with credentials, used to list hold queues (default: $QUEUEY_MANAGEMENT_URL, then the broker's host on port 15672 with the same credentials)."`
 	JSON          bool   `name:"json" help:"Print machine-readable JSON instead of tables."`
 
-	Queues queuesCmd `cmd:"" help:"Show every queue: ready, in flight, waiting, dead, consumers."`
+	Queues queuesCmd `cmd:"" help:"Show every queue (ready, in flight, waiting, dead, consumers, paused); pause and resume one."`
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
 	// Dashboard serves the same in the browser.
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`

@@ -13,6 +13,12 @@ import (
 )
 
 type queuesCmd struct {
+	List   queuesListCmd `cmd:"" default:"withargs" help:"Show every queue (the default of queuey queues)."`
+	Pause  pauseCmd      `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
+	Resume resumeCmd     `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
+}
+
+type queuesListCmd struct {
 	Packages []string `arg:"" optional:"" name:"package" help:"Go packages whose //queuey:queue annotations name the queues (e.g. ./jobs/...). Without them, every queue the broker knows."`
 }
 
@@ -26,7 +32,7 @@ type queueRow struct {
 	Absent bool `json:"absent,omitempty"`
 }
 
-func (c *queuesCmd) Run(r *run) error {
+func (c *queuesListCmd) Run(r *run) error {
 	var configs []runtime.QueueConfig
 	if len(c.Packages) > 0 {
 		var err error
@@ -86,7 +92,12 @@ func (r *run) queuesTable(rows []queueRow, notes []string) {
 	now := time.Now()
 	for _, q := range rows {
 		if q.Absent {
-			cells = append(cells, []string{q.Queue, orDash(q.Kind), "-", "-", "-", "-", "-", "-"})
+			name := q.Queue
+			if q.Paused {
+				name += " (paused)"
+				byQueue = noteQueues(byQueue, q.Queue, "paused: workers take none of its jobs until queuey queues resume")
+			}
+			cells = append(cells, []string{name, orDash(q.Kind), "-", "-", "-", "-", "-", "-"})
 			byQueue = noteQueues(byQueue, q.Queue, "not on the broker (no worker or producer has declared it yet)")
 			continue
 		}
@@ -100,7 +111,12 @@ func (r *run) queuesTable(rows []queueRow, notes []string) {
 		if !first.IsZero() {
 			next = "by " + first.Sub(now).Round(time.Second).String()
 		}
-		cells = append(cells, []string{q.Queue, orDash(q.Kind), count(q.Ready), count(q.Unacked), count(q.Waiting), next, count(q.Dead), count(q.Consumers)})
+		name := q.Queue
+		if q.Paused {
+			name += " (paused)"
+			byQueue = noteQueues(byQueue, q.Queue, "paused: workers take none of its jobs until queuey queues resume")
+		}
+		cells = append(cells, []string{name, orDash(q.Kind), count(q.Ready), count(q.Unacked), count(q.Waiting), next, count(q.Dead), count(q.Consumers)})
 		for _, m := range q.Missing {
 			byQueue = noteQueues(byQueue, q.Queue, m)
 		}
