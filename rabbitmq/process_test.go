@@ -29,7 +29,7 @@ type childConfig struct {
 	Queue    runtime.QueueConfig
 	Schedule *runtime.Schedule
 	// Handle are queues the worker handles: each job's handler prints
-	// "start <queue> <job id>" on stdout, then works for Work.
+	// "start <queue> <job id> <unix ns>" on stdout, then works for Work.
 	Handle []runtime.QueueConfig
 	Work   time.Duration
 }
@@ -62,7 +62,7 @@ func childMain(raw string) int {
 	for _, q := range cfg.Handle {
 		runtime.Handle(w, q, func(ctx context.Context, j tick) error {
 			info, _ := runtime.InfoFromContext(ctx)
-			out <- fmt.Sprintf("start %s %s", q.Name, info.ID)
+			out <- fmt.Sprintf("start %s %s %d", q.Name, info.ID, time.Now().UnixNano())
 			t := time.NewTimer(cfg.Work)
 			defer t.Stop()
 			select {

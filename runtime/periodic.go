@@ -72,8 +72,8 @@ func (w *Worker) addPeriodic(q QueueConfig, s Schedule, payload func() ([]byte, 
 	w.periodics = append(w.periodics, &periodic{w: w, queue: q.WithDefaults(), sched: s, next: next, payload: payload})
 }
 
-// tickTimeout bounds each attempt to enqueue and record a tick, which
-// shutdown waits for.
+// tickTimeout bounds each attempt to enqueue a tick, and its recording,
+// which shutdown waits for.
 const tickTimeout = 10 * time.Second
 
 // Lease contest backoff: a failed AcquireLease waits this long, doubling
@@ -171,14 +171,21 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 	id := TickID(p.sched.Name, t)
 	// A tick begun is finished, shutdown or not: an enqueue cut off
 	// midway may be stored all the same, and then must be recorded, or
-	// the next scheduler enqueues it again.
-	tickCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tickTimeout)
-	defer cancel()
+	// the next scheduler enqueues it again. So each step runs on a
+	// context of its own, bounded but not ended by shutdown.
+	step := func(fn func(ctx context.Context) error) error {
+		stepCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tickTimeout)
+		defer cancel()
+		return fn(stepCtx)
+	}
 	backoff := leaseRetryMin
 	for {
 		payload, err := p.payload()
 		if err == nil {
-			_, err = producer.EnqueuePayload(tickCtx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
+			err = step(func(ctx context.Context) error {
+				_, err := producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
+				return err
+			})
 		}
 		if err == nil {
 			break
@@ -193,7 +200,7 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		}
 		backoff = min(backoff*2, leaseRetryMax)
 	}
-	if err := lease.Advance(tickCtx, t); err != nil {
+	if err := step(func(ctx context.Context) error { return lease.Advance(ctx, t) }); err != nil {
 		p.w.log.Error("queuey: cannot record the schedule's tick; another scheduler may enqueue it again, with the same ID", "schedule", p.sched.Name, "job_id", id, "error", err)
 		return false
 	}

@@ -125,7 +125,7 @@ type tickRun struct {
 // one fires each tick, one second apart, with the tick's ID and header.
 func TestPeriodicMemory(t *testing.T) {
 	b := runtime.NewMemoryBackend()
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() }) // after the workers stop
 	q := runtime.DefaultQueueConfig("sched.memory")
 	s := runtime.Schedule{Name: "every-second", Spec: "@every 1s"}
 	runs := startTicks(t, b, q, s, 2)
@@ -152,7 +152,7 @@ func TestPeriodicMissed(t *testing.T) {
 	for _, missed := range []runtime.Missed{runtime.MissedRunOnce, runtime.MissedSkip} {
 		t.Run(string(missed), func(t *testing.T) {
 			b := runtime.NewMemoryBackend()
-			defer b.Close()
+			t.Cleanup(func() { _ = b.Close() }) // after the workers stop
 			s := runtime.Schedule{Name: "missed", Spec: "@every 1s", Missed: missed}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
