@@ -13,7 +13,7 @@ type pauseGate struct {
 	states  <-chan bool // nil when the backend cannot pause queues
 	paused  bool
 	started bool           // the first state was read
-	wg      sync.WaitGroup // the reader started by whenPaused
+	wg      sync.WaitGroup // the reader whenPaused starts
 }
 
 // watchPause starts following queue's paused state when the backend is a
@@ -59,7 +59,6 @@ func (g *pauseGate) read(s bool, ok bool) {
 // it is, and reports false when ctx ends first. Its first call reads the state the watch starts with, so
 // nothing is consumed before the state is known.
 func (g *pauseGate) waitResumed(ctx context.Context, onPaused func()) bool {
-	g.wg.Wait()
 	if !g.started && g.states != nil {
 		g.started = true
 		select {
@@ -84,12 +83,14 @@ func (g *pauseGate) waitResumed(ctx context.Context, onPaused func()) bool {
 }
 
 // whenPaused returns a channel closed when the queue is paused, following
-// the state until done is closed. waitResumed waits for that to end.
-func (g *pauseGate) whenPaused(done <-chan struct{}) <-chan struct{} {
+// the state until release is called; release waits for that to end, so the
+// state is the caller's to read again after it.
+func (g *pauseGate) whenPaused() (paused <-chan struct{}, release func()) {
 	stop := make(chan struct{})
 	if g.states == nil {
-		return stop
+		return stop, func() {}
 	}
+	done := make(chan struct{})
 	g.wg.Go(func() {
 		for {
 			select {
@@ -104,7 +105,10 @@ func (g *pauseGate) whenPaused(done <-chan struct{}) <-chan struct{} {
 			}
 		}
 	})
-	return stop
+	return stop, func() {
+		close(done)
+		g.wg.Wait()
+	}
 }
 
 // waitResumed waits, logging it, while the queue is paused.

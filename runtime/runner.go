@@ -190,9 +190,8 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 	defer cancelHandlers(nil)
 	gate := &settleGate{}
 	requeues := &timers{}
-	consuming := make(chan struct{})
-	defer close(consuming)
-	paused := pause.whenPaused(consuming)
+	paused, release := pause.whenPaused()
+	defer release()
 	var wg sync.WaitGroup
 	for range c.queue.Concurrency {
 		wg.Go(func() {
