@@ -41,8 +41,8 @@ func collectStarts(c *child, out chan<- start) {
 func TestPauseAcrossProcesses(t *testing.T) {
 	requireBroker(t)
 	b := dial(t, rabbitmq.Options{})
-	paused, _ := jobQueue(t, b)
-	other, _ := jobQueue(t, b)
+	paused := runtime.DefaultQueueConfig(queueName(t))
+	other := runtime.DefaultQueueConfig(queueName(t))
 	paused.Kind, other.Kind = "rabbitmq_test.tick", "rabbitmq_test.tick"
 	p, err := runtime.NewProducer(ctxT(t), b, paused, other)
 	if err != nil {
