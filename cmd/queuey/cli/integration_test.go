@@ -399,3 +399,34 @@ func queueDepth(t *testing.T, ch *amqp.Channel, name string) int {
 	}
 	return q.Messages
 }
+
+// TestBrokerPauseResume: queues pause and resume on the broker set and
+// clear the queue's paused state, which the queues table shows, and which
+// a worker obeys: no job runs while paused, the job waiting runs after.
+func TestBrokerPauseResume(t *testing.T) {
+	bq := newBrokerQueue(t)
+	t.Cleanup(func() { _ = bq.b.ResumeQueue(context.Background(), bq.q.Name) })
+	if r := bq.cli(ctxT(t), cli.Env{}, "queues", "pause", bq.q.Name); r.code != 0 {
+		t.Fatalf("queues pause: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	handled := bq.handled() // a worker started while the queue is paused
+	if _, err := runtime.Enqueue(ctxT(t), bq.p, bq.q, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := bq.cli(ctxT(t), cli.Env{}, "queues")
+	if !strings.Contains(r.out, bq.q.Name+" (paused)") {
+		t.Errorf("queues while paused does not mark it:\n%s%s", r.out, r.err)
+	}
+	select {
+	case info := <-handled:
+		t.Fatalf("job %s ran while its queue was paused", info.ID)
+	case <-time.After(time.Second):
+	}
+	if r := bq.cli(ctxT(t), cli.Env{}, "queues", "resume", bq.q.Name); r.code != 0 {
+		t.Fatalf("queues resume: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	recvInfo(t, handled)
+	if r := bq.cli(ctxT(t), cli.Env{}, "queues", "pause", bq.q.Name+".nope"); r.code != cli.ExitFailure || !strings.Contains(r.err, "does not exist") {
+		t.Errorf("queues pause of a missing queue: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+}
