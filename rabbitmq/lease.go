@@ -80,7 +80,7 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	}
 	if q.Messages == 0 && q.Consumers == 0 {
 		seed := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}}
-		if err := b.pub.publish(ctx, "", queue, seed); err != nil {
+		if err := b.pub.publish(ctx, queue, seed); err != nil {
 			return nil, fmt.Errorf("seed lease queue %q: %w", queue, err)
 		}
 	}
@@ -169,7 +169,7 @@ func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
 	default:
 	}
 	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}, Body: []byte(mark.UTC().Format(time.RFC3339Nano))}
-	if err := h.b.pub.publish(ctx, "", h.queue, msg); err != nil {
+	if err := h.b.pub.publish(ctx, h.queue, msg); err != nil {
 		return fmt.Errorf("lease queue %q: store mark: %w", h.queue, err)
 	}
 	if err := h.ch.Ack(h.tag, false); err != nil {

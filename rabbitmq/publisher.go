@@ -78,11 +78,17 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 // return, ErrNacked for a nack and ErrNotConfirmed when the channel died
 // first. msg.Headers must be a map the caller owns.
 func (p *publisher) publish(ctx context.Context, key string, msg amqp.Publishing) error {
+	return p.send(ctx, "", key, true, msg)
+}
+
+// send is publish to any exchange, mandatory or not: a publish that no
+// queue needs to receive (a notice on a fanout exchange) is not mandatory.
+func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
 	pc, err := p.slots[int(p.next.Add(1))%len(p.slots)].get(ctx, p)
 	if err != nil {
 		return err
 	}
-	return pc.publish(ctx, "", key, msg, true)
+	return pc.publish(ctx, exchange, key, msg, mandatory)
 }
 
 // wait waits for every channel's confirm loop to end; the connection must
