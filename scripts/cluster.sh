@@ -25,7 +25,6 @@ nodes="1 2 3"
 
 say() { printf 'cluster: %s\n' "$*"; }
 die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
-. "$(dirname "$0")/lib.sh"
 
 [ -x "$server" ] || die "$server not found: install Debian's rabbitmq-server (make broker does)"
 
@@ -110,7 +109,7 @@ launch() {
 	d=$(node_dir "$n")
 	rm -f "$(pid_file "$n")"
 	echo "--- $(date -u +%FT%TZ) start" >>"$d/log/start.out"
-	detached env -i PATH=/usr/bin:/bin HOME="$dir/home" LANG=C.UTF-8 \
+	env -i PATH=/usr/bin:/bin HOME="$dir/home" LANG=C.UTF-8 \
 		RABBITMQ_NODENAME="$(node_name "$n")" \
 		RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
 		RABBITMQ_NODE_PORT="568$n" \
