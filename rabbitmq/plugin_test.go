@@ -13,6 +13,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -230,22 +231,8 @@ func TestPluginNotProvisioned(t *testing.T) {
 	}
 }
 
-// deleteQueues deletes queues on a connection of its own.
-func deleteQueues(names ...string) {
-	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	for _, name := range names {
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		_, _ = ch.QueueDelete(name, false, false, false)
-		ch.Close()
-	}
-}
+// deleteQueues deletes queues on the test broker.
+func deleteQueues(names ...string) { brokertest.DeleteQueues(amqpURL(), names...) }
 
 // TestConformancePlugin runs the suite's wait cases in plugin mode.
 func TestConformancePlugin(t *testing.T) {
