@@ -151,10 +151,25 @@ func Start(tb testing.TB, n int) {
 
 // Queue is what rabbitmqctl says about a queue.
 type Queue struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Leader   string `json:"leader"`
-	Messages int    `json:"messages"`
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Leader   string   `json:"leader"`
+	Members  NodeList `json:"members"` // a quorum queue's members
+	Online   NodeList `json:"online"`  // those of them on running nodes
+	Messages int      `json:"messages"`
+}
+
+// NodeList is a list of node names; rabbitmqctl gives a classic queue ""
+// where a quorum queue has a list.
+type NodeList []string
+
+// UnmarshalJSON reads a list of names, or "" as none.
+func (l *NodeList) UnmarshalJSON(b []byte) error {
+	if string(b) == `""` {
+		*l = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(l))
 }
 
 // Queues lists the queues whose names start with prefix, asking node n
@@ -164,7 +179,7 @@ func Queues(tb testing.TB, n int, prefix string) []Queue {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 	defer cancel()
-	out, err := script(ctx, "ctl", strconv.Itoa(n), "list_queues", "name", "type", "leader", "messages", "-q", "--formatter", "json")
+	out, err := script(ctx, "ctl", strconv.Itoa(n), "list_queues", "name", "type", "leader", "members", "online", "messages", "-q", "--formatter", "json")
 	if err != nil {
 		tb.Fatalf("list queues on node %d: %v", n, err)
 	}
@@ -194,6 +209,33 @@ func Leader(tb testing.TB, n int, name string) int {
 	}
 	tb.Fatalf("queue %q not found on node %d", name, n)
 	return 0
+}
+
+// pollInterval is how often AwaitOnline asks again: rabbitmqctl tells of
+// no change, it can only be asked.
+const pollInterval = 500 * time.Millisecond
+
+// AwaitOnline returns once every node runs a member of quorum queue name,
+// asking node n, so that a node started again has rejoined the queue
+// before the next one is killed. It fails tb after nodeTimeout.
+func AwaitOnline(tb testing.TB, n int, name string) {
+	tb.Helper()
+	deadline := time.Now().Add(nodeTimeout)
+	for {
+		var online NodeList
+		for _, q := range Queues(tb, n, name) {
+			if q.Name == name {
+				online = q.Online
+			}
+		}
+		if len(online) == Nodes {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("queue %q: members online %v after %v, want all %d nodes", name, online, nodeTimeout, Nodes)
+		}
+		time.Sleep(pollInterval)
+	}
 }
 
 // script runs scripts/cluster.sh with args and returns its stdout.

@@ -1,6 +1,7 @@
 // Tests of the RabbitMQ backend on the three-node cluster of
 // scripts/cluster.sh, which TestMain starts unless it runs: the
-// conformance suite, and waits in quorum hold queues while nodes die.
+// conformance suite, clients failing over while the nodes they use are
+// killed, and waits in quorum hold queues while nodes die.
 // They talk to the cluster's nodes only, never to the main broker.
 package cluster_test
 
