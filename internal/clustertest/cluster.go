@@ -2,7 +2,8 @@
 // scripts/cluster.sh (nodes qa1..qa3@localhost, AMQP on 127.0.0.1:5681-5683),
 // beside the main broker and never touching it: it starts the cluster from
 // a package's TestMain (Setup), kills and restarts nodes, finds a quorum queue's
-// leader, and measures what a client saw around each kill (Ledger, Gaps).
+// leader, waits until a restarted node has rejoined a queue, and measures
+// what a client saw around each kill (Ledger, Gaps).
 //
 // A test that kills a node restarts it when it ends, so the cluster is left
 // running for the next test; `make cluster-down` stops it.

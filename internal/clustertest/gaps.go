@@ -25,13 +25,26 @@ func (g *Gaps) Mark(t time.Time) {
 // that overlaps [from, to]. Time after the last event is not counted: a
 // run that stops for good never settles, which its ledger shows.
 func (g *Gaps) Longest(from, to time.Time) time.Duration {
+	return g.longest(func(start, end time.Time) bool { return !end.Before(from) && !start.After(to) })
+}
+
+// LongestWithin returns the longest stretch between two consecutive events
+// that lies wholly inside [from, to]: how long pauses are when nothing is
+// killed, from the start of a run to its first kill.
+func (g *Gaps) LongestWithin(from, to time.Time) time.Duration {
+	return g.longest(func(start, end time.Time) bool { return !start.Before(from) && !end.After(to) })
+}
+
+// longest returns the longest stretch between consecutive events that in
+// says counts.
+func (g *Gaps) longest(in func(start, end time.Time) bool) time.Duration {
 	g.mu.Lock()
 	marks := slices.Clone(g.marks)
 	g.mu.Unlock()
 	slices.SortFunc(marks, func(a, b time.Time) int { return a.Compare(b) })
 	var longest time.Duration
 	for i := 1; i < len(marks); i++ {
-		if !marks[i].Before(from) && !marks[i-1].After(to) {
+		if in(marks[i-1], marks[i]) {
 			longest = max(longest, marks[i].Sub(marks[i-1]))
 		}
 	}

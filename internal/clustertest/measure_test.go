@@ -55,6 +55,19 @@ func TestGapsLongest(t *testing.T) {
 			t.Errorf("Longest(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 2999, 700 * time.Millisecond}, // 1000..3000 ends after 2999
+		{0, 3000, 2 * time.Second},
+		{150, 5000, 2 * time.Second}, // 100..200 starts before 150
+		{1500, 1600, 0},
+	} {
+		if got := g.LongestWithin(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("LongestWithin(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
 	var empty Gaps
 	if got := empty.Longest(t0, at(10)); got != 0 {
 		t.Errorf("no marks: %v", got)

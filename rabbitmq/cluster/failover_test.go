@@ -244,6 +244,12 @@ func (s scenario) run(t *testing.T) (clustertest.Tally, []killReport) {
 		t.Errorf("%v: %v", tally, err)
 	}
 	end := time.Now()
+	if len(reports) > 0 {
+		// What pauses are without a kill, to weigh those with one.
+		t.Logf("before the first kill: longest pause handling %v, confirming %v",
+			handled.LongestWithin(time.Time{}, reports[0].at).Round(time.Millisecond),
+			confirmed.LongestWithin(time.Time{}, reports[0].at).Round(time.Millisecond))
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	within := func(ts time.Time, i int, to time.Time) bool { return !ts.Before(reports[i].at) && ts.Before(to) }
