@@ -7,7 +7,7 @@ import (
 )
 
 // Gaps records when something happened (a job handled, a publish
-// confirmed) and finds the longest pause around a moment, such as a kill.
+// confirmed) and finds the longest pause after a moment, such as a kill.
 // It is safe for concurrent use.
 type Gaps struct {
 	mu    sync.Mutex
@@ -21,11 +21,14 @@ func (g *Gaps) Mark(t time.Time) {
 	g.mu.Unlock()
 }
 
-// Longest returns the longest stretch between two consecutive events
-// that overlaps [from, to]. Time after the last event is not counted: a
-// run that stops for good never settles, which its ledger shows.
-func (g *Gaps) Longest(from, to time.Time) time.Duration {
-	return g.longest(func(start, end time.Time) bool { return !end.Before(from) && !start.After(to) })
+// LongestEnding returns the longest stretch between two consecutive
+// events that ends after from and no later than to: the pause something
+// that happened at from caused, when the next such thing happens at to.
+// A pause that starts just before from counts; one that the thing at to
+// causes does not. Time after the last event is not counted: a run that
+// stops for good never settles, which its ledger shows.
+func (g *Gaps) LongestEnding(from, to time.Time) time.Duration {
+	return g.longest(func(_, end time.Time) bool { return end.After(from) && !end.After(to) })
 }
 
 // LongestWithin returns the longest stretch between two consecutive events

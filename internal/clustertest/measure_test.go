@@ -46,13 +46,15 @@ func TestGapsLongest(t *testing.T) {
 		from, to int
 		want     time.Duration
 	}{
-		{1500, 1600, 2 * time.Second},    // inside the 1000..3000 pause
-		{0, 250, 700 * time.Millisecond}, // 200..900 starts in the window
-		{3050, 3080, 100 * time.Millisecond},
-		{3200, 5000, 0}, // nothing after 3100
+		{1500, 3000, 2 * time.Second}, // 1000..3000 ends at 3000
+		{1500, 2999, 0},               // and not before
+		{0, 250, 100 * time.Millisecond},
+		{150, 1000, 700 * time.Millisecond}, // 200..900; 100..200 ends after 150 too
+		{3000, 5000, 100 * time.Millisecond},
+		{3100, 5000, 0}, // nothing after 3100
 	} {
-		if got := g.Longest(at(tc.from), at(tc.to)); got != tc.want {
-			t.Errorf("Longest(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
+		if got := g.LongestEnding(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("LongestEnding(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -69,7 +71,7 @@ func TestGapsLongest(t *testing.T) {
 		}
 	}
 	var empty Gaps
-	if got := empty.Longest(t0, at(10)); got != 0 {
+	if got := empty.LongestEnding(t0, at(10)); got != 0 {
 		t.Errorf("no marks: %v", got)
 	}
 }

@@ -41,8 +41,9 @@ type scenario struct {
 // producers is how many goroutines enqueue at once.
 const producers = 8
 
-// killReport is what the clients saw around one kill, from the kill to
-// the next one (or to the end of the run).
+// killReport is what the clients saw after one kill, until the next one
+// (or the end of the run). A pause counts for the kill it ended after: the
+// one that spans the next kill is the next kill's.
 type killReport struct {
 	node            int
 	role            string // what was connected to the node first, or that it led the queue
@@ -258,8 +259,8 @@ func (s scenario) run(t *testing.T) (clustertest.Tally, []killReport) {
 		if i+1 < len(reports) {
 			to = reports[i+1].at
 		}
-		reports[i].handlePause = handled.Longest(reports[i].at, to)
-		reports[i].confirmPause = confirmed.Longest(reports[i].at, to)
+		reports[i].handlePause = handled.LongestEnding(reports[i].at, to)
+		reports[i].confirmPause = confirmed.LongestEnding(reports[i].at, to)
 		for _, f := range failures {
 			if within(f, i, to) {
 				reports[i].enqueueFailures++
