@@ -181,10 +181,14 @@ func (g *settleGate) close() {
 	g.mu.Unlock()
 }
 
-// consume runs sub's deliveries through Concurrency goroutines until ctx
-// ends, the queue is paused or sub fails, then shuts down. A pause lets
-// in-flight handlers finish however long they take (unless ctx ends
-// meanwhile); jobs delivered and not started go back to the queue.
+// consume runs sub's deliveries through at most Concurrency handlers at
+// once until ctx ends, the queue is paused or sub fails, then shuts down. A
+// pause lets in-flight handlers finish however long they take (unless ctx
+// ends meanwhile); jobs delivered and not started go back to the queue.
+//
+// A handler goroutine starts when a delivery comes and a slot is free, and
+// goes on with the deliveries already waiting; it ends when none is, so an
+// idle queue holds no handler goroutine, only the one running consume.
 func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
@@ -192,36 +196,28 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 	requeues := &timers{}
 	paused, release := pause.whenPaused()
 	defer release()
-	var wg sync.WaitGroup
-	for range c.queue.Concurrency {
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-paused:
-					return
-				case d, ok := <-sub.Deliveries():
-					if !ok {
-						return
-					}
-					if ctx.Err() != nil || isClosed(paused) {
-						return // left unsettled: redelivered after Close
-					}
-					c.process(base, gate, requeues, d)
-				}
-			}
-		})
+	h := &handlers{
+		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
+		sub: sub, paused: paused,
+		slots: make(chan struct{}, c.queue.Concurrency),
 	}
+	why := h.dispatch()
 	finished := make(chan struct{})
 	go func() {
-		wg.Wait()
+		h.wg.Wait()
 		close(finished)
 	}()
 
-	select {
-	case <-finished:
-	case <-paused:
+	switch why {
+	case stopEnded:
+		// The subscription failed or ended: handlers running finish,
+		// unless ctx ends first.
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			c.awaitShutdown(finished, cancelHandlers)
+		}
+	case stopPaused:
 		c.w.log.Info("queuey: queue paused; jobs running finish, no new ones start", "queue", c.queue.Name)
 		if err := sub.Stop(); err != nil {
 			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
@@ -231,7 +227,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		case <-ctx.Done():
 			c.awaitShutdown(finished, cancelHandlers)
 		}
-	case <-ctx.Done():
+	case stopCtx:
 		if err := sub.Stop(); err != nil {
 			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
 		}
@@ -241,6 +237,86 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 	requeues.stop() // the subscription closes: the broker puts those jobs back
 	if err := sub.Close(); err != nil {
 		c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
+	}
+}
+
+// Why dispatch stopped taking deliveries.
+const (
+	stopCtx    = iota // the worker is shutting down
+	stopPaused        // the queue was paused
+	stopEnded         // the subscription's deliveries ended
+)
+
+// handlers runs the deliveries of one subscription, at most
+// cap(slots) at once.
+type handlers struct {
+	c        *queueRunner
+	ctx      context.Context // the worker's: when it ends, no new job starts
+	base     context.Context // the handlers'
+	gate     *settleGate
+	requeues *timers
+	sub      Subscription
+	paused   <-chan struct{}
+	slots    chan struct{} // one per running handler goroutine
+	wg       sync.WaitGroup
+}
+
+// dispatch takes a slot, then a delivery, and starts a handler goroutine
+// on it, until ctx ends, the queue is paused or the deliveries end. A slot
+// is taken first, so a delivery not started stays with the subscription,
+// which puts it back when it closes.
+func (h *handlers) dispatch() int {
+	deliveries := h.sub.Deliveries()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return stopCtx
+		case <-h.paused:
+			return stopPaused
+		case h.slots <- struct{}{}:
+		}
+		select {
+		case <-h.ctx.Done():
+			<-h.slots
+			return stopCtx
+		case <-h.paused:
+			<-h.slots
+			return stopPaused
+		case d, ok := <-deliveries:
+			if !ok {
+				<-h.slots
+				return stopEnded
+			}
+			if h.ctx.Err() != nil || isClosed(h.paused) {
+				<-h.slots // left unsettled: redelivered after Close
+				if h.ctx.Err() != nil {
+					return stopCtx
+				}
+				return stopPaused
+			}
+			h.wg.Add(1)
+			go h.run(d)
+		}
+	}
+}
+
+// run handles d, then every delivery already waiting, and gives its slot
+// back when none is.
+func (h *handlers) run(d Delivery) {
+	defer h.wg.Done()
+	defer func() { <-h.slots }()
+	deliveries := h.sub.Deliveries()
+	for {
+		h.c.process(h.base, h.gate, h.requeues, d)
+		select {
+		case next, ok := <-deliveries:
+			if !ok || h.ctx.Err() != nil || isClosed(h.paused) {
+				return // left unsettled: redelivered after Close
+			}
+			d = next
+		default:
+			return
+		}
 	}
 }
 
