@@ -35,7 +35,9 @@ type Backend struct {
 	names    topology.Names
 	version  topology.Version
 	pubConn  *connection
-	conConn  *connection
+	conConn  *connection   // the first of cons: short-lived channels open here
+	cons     *consumePool  // consumers' channels, spread over connections
+	checks   chan struct{} // one per pause check in flight
 	pub      *publisher
 	decl     *declarer
 	holds    singleflight.Group // hold-queue declares in flight, by name
@@ -85,6 +87,8 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		names:    opts.names(),
 		pubConn:  pubConn,
 		conConn:  conConn,
+		cons:     newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
+		checks:   make(chan struct{}, maxPauseChecks),
 		pub:      newPublisher(pubConn, opts.PublishChannels, opts.Logger),
 		decl:     &declarer{conn: pubConn},
 		topoConn: topoConn,
@@ -131,7 +135,7 @@ func (b *Backend) Close() error {
 		}
 		// Then connections: a declare stuck on a blocked connection
 		// holds its declarer's lock until its connection closes.
-		err = errors.Join(b.pubConn.close(), b.conConn.close(), b.topoConn.close())
+		err = errors.Join(b.pubConn.close(), b.cons.close(), b.topoConn.close())
 		b.decl.close()
 		b.topo.close()
 		b.pub.wait()

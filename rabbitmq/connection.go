@@ -250,20 +250,40 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 // answer only as long as ctx allows. A connection blocked by a resource
 // alarm reads nothing, so the open waits for the block to end first.
 func (c *connection) channel(ctx context.Context) (*amqp.Channel, error) {
+	ch, _, err := c.channelConn(ctx)
+	return ch, err
+}
+
+// channelConn is channel, and returns the connection the channel is on.
+func (c *connection) channelConn(ctx context.Context) (*amqp.Channel, *amqp.Connection, error) {
 	conn, err := c.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	what := fmt.Sprintf("rabbitmq: open channel on %s connection", c.name)
 	if err := c.waitUnblocked(ctx, what); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
 	if err != nil {
-		return nil, c.blockedError(ctx, brokerError(what, err))
+		return nil, nil, c.blockedError(ctx, brokerError(what, err))
 	}
-	return ch, nil
+	return ch, conn, nil
 }
+
+// channelMax is the live connection's negotiated channel_max, or
+// amqp091-go's default when there is none.
+func (c *connection) channelMax() uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil || c.conn.Config.ChannelMax == 0 {
+		return defaultChannelMax
+	}
+	return c.conn.Config.ChannelMax
+}
+
+// defaultChannelMax is RabbitMQ's default channel_max, and amqp091-go's.
+const defaultChannelMax = 2047
 
 // waitUnblocked waits until the connection is not blocked by a resource
 // alarm, and fails with ErrBlocked when ctx ends first.
@@ -368,7 +388,7 @@ func (c *connection) blocked() (string, <-chan struct{}) {
 
 // abort drops conn's socket without waiting for the broker: for a
 // connection that stopped answering. The next use dials again.
-func (c *connection) abort(conn *amqp.Connection) {
+func abort(conn *amqp.Connection) {
 	_ = conn.CloseDeadline(time.Now())
 }
 

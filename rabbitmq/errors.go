@@ -80,6 +80,26 @@ func missingQueue(queue string, err error) error {
 	return fmt.Errorf("%w (%w)", runtime.UnknownQueueError(queue, "does not exist on the broker"), err)
 }
 
+// consumeError wraps err from doing what to start a consumer, and makes it
+// runtime.ErrCannotConsume as well when trying again cannot help: the
+// broker refused the queue (access refused, not found, held by an
+// exclusive consumer, a precondition or an operation not allowed), or the
+// connection has no channel left.
+func consumeError(what string, err error) error {
+	werr := brokerError(what, err)
+	if errors.Is(err, amqp.ErrChannelMax) {
+		return fmt.Errorf("%w: %w", runtime.ErrCannotConsume, werr)
+	}
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case amqp.AccessRefused, amqp.NotFound, amqp.ResourceLocked, amqp.PreconditionFailed, amqp.NotAllowed:
+			return fmt.Errorf("%w: %w", runtime.ErrCannotConsume, werr)
+		}
+	}
+	return werr
+}
+
 func isCode(err error, code int) bool {
 	var ae *amqp.Error
 	return errors.As(err, &ae) && ae.Code == code

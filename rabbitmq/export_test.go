@@ -63,3 +63,7 @@ func SetBrokerVersion(b *Backend, v string) {
 	}
 	b.version = ver
 }
+
+// ConsumeConnections returns the live connections b consumes on, the first
+// first.
+func ConsumeConnections(b *Backend) []*amqp.Connection { return b.cons.connections() }

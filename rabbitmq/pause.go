@@ -145,7 +145,7 @@ func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, e
 		return nil, err
 	}
 	if err := w.check(ctx, true); err != nil {
-		_ = w.ch.Close()
+		w.closeCh()
 		return nil, err
 	}
 	go w.loop(ctx, notices)
@@ -153,17 +153,29 @@ func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, e
 }
 
 type pauseWatch struct {
-	b     *Backend
-	queue string
-	out   chan bool
-	ch    *amqp.Channel
-	last  bool
+	b       *Backend
+	queue   string
+	out     chan bool
+	ch      *amqp.Channel
+	release func() // gives ch's place back to the pool
+	last    bool
+}
+
+// maxPauseChecks bounds the reads of paused markers in flight at once:
+// each opens a channel of its own on the first consuming connection, and
+// a worker of thousands of queues starts a watch of each at once.
+const maxPauseChecks = 64
+
+// closeCh closes the watch's channel and gives its place back.
+func (w *pauseWatch) closeCh() {
+	_ = w.ch.Close()
+	w.release()
 }
 
 // bind opens a channel with an exclusive queue bound to the control
 // exchange and returns its notices.
 func (w *pauseWatch) bind(ctx context.Context) (<-chan amqp.Delivery, error) {
-	ch, err := w.b.conConn.channel(ctx)
+	ch, _, release, err := w.b.cons.channel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch queue %q: %w", w.queue, err)
 	}
@@ -182,16 +194,23 @@ func (w *pauseWatch) bind(ctx context.Context) (<-chan amqp.Delivery, error) {
 	}()
 	if err != nil {
 		_ = ch.Close()
+		release()
 		return nil, brokerError(fmt.Sprintf("watch queue %q: bind to %q", w.queue, controlExchange), err)
 	}
-	w.ch = ch
+	w.ch, w.release = ch, release
 	return notices, nil
 }
 
 // check reads the marker and sends the state when it changed, or always
 // when first.
 func (w *pauseWatch) check(ctx context.Context, first bool) error {
+	select {
+	case w.b.checks <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("paused state of queue %q: %w", w.queue, ctx.Err())
+	}
 	paused, err := w.b.Paused(ctx, w.queue)
+	<-w.b.checks
 	if err != nil {
 		return err
 	}
@@ -208,7 +227,7 @@ func (w *pauseWatch) check(ctx context.Context, first bool) error {
 
 func (w *pauseWatch) loop(ctx context.Context, notices <-chan amqp.Delivery) {
 	defer close(w.out)
-	defer func() { _ = w.ch.Close() }()
+	defer func() { w.closeCh() }()
 	recheck := time.NewTicker(PauseRecheck)
 	defer recheck.Stop()
 	for {
@@ -241,7 +260,7 @@ func (w *pauseWatch) loop(ctx context.Context, notices <-chan amqp.Delivery) {
 // the marker: notices may have been lost meanwhile. It returns nil when
 // ctx ends or the backend closes.
 func (w *pauseWatch) rebind(ctx context.Context) <-chan amqp.Delivery {
-	_ = w.ch.Close()
+	w.closeCh()
 	backoff := 50 * time.Millisecond
 	for {
 		notices, err := w.bind(ctx)

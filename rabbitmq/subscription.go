@@ -33,17 +33,19 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
-	conn, err := b.conConn.get(ctx)
+	ch, conn, release, err := b.cons.channel(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
+		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)
 	}
-	ch, err := b.conConn.channel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
+	abandon := func() {
+		go func() { // may wait on a broker that stopped answering
+			_ = ch.Close()
+			release()
+		}()
 	}
 	if _, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, ch.Qos(q.Prefetch, 0, false) }, nil); err != nil {
-		go ch.Close() // may wait on a broker that stopped answering
-		return nil, brokerError(fmt.Sprintf("consume %q: set prefetch %d", q.Name, q.Prefetch), err)
+		abandon()
+		return nil, consumeError(fmt.Sprintf("consume %q: set prefetch %d", q.Name, q.Prefetch), err)
 	}
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
 	// A consumer tag is a short string: at most 255 bytes, and so is the
@@ -53,22 +55,23 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 		return ch.Consume(q.Name, tag, false, false, false, false, nil)
 	}, nil)
 	if err != nil {
-		go ch.Close() // may wait on a broker that stopped answering
-		return nil, brokerError(fmt.Sprintf("consume %q", q.Name), err)
+		abandon()
+		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &subscription{
-		b:      b,
-		q:      q,
-		ch:     ch,
-		conn:   conn,
-		tag:    tag,
-		out:    make(chan runtime.Delivery, q.Prefetch), // up to prefetch decoded ahead, so handlers never wait on the decode hop
-		ctx:    sctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		timers: map[*time.Timer]struct{}{},
-		acks:   newAcker(ch, q.Prefetch, ch.NotifyClose(make(chan *amqp.Error, 1))),
+		b:       b,
+		q:       q,
+		ch:      ch,
+		conn:    conn,
+		release: release,
+		tag:     tag,
+		out:     make(chan runtime.Delivery, q.Prefetch), // up to prefetch decoded ahead, so handlers never wait on the decode hop
+		ctx:     sctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		timers:  map[*time.Timer]struct{}{},
+		acks:    newAcker(ch, q.Prefetch, ch.NotifyClose(make(chan *amqp.Error, 1))),
 	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
@@ -83,9 +86,11 @@ type subscription struct {
 	q    runtime.QueueConfig
 	ch   *amqp.Channel
 	conn *amqp.Connection // ch's connection, dropped when ch stops answering
-	tag  string
-	out  chan runtime.Delivery
-	acks *acker
+	// release gives ch's place on its connection back to the pool.
+	release func()
+	tag     string
+	out     chan runtime.Delivery
+	acks    *acker
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -158,12 +163,13 @@ func (s *subscription) Close() error {
 	_, cerr := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Close() }, nil)
 	switch {
 	case ctx.Err() != nil && errors.Is(cerr, ctx.Err()):
-		s.b.conConn.abort(s.conn)
+		abort(s.conn)
 		err = fmt.Errorf("close consumer of %q: the broker did not answer within %v; its connection was dropped", s.q.Name, closeChTimeout)
 	case cerr != nil && !errors.Is(cerr, amqp.ErrClosed):
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
 	}
 	<-s.done
+	s.release()
 	return err
 }
 

@@ -51,8 +51,9 @@ type queueRunner struct {
 }
 
 // run consumes until ctx ends, subscribing again with backoff when a
-// subscription fails. It returns an error only when the backend was closed:
-// nothing can be consumed any more.
+// subscription fails. It returns an error only when the backend was closed,
+// or the queue cannot be consumed (ErrCannotConsume): trying again would
+// not help.
 func (c *queueRunner) run(ctx context.Context) error {
 	gate, err := c.watchPause(ctx)
 	if gate == nil {
@@ -88,7 +89,7 @@ func (c *queueRunner) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCannotConsume) {
 			return fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
 		wait := jittered(backoff)

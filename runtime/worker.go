@@ -157,7 +157,9 @@ func (w *Worker) Queues() []QueueConfig {
 // to be delivered again. It returns at once with an error for bad
 // registrations (ErrInvalidOption), no registrations at all
 // (ErrNoHandlers), a failed declare, or a backend that was closed under
-// it. Run may be called once; a second call returns ErrWorkerRunning.
+// it. It returns an error wrapping ErrCannotConsume, naming the queue, when
+// a queue cannot be consumed (the broker refused it), after stopping the
+// others as on shutdown. Run may be called once; a second call returns ErrWorkerRunning.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {

@@ -1,0 +1,125 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// consumePool spreads the channels that live as long as a consumer (one
+// per consumed queue, one per watch of a queue's paused state) over as
+// many consuming connections as they need, at most perConn channels each.
+// A connection has at most channel_max channels (2,047 by default), so
+// one connection would refuse the 2,048th queue; perConn stays well below
+// that, leaving the first connection room for the short-lived channels of
+// checks and admin calls, which open there.
+//
+// Each connection of the pool redials on its own after a loss, over the
+// same nodes; the channels it held fail, and their owners, asking again,
+// get one on whichever connection has room. Connections are dialled when
+// first needed and kept until the pool closes.
+type consumePool struct {
+	urls []string
+	name string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	conns   []*pooledConn // conns[0] is the first, dialled by Dial
+	perConn int
+	closed  bool
+}
+
+type pooledConn struct {
+	c    *connection
+	open int // channels handed out and not released
+}
+
+// maxPerConn caps the channels one consuming connection holds, however
+// high the broker's channel_max: one connection's frames are read by one
+// goroutine and written to one socket.
+const maxPerConn = 1000
+
+// channelsPerConn is how many long-lived channels a connection whose
+// negotiated channel_max is channelMax holds: half of it, at most
+// maxPerConn.
+func channelsPerConn(channelMax uint16) int {
+	return max(1, min(int(channelMax)/2, maxPerConn))
+}
+
+// newConsumePool returns a pool whose first connection is first, dialled.
+func newConsumePool(first *connection, urls []string, name string, log *slog.Logger) *consumePool {
+	p := &consumePool{urls: urls, name: name, log: log, conns: []*pooledConn{{c: first}}}
+	p.perConn = channelsPerConn(first.channelMax())
+	return p
+}
+
+// channel opens a channel on the first connection with room and returns
+// it, its connection, and release, which gives its place back once the
+// channel is closed or lost (more calls of release do nothing).
+func (p *consumePool) channel(ctx context.Context) (*amqp.Channel, *amqp.Connection, func(), error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, nil, nil, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
+	}
+	var pc *pooledConn
+	for _, c := range p.conns {
+		if c.open < p.perConn {
+			pc = c
+			break
+		}
+	}
+	if pc == nil {
+		name := fmt.Sprintf("%s %d", p.name, len(p.conns)+1)
+		pc = &pooledConn{c: newConnection(p.urls, name, p.log)}
+		p.conns = append(p.conns, pc)
+	}
+	pc.open++
+	p.mu.Unlock()
+	release := sync.OnceFunc(func() {
+		p.mu.Lock()
+		pc.open--
+		p.mu.Unlock()
+	})
+	ch, conn, err := pc.c.channelConn(ctx)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return ch, conn, release, nil
+}
+
+// connections returns the live AMQP connections of the pool, first first,
+// for tests.
+func (p *consumePool) connections() []*amqp.Connection {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*amqp.Connection
+	for _, pc := range p.conns {
+		pc.c.mu.Lock()
+		if pc.c.conn != nil && !pc.c.conn.IsClosed() {
+			out = append(out, pc.c.conn)
+		}
+		pc.c.mu.Unlock()
+	}
+	return out
+}
+
+// close closes every connection of the pool.
+func (p *consumePool) close() error {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.mu.Unlock()
+	var errs []error
+	for _, pc := range conns {
+		errs = append(errs, pc.c.close())
+	}
+	return errors.Join(errs...)
+}

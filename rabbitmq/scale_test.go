@@ -1,0 +1,182 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// countingBackend tells when a number of consumers have started.
+type countingBackend struct {
+	*rabbitmq.Backend
+	want     int64
+	started  atomic.Int64
+	allReady chan struct{}
+	first    sync.Once
+	firstAt  time.Time // when the first Consume was called: every queue is declared
+}
+
+func (c *countingBackend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
+	c.first.Do(func() { c.firstAt = time.Now() })
+	s, err := c.Backend.Consume(ctx, q)
+	if err == nil && c.started.Add(1) == c.want {
+		close(c.allReady)
+	}
+	return s, err
+}
+
+// deleteQueuesFast deletes names on one channel, opening another after a
+// failed delete: clean-up of thousands of queues.
+func deleteQueuesFast(names []string) {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	var ch *amqp.Channel
+	for _, name := range names {
+		if ch == nil || ch.IsClosed() {
+			if ch, err = conn.Channel(); err != nil {
+				return
+			}
+		}
+		_, _ = ch.QueueDelete(name, false, false, false)
+	}
+}
+
+// TestWorkerOfMoreQueuesThanOneConnectionHolds runs one worker of 2,100
+// queues: more than the 2,047 channels one connection holds by default,
+// each queue needing two (its consumer and the watch of its paused
+// state). They are spread over several consuming connections; every queue
+// consumes, a job on the last one runs, and an idle queue holds a few
+// goroutines.
+func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("declares 2,100 queues")
+	}
+	const (
+		queues = 2100
+		// An idle queue holds its runner and the reader of its paused
+		// state, its subscription's loop and acker, amqp091-go's
+		// buffer of its consumer, and its pause watch's loop and
+		// buffer: 7. A goroutine per concurrency slot would be 10 more.
+		perQueue = 8
+	)
+	b := dial(t, rabbitmq.Options{NoDeadLetterQueues: true})
+	cb := &countingBackend{Backend: b, want: queues, allReady: make(chan struct{})}
+	prefix := queueName(t)
+	names := make([]string, queues)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s.%04d", prefix, i)
+	}
+	t.Cleanup(func() { deleteQueuesFast(names) })
+
+	before := goruntime.NumGoroutine()
+	w := runtime.NewWorker(cb, runtime.WithLogger(quiet()))
+	ran := make(chan int, 1)
+	var qs []runtime.QueueConfig
+	for _, name := range names {
+		q := runtime.DefaultQueueConfig(name)
+		q.Kind = "job"
+		q.MaxPriority = 0 // cheap queues
+		qs = append(qs, q)
+		runtime.Handle(w, q, func(ctx context.Context, j job) error {
+			ran <- j.N
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	began := time.Now()
+	go func() { errc <- w.Run(ctx) }()
+	select {
+	case <-cb.allReady:
+	case err := <-errc:
+		t.Fatalf("Run returned before every queue consumed: %v", err)
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("only %d of %d queues consuming after 3 minutes", cb.started.Load(), queues)
+	}
+	started := time.Since(began)
+
+	last := qs[queues-1]
+	p, err := runtime.NewProducer(ctxT(t), b, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctxT(t), p, last, job{N: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, ran, "the job on the last queue"); n != 7 {
+		t.Errorf("handled job %d, want 7", n)
+	}
+	conns := len(rabbitmq.ConsumeConnections(b))
+	if conns < 3 {
+		t.Errorf("%d consuming connections for %d queues (%d channels), want 3 or more", conns, queues, 2*queues)
+	}
+	// The runners' own goroutines start right after their subscribe;
+	// wait (bounded) for the count to settle under the bound.
+	bound := before + queues*perQueue
+	deadline := time.Now().Add(30 * time.Second)
+	n := goruntime.NumGoroutine()
+	for n > bound && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		n = goruntime.NumGoroutine()
+	}
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	t.Logf("%d queues consuming %v after Run (declared after %v) on %d connections; %d goroutines (%.1f per queue), %.1f MiB of stacks",
+		queues, started.Round(time.Millisecond), cb.firstAt.Sub(began).Round(time.Millisecond), conns, n-before, float64(n-before)/queues, float64(ms.StackInuse)/(1<<20))
+	if n > bound {
+		t.Errorf("%d idle queues hold %d goroutines (%.1f per queue), want at most %d per queue", queues, n-before, float64(n-before)/queues, perQueue)
+	}
+	stopping := time.Now()
+	cancel()
+	if err := within(t, errc, "Run to return"); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	t.Logf("Run returned %v after its context ended", time.Since(stopping).Round(time.Millisecond))
+}
+
+// TestRunFailsOnAQueueItCannotConsume: a queue another connection consumes
+// exclusively cannot be consumed; Run says so, naming it, instead of
+// subscribing again forever.
+func TestRunFailsOnAQueueItCannotConsume(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q, _ := jobQueue(t, b)
+	other, _ := jobQueue(t, b)
+	raw := rawChannel(t)
+	if _, err := raw.Consume(q.Name, "exclusive", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	var wg sync.WaitGroup
+	for _, q := range []runtime.QueueConfig{q, other} {
+		runtime.Handle(w, q, func(ctx context.Context, j job) error { return nil })
+	}
+	errc := make(chan error, 1)
+	wg.Go(func() { errc <- w.Run(ctxT(t)) })
+	err := within(t, errc, "Run to return")
+	wg.Wait()
+	t.Logf("Run: %v", err)
+	if !errors.Is(err, runtime.ErrCannotConsume) {
+		t.Fatalf("Run = %v, want ErrCannotConsume", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("%q", q.Name)) {
+		t.Errorf("Run = %v, want it to name queue %q", err, q.Name)
+	}
+	if strings.Contains(err.Error(), other.Name) {
+		t.Errorf("Run = %v, names queue %q, which can be consumed", err, other.Name)
+	}
+}
