@@ -56,8 +56,9 @@ type Backend struct {
 
 // Dial connects to the broker at url with two connections, one for
 // publishing and one for consuming, so that a publisher blocked by a
-// resource alarm does not stop acks. A third, for delay exchanges, is
-// dialled when the first plugin-mode queue is declared. Each connection is
+// resource alarm does not stop acks. More consuming connections are
+// dialled when consumers outgrow one (see the package doc). One for delay
+// exchanges is dialled when the first plugin-mode queue is declared. Each connection is
 // dialled over url and then Options.Nodes, in order, and after a loss over
 // all of them again, starting with the node after the one that was lost.
 func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {

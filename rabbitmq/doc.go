@@ -7,14 +7,22 @@
 // carrying acks too. Publishes are spread over a few confirm-mode channels
 // (Options.PublishChannels), and plugin waits go over channels of their own
 // (see Delay modes); every subscription consumes on a channel of its own
-// with basic.qos set to its prefetch and manual acks. Queues are declared on
+// with basic.qos set to its prefetch and manual acks. A consumed queue
+// holds two channels (its consumer and the watch of its paused state);
+// when they outgrow one connection (half its negotiated channel_max, at
+// most 1,000 each), more consuming connections are dialled, each redialled
+// over the nodes on its own after a loss, so one worker can consume
+// thousands of queues. A queue the broker refuses to let us consume
+// (access refused, missing, in exclusive use) is runtime.ErrCannotConsume,
+// which Worker.Run returns. Queues are declared on
 // a channel of their own, since a refused declare closes its channel. A
 // third connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares (see Delay modes).
 //
 // The broker shows the connections by name, Options.ConnectionName ("queuey"
 // by default) and a suffix: "queuey publish" (publishes and queue declares),
-// "queuey consume" (subscriptions, and reads of dead letters) and "queuey
+// "queuey consume" (subscriptions, and reads of dead letters; the further
+// consuming connections are "queuey consume 2", "queuey consume 3", ...) and "queuey
 // topology" (delay exchange declares and bindings, plugin mode only).
 //
 // # Topology

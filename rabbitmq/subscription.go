@@ -14,9 +14,11 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// Consume starts consuming q on a channel of its own on the consuming
+// Consume starts consuming q on a channel of its own on a consuming
 // connection, with q.Prefetch unacked deliveries at most and manual acks. q
-// must have been declared through this backend.
+// must have been declared through this backend. A refusal that trying again
+// would meet too (access refused, the queue missing or in exclusive use, no
+// channel left) is runtime.ErrCannotConsume as well.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
