@@ -67,3 +67,11 @@ func SetBrokerVersion(b *Backend, v string) {
 // ConsumeConnections returns the live connections b consumes on, the first
 // first.
 func ConsumeConnections(b *Backend) []*amqp.Connection { return b.cons.connections() }
+
+// SetChannelsPerConnection makes b's consuming connections hold at most n
+// long-lived channels each, for tests that spread consumers over a few.
+func SetChannelsPerConnection(b *Backend, n int) {
+	b.cons.mu.Lock()
+	b.cons.perConn = n
+	b.cons.mu.Unlock()
+}

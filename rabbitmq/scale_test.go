@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,5 +179,73 @@ func TestRunFailsOnAQueueItCannotConsume(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), other.Name) {
 		t.Errorf("Run = %v, names queue %q, which can be consumed", err, other.Name)
+	}
+}
+
+// TestConsumersSpreadOverConnectionsSurviveTheirLoss: with two channels per
+// consuming connection, three queues (two channels each: consumer and
+// pause watch) take three connections. Dropping every one of them, each is
+// dialled again on its own and every queue consumes again.
+func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	rabbitmq.SetChannelsPerConnection(b, 2)
+	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	type ran struct {
+		queue string
+		n     int
+	}
+	got := make(chan ran, 16)
+	var qs []runtime.QueueConfig
+	var producers []*runtime.Producer
+	for range 3 {
+		q, p := jobQueue(t, b)
+		qs, producers = append(qs, q), append(producers, p)
+		runtime.Handle(w, q, func(ctx context.Context, j job) error {
+			got <- ran{q.Name, j.N}
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := within(t, errc, "Run to return"); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// One job per queue, handled, shows each consumes.
+	handled := func(round int) {
+		t.Helper()
+		for i, q := range qs {
+			if _, err := runtime.Enqueue(ctxT(t), producers[i], q, job{N: round}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]bool{}
+		for len(seen) < len(qs) {
+			r := within(t, got, "a job of each queue")
+			if r.n == round {
+				seen[r.queue] = true
+			}
+		}
+	}
+	handled(1)
+	conns := rabbitmq.ConsumeConnections(b)
+	if len(conns) < 3 {
+		t.Fatalf("%d consuming connections for 3 queues at 2 channels each, want 3 or more", len(conns))
+	}
+	for _, c := range conns {
+		_ = c.CloseDeadline(time.Now()) // drop the socket: a loss
+	}
+	handled(2)
+	again := rabbitmq.ConsumeConnections(b)
+	if len(again) < 3 {
+		t.Errorf("%d consuming connections after the loss, want 3 or more", len(again))
+	}
+	for _, c := range again {
+		if slices.Contains(conns, c) {
+			t.Errorf("a dropped connection is listed as live")
+		}
 	}
 }
