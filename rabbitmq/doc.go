@@ -13,10 +13,11 @@
 // most 1,000 each), more consuming connections are dialled, each redialled
 // over the nodes on its own after a loss, so one worker can consume
 // thousands of queues. A queue the broker refuses to let us consume
-// (access refused, missing, in exclusive use) is runtime.ErrCannotConsume,
-// which Worker.Run returns. Queues are declared on
-// a channel of their own, since a refused declare closes its channel. A
-// third connection, dialled only when a plugin-mode queue is declared,
+// (access refused, in exclusive use) is runtime.ErrCannotConsume, which
+// Worker.Run returns; a queue deleted on the broker since it was declared
+// is declared again before it is consumed. Queues are declared on a
+// channel of their own, since a refused declare closes its channel. A
+// connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares (see Delay modes).
 //
 // The broker shows the connections by name, Options.ConnectionName ("queuey"

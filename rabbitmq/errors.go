@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -82,22 +83,31 @@ func missingQueue(queue string, err error) error {
 
 // consumeError wraps err from doing what to start a consumer, and makes it
 // runtime.ErrCannotConsume as well when trying again cannot help: the
-// broker refused the queue (access refused, not found, held by an
+// broker refused the queue (access refused, no such queue, held by an
 // exclusive consumer, a precondition or an operation not allowed), or the
-// connection has no channel left.
+// connection has no channel left. A queue whose node is down is also
+// "not found" (404), but comes back with its node: trying again helps.
 func consumeError(what string, err error) error {
 	werr := brokerError(what, err)
-	if errors.Is(err, amqp.ErrChannelMax) {
+	if errors.Is(err, amqp.ErrChannelMax) || isNoQueue(err) {
 		return fmt.Errorf("%w: %w", runtime.ErrCannotConsume, werr)
 	}
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
-		case amqp.AccessRefused, amqp.NotFound, amqp.ResourceLocked, amqp.PreconditionFailed, amqp.NotAllowed:
+		case amqp.AccessRefused, amqp.ResourceLocked, amqp.PreconditionFailed, amqp.NotAllowed:
 			return fmt.Errorf("%w: %w", runtime.ErrCannotConsume, werr)
 		}
 	}
 	return werr
+}
+
+// isNoQueue reports whether err is the broker's 404 for a queue that does
+// not exist ("NOT_FOUND - no queue 'q' in vhost '/'"), as opposed to one
+// whose node is down or inaccessible.
+func isNoQueue(err error) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == amqp.NotFound && strings.Contains(ae.Reason, "no queue")
 }
 
 func isCode(err error, code int) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -247,5 +248,50 @@ func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
 		if slices.Contains(conns, c) {
 			t.Errorf("a dropped connection is listed as live")
 		}
+	}
+}
+
+// TestWorkerDeclaresAgainAQueueDeletedUnderIt: a queue deleted on the
+// broker while a worker consumes it is declared again, and its jobs run.
+func TestWorkerDeclaresAgainAQueueDeletedUnderIt(t *testing.T) {
+	logs := make(records, 256)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	q, p := jobQueue(t, b)
+	got := make(chan int, 4)
+	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	runtime.Handle(w, q, func(ctx context.Context, j job) error {
+		got <- j.N
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := within(t, errc, "Run to return"); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, got, "the first job"); n != 1 {
+		t.Fatalf("job %d, want 1", n)
+	}
+	if _, err := rawChannel(t).QueueDelete(q.Name, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rec := within(t, (<-chan slog.Record)(logs), "the queue to be declared again")
+		if strings.Contains(rec.Message, "declared it again") && attr(rec, "queue") == q.Name {
+			break
+		}
+	}
+	// Consumed again once declared: the job runs.
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, got, "the job after the queue came back"); n != 2 {
+		t.Fatalf("job %d, want 2", n)
 	}
 }

@@ -16,9 +16,11 @@ import (
 
 // Consume starts consuming q on a channel of its own on a consuming
 // connection, with q.Prefetch unacked deliveries at most and manual acks. q
-// must have been declared through this backend. A refusal that trying again
-// would meet too (access refused, the queue missing or in exclusive use, no
-// channel left) is runtime.ErrCannotConsume as well.
+// must have been declared through this backend. A queue deleted on the
+// broker since is declared again, as it was, before it is consumed. A
+// refusal that trying again would meet too (access refused, the queue in
+// exclusive use or missing even after it was declared again, no channel
+// left) is runtime.ErrCannotConsume as well.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
@@ -35,6 +37,27 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
+	s, err := b.consume(ctx, q)
+	if err == nil {
+		return s, nil
+	}
+	if !isNoQueue(err) {
+		return nil, err
+	}
+	// Deleted behind this backend's back since it was declared: declare
+	// it again, with what goes with it, as a worker's start would.
+	if derr := b.Declare(ctx, declared); derr != nil {
+		return nil, consumeError(fmt.Sprintf("consume %q: the queue is missing on the broker, and declaring it again failed", q.Name), derr)
+	}
+	b.log.Warn("queuey: queue was missing on the broker; declared it again", "queue", q.Name)
+	if s, err = b.consume(ctx, q); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// consume is Consume of q, with its declared arguments, once.
+func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
 	ch, conn, release, err := b.cons.channel(ctx)
 	if err != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)

@@ -30,8 +30,8 @@ var (
 	ErrClosed = errors.New("queuey: closed")
 	// ErrCannotConsume is returned by a backend's Consume for a queue
 	// that trying again would not consume either: the broker refused it
-	// (access refused, the queue is missing or held by an exclusive
-	// consumer) or has no room for another consumer. Worker.Run returns
+	// (access refused, the queue is held by an exclusive consumer) or has
+	// no room for another consumer. Worker.Run returns
 	// it, naming the queue, instead of subscribing again.
 	ErrCannotConsume = errors.New("queuey: queue cannot be consumed")
 	// ErrShutdownTimeout is the cancel cause of handler contexts still
