@@ -16,8 +16,8 @@
 // (access refused, in exclusive use) is runtime.ErrCannotConsume, which
 // Worker.Run returns; a queue deleted on the broker since it was declared
 // is declared again before it is consumed. Queues are declared on a
-// channel of their own, since a refused declare closes its channel. A
-// connection, dialled only when a plugin-mode queue is declared,
+// channel of their own, since a refused declare closes its channel. One
+// more connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares (see Delay modes).
 //
 // The broker shows the connections by name, Options.ConnectionName ("queuey"
