@@ -38,6 +38,7 @@ type Backend struct {
 	conConn  *connection   // the first of cons: short-lived channels open here
 	cons     *consumePool  // consumers' channels, spread over connections
 	checks   chan struct{} // one per pause check in flight
+	notices  pauseNotices  // the binding every pause watch hears from
 	pub      *publisher
 	decl     *declarer
 	holds    singleflight.Group // hold-queue declares in flight, by name
@@ -99,6 +100,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		closed:   make(chan struct{}),
 	}
 	b.delayers = delayers(b)
+	b.notices.b = b
 	v := pubConn.serverVersion()
 	b.version, err = topology.ParseVersion(v)
 	if err != nil {

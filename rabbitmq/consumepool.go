@@ -13,8 +13,8 @@ import (
 )
 
 // consumePool spreads the channels that live as long as a consumer (one
-// per consumed queue, one per watch of a queue's paused state) over as
-// many consuming connections as they need, at most perConn channels each.
+// per consumed queue, and the one that hears pause notices) over as many
+// consuming connections as they need, at most perConn channels each.
 // A connection has at most channel_max channels (2,047 by default), so
 // one connection would refuse the 2,048th queue; perConn stays well below
 // that, leaving the first connection room for the short-lived channels of

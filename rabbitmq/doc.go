@@ -7,10 +7,10 @@
 // carrying acks too. Publishes are spread over a few confirm-mode channels
 // (Options.PublishChannels), and plugin waits go over channels of their own
 // (see Delay modes); every subscription consumes on a channel of its own
-// with basic.qos set to its prefetch and manual acks. A consumed queue
-// holds two channels (its consumer and the watch of its paused state);
-// when they outgrow one connection (half its negotiated channel_max, at
-// most 1,000 each), more consuming connections are dialled, each redialled
+// with basic.qos set to its prefetch and manual acks, and one more channel
+// hears the notices of paused queues for all of them. When consumers
+// outgrow one connection (half its negotiated channel_max, at most 1,000
+// each), more consuming connections are dialled, each redialled
 // over the nodes on its own after a loss, so one worker can consume
 // thousands of queues. A queue the broker refuses to let us consume
 // (access refused, in exclusive use) is runtime.ErrCannotConsume, which

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -22,12 +23,13 @@ var _ runtime.Pauser = (*Backend)(nil)
 // every worker and is read with a passive declare. Pausing declares the
 // marker, resuming deletes it, and either then publishes a notice,
 // "pause <q>" or "resume <q>", to the durable fanout exchange
-// "queuey.control". Each watcher binds an exclusive queue of its own to
-// that exchange before it reads the marker, so it misses no notice, and
-// on each notice of its queue reads the marker again: the marker decides,
-// the notice only says when to look. A watcher also reads the marker every
-// PauseRecheck and whenever it binds again after a lost connection, which
-// covers a notice lost with a connection.
+// "queuey.control". A backend binds one exclusive queue to that exchange,
+// for all its watchers, before the first reads its marker, so none misses
+// a notice, and on each notice wakes the watchers of the queue it names,
+// which read the marker again: the marker decides, the notice only says
+// when to look. A watcher also reads the marker every PauseRecheck and
+// whenever the backend binds again after a lost connection, which covers
+// a notice lost with a connection.
 
 // Names of the pause topology.
 const (
@@ -139,67 +141,32 @@ func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, e
 	if _, err := b.marker(queue); err != nil {
 		return nil, err
 	}
-	w := &pauseWatch{b: b, queue: queue, out: make(chan bool, 1)}
-	notices, err := w.bind(ctx)
-	if err != nil {
-		return nil, err
+	w := &pauseWatch{b: b, queue: queue, out: make(chan bool, 1), wake: make(chan struct{}, 1)}
+	// Bound before the marker is read: a notice sent after the read
+	// wakes the watch.
+	if err := b.notices.add(ctx, w); err != nil {
+		return nil, fmt.Errorf("watch queue %q: %w", queue, err)
 	}
 	if err := w.check(ctx, true); err != nil {
-		w.closeCh()
+		b.notices.remove(w)
 		return nil, err
 	}
-	go w.loop(ctx, notices)
+	go w.loop(ctx)
 	return w.out, nil
 }
 
 type pauseWatch struct {
-	b       *Backend
-	queue   string
-	out     chan bool
-	ch      *amqp.Channel
-	release func() // gives ch's place back to the pool
-	last    bool
+	b     *Backend
+	queue string
+	out   chan bool
+	wake  chan struct{} // a notice of queue came, or the notices were bound again
+	last  bool
 }
 
 // maxPauseChecks bounds the reads of paused markers in flight at once:
 // each opens a channel of its own on the first consuming connection, and
 // a worker of thousands of queues starts a watch of each at once.
 const maxPauseChecks = 64
-
-// closeCh closes the watch's channel and gives its place back.
-func (w *pauseWatch) closeCh() {
-	_ = w.ch.Close()
-	w.release()
-}
-
-// bind opens a channel with an exclusive queue bound to the control
-// exchange and returns its notices.
-func (w *pauseWatch) bind(ctx context.Context) (<-chan amqp.Delivery, error) {
-	ch, _, release, err := w.b.cons.channel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("watch queue %q: %w", w.queue, err)
-	}
-	notices, err := func() (<-chan amqp.Delivery, error) {
-		if err := ch.ExchangeDeclare(controlExchange, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
-			return nil, err
-		}
-		q, err := ch.QueueDeclare("", false, true, true, false, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err := ch.QueueBind(q.Name, "", controlExchange, false, nil); err != nil {
-			return nil, err
-		}
-		return ch.Consume(q.Name, "", true, true, false, false, nil)
-	}()
-	if err != nil {
-		_ = ch.Close()
-		release()
-		return nil, brokerError(fmt.Sprintf("watch queue %q: bind to %q", w.queue, controlExchange), err)
-	}
-	w.ch, w.release = ch, release
-	return notices, nil
-}
 
 // check reads the marker and sends the state when it changed, or always
 // when first.
@@ -225,9 +192,9 @@ func (w *pauseWatch) check(ctx context.Context, first bool) error {
 	return nil
 }
 
-func (w *pauseWatch) loop(ctx context.Context, notices <-chan amqp.Delivery) {
+func (w *pauseWatch) loop(ctx context.Context) {
 	defer close(w.out)
-	defer func() { w.closeCh() }()
+	defer w.b.notices.remove(w)
 	recheck := time.NewTicker(PauseRecheck)
 	defer recheck.Stop()
 	for {
@@ -236,18 +203,7 @@ func (w *pauseWatch) loop(ctx context.Context, notices <-chan amqp.Delivery) {
 			return
 		case <-w.b.closed:
 			return
-		case n, ok := <-notices:
-			if !ok {
-				notices = w.rebind(ctx)
-				if notices == nil {
-					return
-				}
-				continue
-			}
-			_, queue, _ := strings.Cut(string(n.Body), " ")
-			if queue != w.queue {
-				continue
-			}
+		case <-w.wake:
 		case <-recheck.C:
 		}
 		if err := w.check(ctx, false); err != nil && ctx.Err() == nil {
@@ -256,30 +212,179 @@ func (w *pauseWatch) loop(ctx context.Context, notices <-chan amqp.Delivery) {
 	}
 }
 
-// rebind binds again after the channel was lost, with backoff, and reads
-// the marker: notices may have been lost meanwhile. It returns nil when
-// ctx ends or the backend closes.
-func (w *pauseWatch) rebind(ctx context.Context) <-chan amqp.Delivery {
-	w.closeCh()
+// pauseNotices is a backend's one binding to the control exchange: an
+// exclusive queue on a channel of its own, bound when the first watch
+// starts and until the backend closes, whose notices wake the watches of
+// the queue each names. One binding serves every watch, so a worker of
+// thousands of queues holds one channel and one exclusive queue for them,
+// not one each.
+type pauseNotices struct {
+	b *Backend
+
+	bind    sync.Mutex // held while the first binding is made
+	mu      sync.Mutex
+	bound   bool
+	watches map[string]map[*pauseWatch]struct{}
+}
+
+// add makes w hear the notices of its queue, binding first if nothing is
+// bound yet.
+func (n *pauseNotices) add(ctx context.Context, w *pauseWatch) error {
+	if err := n.start(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.watches == nil {
+		n.watches = map[string]map[*pauseWatch]struct{}{}
+	}
+	ws := n.watches[w.queue]
+	if ws == nil {
+		ws = map[*pauseWatch]struct{}{}
+		n.watches[w.queue] = ws
+	}
+	ws[w] = struct{}{}
+	return nil
+}
+
+func (n *pauseNotices) remove(w *pauseWatch) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.watches[w.queue], w)
+	if len(n.watches[w.queue]) == 0 {
+		delete(n.watches, w.queue)
+	}
+}
+
+// start binds, once, and starts the loop that reads the notices.
+func (n *pauseNotices) start(ctx context.Context) error {
+	n.mu.Lock()
+	bound := n.bound
+	n.mu.Unlock()
+	if bound {
+		return nil
+	}
+	n.bind.Lock()
+	defer n.bind.Unlock()
+	n.mu.Lock()
+	bound = n.bound
+	n.mu.Unlock()
+	if bound {
+		return nil
+	}
+	ch, release, notices, err := n.open(ctx)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.bound = true
+	n.mu.Unlock()
+	go n.loop(ch, release, notices)
+	return nil
+}
+
+// open opens a channel with an exclusive queue bound to the control
+// exchange and returns its notices.
+func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan amqp.Delivery, error) {
+	ch, _, release, err := n.b.cons.channel(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	notices, err := callCtx(ctx, func() (<-chan amqp.Delivery, error) {
+		if err := ch.ExchangeDeclare(controlExchange, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+			return nil, err
+		}
+		q, err := ch.QueueDeclare("", false, true, true, false, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := ch.QueueBind(q.Name, "", controlExchange, false, nil); err != nil {
+			return nil, err
+		}
+		return ch.Consume(q.Name, "", true, true, false, false, nil)
+	}, nil)
+	if err != nil {
+		go func() { // may wait on a broker that stopped answering
+			_ = ch.Close()
+			release()
+		}()
+		return nil, nil, nil, brokerError(fmt.Sprintf("bind to %q", controlExchange), err)
+	}
+	return ch, release, notices, nil
+}
+
+// loop wakes the watches each notice names, and binds again after the
+// channel is lost, waking every watch then: notices may have been lost
+// meanwhile. It ends when the backend closes.
+func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amqp.Delivery) {
+	for {
+		select {
+		case <-n.b.closed:
+			_ = ch.Close()
+			release()
+			return
+		case d, ok := <-notices:
+			if ok {
+				_, queue, _ := strings.Cut(string(d.Body), " ")
+				n.wake(queue)
+				continue
+			}
+		}
+		_ = ch.Close()
+		release()
+		if ch, release, notices = n.rebind(); notices == nil {
+			return
+		}
+		n.wake("")
+	}
+}
+
+// rebind binds again, with backoff, until it can; it returns nil notices
+// when the backend closes first.
+func (n *pauseNotices) rebind() (*amqp.Channel, func(), <-chan amqp.Delivery) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.b.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	backoff := 50 * time.Millisecond
 	for {
-		notices, err := w.bind(ctx)
+		ch, release, notices, err := n.open(ctx)
 		if err == nil {
-			if err := w.check(ctx, false); err != nil {
-				w.b.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", w.queue, "paused", w.last, "error", err)
-			}
-			return notices
+			return ch, release, notices
 		}
-		if errors.Is(err, runtime.ErrClosed) {
-			return nil
+		if errors.Is(err, runtime.ErrClosed) || ctx.Err() != nil {
+			return nil, nil, nil
 		}
+		n.b.log.Debug("queuey: cannot bind to the control exchange again; trying again", "error", err, "after", backoff)
+		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-w.b.closed:
-			return nil
-		case <-time.After(backoff):
+			t.Stop()
+			return nil, nil, nil
+		case <-t.C:
 		}
 		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// wake wakes the watches of queue, or every watch when queue is "".
+func (n *pauseNotices) wake(queue string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for q, ws := range n.watches {
+		if queue != "" && q != queue {
+			continue
+		}
+		for w := range ws {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 }

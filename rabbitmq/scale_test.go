@@ -59,10 +59,9 @@ func deleteQueuesFast(names []string) {
 
 // TestWorkerOfMoreQueuesThanOneConnectionHolds runs one worker of 2,100
 // queues: more than the 2,047 channels one connection holds by default,
-// each queue needing two (its consumer and the watch of its paused
-// state). They are spread over several consuming connections; every queue
-// consumes, a job on the last one runs, and an idle queue holds a few
-// goroutines.
+// each queue needing one for its consumer. They are spread over several
+// consuming connections; every queue consumes, a job on the last one runs,
+// and an idle queue holds a few goroutines.
 func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("declares 2,100 queues")
@@ -71,9 +70,9 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 		queues = 2100
 		// An idle queue holds its runner and the reader of its paused
 		// state, its subscription's loop and acker, amqp091-go's
-		// buffer of its consumer, and its pause watch's loop and
-		// buffer: 7. A goroutine per concurrency slot would be 10 more.
-		perQueue = 8
+		// buffer of its consumer, and its pause watch: 6. A goroutine
+		// per concurrency slot would be 10 more.
+		perQueue = 7
 	)
 	b := dial(t, rabbitmq.Options{NoDeadLetterQueues: true})
 	cb := &countingBackend{Backend: b, want: queues, allReady: make(chan struct{})}
@@ -125,7 +124,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	}
 	conns := len(rabbitmq.ConsumeConnections(b))
 	if conns < 3 {
-		t.Errorf("%d consuming connections for %d queues (%d channels), want 3 or more", conns, queues, 2*queues)
+		t.Errorf("%d consuming connections for %d queues, want 3 or more", conns, queues)
 	}
 	// The runners' own goroutines start right after their subscribe;
 	// wait (bounded) for the count to settle under the bound.
@@ -183,13 +182,13 @@ func TestRunFailsOnAQueueItCannotConsume(t *testing.T) {
 	}
 }
 
-// TestConsumersSpreadOverConnectionsSurviveTheirLoss: with two channels per
-// consuming connection, three queues (two channels each: consumer and
-// pause watch) take three connections. Dropping every one of them, each is
+// TestConsumersSpreadOverConnectionsSurviveTheirLoss: with one channel per
+// consuming connection, three queues (a consumer each) and the binding of
+// pause notices take four connections. Dropping every one of them, each is
 // dialled again on its own and every queue consumes again.
 func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
-	rabbitmq.SetChannelsPerConnection(b, 2)
+	rabbitmq.SetChannelsPerConnection(b, 1)
 	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
 	type ran struct {
 		queue string
@@ -234,7 +233,7 @@ func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
 	handled(1)
 	conns := rabbitmq.ConsumeConnections(b)
 	if len(conns) < 3 {
-		t.Fatalf("%d consuming connections for 3 queues at 2 channels each, want 3 or more", len(conns))
+		t.Fatalf("%d consuming connections for 3 queues at 1 channel each, want 3 or more", len(conns))
 	}
 	for _, c := range conns {
 		_ = c.CloseDeadline(time.Now()) // drop the socket: a loss
