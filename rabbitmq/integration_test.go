@@ -271,12 +271,20 @@ func TestHoldQueueLease(t *testing.T) {
 }
 
 // TestDeferReturnsAheadOfBacklog: with prefetch 1, a deferred job that
-// comes back while a backlog waits is the next job delivered.
+// comes back while a backlog waits is the next job delivered, with the
+// default max_priority and with 1, two levels.
 func TestDeferReturnsAheadOfBacklog(t *testing.T) {
+	for _, mp := range []int{runtime.DefaultMaxPriority, 1} {
+		t.Run(fmt.Sprintf("max_priority_%d", mp), func(t *testing.T) { testDeferReturnsAheadOfBacklog(t, mp) })
+	}
+}
+
+func testDeferReturnsAheadOfBacklog(t *testing.T, maxPriority int) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t, ".deferred.1000"))
 	q.Kind = "job"
 	q.Prefetch, q.Concurrency = 1, 1
+	q.MaxPriority = maxPriority
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
