@@ -294,3 +294,52 @@ func TestWorkerDeclaresAgainAQueueDeletedUnderIt(t *testing.T) {
 		t.Fatalf("job %d, want 2", n)
 	}
 }
+
+// TestPauseWatchesHearNoticesAfterTheirConnectionIsLost: the one binding
+// to the control exchange that every watch of a backend hears is lost with
+// its connection; watches of two queues still learn of a pause and a
+// resume after it.
+func TestPauseWatchesHearNoticesAfterTheirConnectionIsLost(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q1, _ := jobQueue(t, b)
+	q2, _ := jobQueue(t, b)
+	t.Cleanup(func() {
+		_ = b.ResumeQueue(context.Background(), q1.Name)
+		_ = b.ResumeQueue(context.Background(), q2.Name)
+	})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	w1, err := b.WatchPaused(ctx, q1.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := b.WatchPaused(ctx, q2.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []<-chan bool{w1, w2} {
+		if within(t, w, "the first state") {
+			t.Fatal("paused before any pause")
+		}
+	}
+	for _, c := range rabbitmq.ConsumeConnections(b) {
+		_ = c.CloseDeadline(time.Now()) // drop the socket: a loss
+	}
+	if err := b.PauseQueue(ctxT(t), q2.Name); err != nil {
+		t.Fatal(err)
+	}
+	if !within(t, w2, "the pause of q2") {
+		t.Fatal("q2 reported resumed, want paused")
+	}
+	if err := b.ResumeQueue(ctxT(t), q2.Name); err != nil {
+		t.Fatal(err)
+	}
+	if within(t, w2, "the resume of q2") {
+		t.Fatal("q2 reported paused, want resumed")
+	}
+	select {
+	case s := <-w1:
+		t.Errorf("q1's watch sent %v; its state never changed", s)
+	default:
+	}
+}
