@@ -13,6 +13,33 @@ import (
 // a message that went back to the queue unsettled.
 const headerDeliveryCount = "x-delivery-count"
 
+// headerRedelivered marks the copy of a redelivered job that a classic
+// queue publishes again with its attempt raised, so that the delivery of
+// that copy reports itself as a redelivery (runtime.Redelivery). It is a
+// job header ("queuey-redelivered" among the envelope's headers), taken
+// off again before the job reaches a handler.
+const headerRedelivered = "queuey-redelivered"
+
+// redeliveryOf reports whether the delivery of m, about to go to a handler,
+// is a redelivery of a job that was handed out before and never settled:
+// on a quorum queue, one the broker counted a delivery of
+// (x-delivery-count); on a classic queue, the copy that redelivered
+// published again. It removes the mark from env, so that a retry or
+// deferral of the job does not carry it on.
+func (s *subscription) redeliveryOf(m *amqp.Delivery, env *runtime.Envelope) bool {
+	_, marked := env.Headers[headerRedelivered]
+	if marked {
+		delete(env.Headers, headerRedelivered)
+		if len(env.Headers) == 0 {
+			env.Headers = nil
+		}
+	}
+	if s.q.QueueType == runtime.QueueQuorum {
+		return deliveryCount(m.Headers) > 0
+	}
+	return marked
+}
+
 // redeliveryBackoff is how long a redelivered job whose new attempt could
 // not be published stays unacked before it goes back to the queue.
 const redeliveryBackoff = time.Second
@@ -56,6 +83,10 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 		}
 		next := env.Clone()
 		next.Attempt = attempt
+		if next.Headers == nil {
+			next.Headers = make(map[string]string, 1)
+		}
+		next.Headers[headerRedelivered] = "1"
 		msg, err := codec.Encode(next, codec.Options{Priority: m.Priority})
 		if err == nil {
 			err = s.b.pub.publish(s.ctx, s.q.Name, msg)
@@ -75,6 +106,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	next := env.Clone()
 	next.Attempt = runs
 	next.LastError = reason
+	delete(next.Headers, headerRedelivered)
 	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
 	if err == nil {
 		err = s.b.publishDead(s.ctx, s.q.Name, msg)
@@ -118,3 +150,12 @@ func deliveryCount(h amqp.Table) int {
 	}
 	return 0
 }
+
+var _ runtime.Redelivery = (*delivery)(nil)
+
+// Redelivered reports whether the job was handed out before and never
+// settled (its worker crashed, lost its connection, or a failed settle put
+// it back), so that the worker's observers are told OutcomeRedelivered. On
+// a classic queue the broker's redelivery was published again as a new
+// attempt; the delivery of that copy is the one that reports true.
+func (d *delivery) Redelivered() bool { return d.redelivered }

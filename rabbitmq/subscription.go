@@ -235,7 +235,7 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			if s.redelivered(&m, env) {
 				continue
 			}
-			d := &delivery{s: s, tag: m.DeliveryTag, env: env}
+			d := &delivery{s: s, tag: m.DeliveryTag, env: env, redelivered: s.redeliveryOf(&m, env)}
 			select {
 			case s.out <- d:
 			case <-s.ctx.Done():
@@ -424,9 +424,10 @@ func (s *subscription) requeueAfter(m *amqp.Delivery, d time.Duration) {
 
 // delivery is one job of a subscription.
 type delivery struct {
-	s   *subscription
-	tag uint64
-	env *runtime.Envelope
+	s           *subscription
+	tag         uint64
+	env         *runtime.Envelope
+	redelivered bool // see redeliveryOf
 }
 
 func (d *delivery) Envelope() *runtime.Envelope { return d.env }
