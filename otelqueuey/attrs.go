@@ -1,30 +1,30 @@
 package otelqueuey
 
 import (
+	"sync/atomic"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
-	"go.opentelemetry.io/otel/trace"
 )
 
-// jobAttrs is what every span and measurement of one queue and kind
-// share, made once, since instrumentation runs for every job.
+// jobAttrs is what every span and measurement of one queue and kind share,
+// made once, since instrumentation runs for every job; and the job counts
+// of that queue and kind, which the metrics callback reports.
 type jobAttrs struct {
-	kind        string
-	measure     metric.MeasurementOption
-	sendName    string
-	send        []attribute.KeyValue
-	processName string
-	process     []attribute.KeyValue
-}
+	kind string
+	// observe and record carry the attribute set {queue, kind}: an option
+	// made once, and a slice of it so that passing it to Record allocates
+	// nothing.
+	observe metric.ObserveOption
+	record  []metric.RecordOption
 
-// spanAttrs returns shared, extra and more in one slice of the exact size:
-// the SDK copies a span's attributes once, and each WithAttributes option
-// would grow its slice again.
-func spanAttrs(shared, extra []attribute.KeyValue, more ...attribute.KeyValue) trace.SpanStartEventOption {
-	attrs := make([]attribute.KeyValue, 0, len(shared)+len(extra)+len(more))
-	attrs = append(append(append(attrs, shared...), extra...), more...)
-	return trace.WithAttributes(attrs...)
+	sendName    string
+	send        []attribute.KeyValue // every attribute of a producer span but the job's own
+	processName string
+	process     []attribute.KeyValue // every attribute of a consumer span but the job's own
+
+	counts [numCounts]atomic.Int64
 }
 
 type jobKey struct{ queue, kind string }
@@ -51,9 +51,11 @@ func (in *Instrumentation) job(queue, kind string) *jobAttrs {
 	with := func(op attribute.KeyValue, name string) []attribute.KeyValue {
 		return append(common[:len(common):len(common)], op, semconv.MessagingOperationName(name))
 	}
+	set := metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue), attribute.String("kind", kind)))
 	ja := &jobAttrs{
 		kind:        kind,
-		measure:     metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue), attribute.String("kind", kind))),
+		observe:     set,
+		record:      []metric.RecordOption{set},
 		sendName:    "send " + queue,
 		send:        with(semconv.MessagingOperationTypeSend, "enqueue"),
 		processName: "process " + queue,

@@ -43,7 +43,16 @@
 //	queuey.queue.depth         jobs ready on a queue (only with Config.Depth)
 //
 // A failed run is counted twice, by design: once as failed and once as the
-// way it was settled (retried or dead_lettered). Measurements are taken
-// without the job's span in their context, so the SDK attaches no
-// exemplars to them.
+// way it was settled (retried or dead_lettered). The counters and the
+// in-flight gauge are observable instruments over counts kept per queue
+// and kind, read when metrics are collected, so counting a job costs an
+// atomic add; a counter's series appears once it is above zero. The
+// histograms are recorded without the job's span in their context, so the
+// SDK attaches no exemplars to them.
+//
+// Span attributes: a producer span gets its attributes just after it
+// starts, a consumer span when it ends, together with queuey.outcome;
+// neither passes them to the start, which would copy them twice more per
+// span. So a sampler (or a span processor's OnStart) sees a span's name,
+// kind and parent, not its attributes.
 package otelqueuey

@@ -25,11 +25,33 @@ var noExemplar = context.Background()
 // depthTimeout bounds one collection of queue depths.
 const depthTimeout = 5 * time.Second
 
+// count indexes the job counts of a jobAttrs, one per counter.
+type count int
+
+const (
+	cEnqueued count = iota
+	cStarted
+	cSucceeded
+	cFailed
+	cRetried
+	cDeferred
+	cDeadLettered
+	cRequeued
+	cAbandoned
+	cRedelivered
+	numCounters // the counters above; in-flight follows
+	cInFlight   = numCounters
+	numCounts   = numCounters + 1
+)
+
+// The counters and the in-flight gauge are observable instruments over
+// atomic counts kept per queue and kind: counting a job is an atomic add,
+// and the SDK's aggregation runs once per collection instead of once per
+// job. Only the histograms are measured per job.
 type instruments struct {
-	enqueued, started, succeeded, failed, retried, deferred metric.Int64Counter
-	deadLettered, requeued, abandoned, redelivered          metric.Int64Counter
-	inFlight                                                metric.Int64UpDownCounter
-	duration, latency                                       metric.Float64Histogram
+	counters          [numCounters]metric.Int64ObservableCounter
+	inFlight          metric.Int64ObservableUpDownCounter
+	duration, latency metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
@@ -37,52 +59,83 @@ func newInstruments(m metric.Meter) (instruments, error) {
 		ins  instruments
 		errs []error
 	)
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{job}"))
+	for _, c := range []struct {
+		c          count
+		name, desc string
+	}{
+		{cEnqueued, "queuey.jobs.enqueued", "Jobs stored by an enqueue."},
+		{cStarted, "queuey.jobs.started", "Runs of jobs started."},
+		{cSucceeded, "queuey.jobs.succeeded", "Runs that succeeded and were acked."},
+		{cFailed, "queuey.jobs.failed", "Runs whose handler failed (an error other than Defer, or a panic)."},
+		{cRetried, "queuey.jobs.retried", "Runs settled as a retry after a backoff."},
+		{cDeferred, "queuey.jobs.deferred", "Runs settled as a deferral."},
+		{cDeadLettered, "queuey.jobs.dead_lettered", "Runs settled as a dead letter."},
+		{cRequeued, "queuey.jobs.requeued", "Runs whose outcome could not be recorded; the job was put back."},
+		{cAbandoned, "queuey.jobs.abandoned", "Runs left unsettled, to be delivered again."},
+		{cRedelivered, "queuey.jobs.redelivered", "Deliveries the backend reported as redeliveries."},
+	} {
+		var err error
+		ins.counters[c.c], err = m.Int64ObservableCounter(c.name, metric.WithDescription(c.desc), metric.WithUnit("{job}"))
 		errs = append(errs, err)
-		return c
 	}
+	var err error
+	ins.inFlight, err = m.Int64ObservableUpDownCounter("queuey.jobs.in_flight", metric.WithDescription("Runs started and not yet settled."), metric.WithUnit("{job}"))
+	errs = append(errs, err)
 	histogram := func(name, desc string) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(durationBuckets...))
 		errs = append(errs, err)
 		return h
 	}
-	ins.enqueued = counter("queuey.jobs.enqueued", "Jobs stored by an enqueue.")
-	ins.started = counter("queuey.jobs.started", "Runs of jobs started.")
-	ins.succeeded = counter("queuey.jobs.succeeded", "Runs that succeeded and were acked.")
-	ins.failed = counter("queuey.jobs.failed", "Runs whose handler failed (an error other than Defer, or a panic).")
-	ins.retried = counter("queuey.jobs.retried", "Runs settled as a retry after a backoff.")
-	ins.deferred = counter("queuey.jobs.deferred", "Runs settled as a deferral.")
-	ins.deadLettered = counter("queuey.jobs.dead_lettered", "Runs settled as a dead letter.")
-	ins.requeued = counter("queuey.jobs.requeued", "Runs whose outcome could not be recorded; the job was put back.")
-	ins.abandoned = counter("queuey.jobs.abandoned", "Runs left unsettled, to be delivered again.")
-	ins.redelivered = counter("queuey.jobs.redelivered", "Deliveries the backend reported as redeliveries.")
-	var err error
-	ins.inFlight, err = m.Int64UpDownCounter("queuey.jobs.in_flight", metric.WithDescription("Runs started and not yet settled."), metric.WithUnit("{job}"))
-	errs = append(errs, err)
 	ins.duration = histogram("queuey.job.duration", "How long handlers ran.")
 	ins.latency = histogram("queuey.job.queue_latency", "Time from a job's first enqueue to the start of a run.")
 	return ins, errors.Join(errs...)
 }
 
-// counter returns the counter of a settled outcome.
-func (m *instruments) counter(k runtime.OutcomeKind) metric.Int64Counter {
+// counterOf returns the count of an outcome.
+func counterOf(k runtime.OutcomeKind) count {
 	switch k {
 	case runtime.OutcomeAcked:
-		return m.succeeded
+		return cSucceeded
 	case runtime.OutcomeRetried:
-		return m.retried
+		return cRetried
 	case runtime.OutcomeDeferred:
-		return m.deferred
+		return cDeferred
 	case runtime.OutcomeDeadLettered:
-		return m.deadLettered
+		return cDeadLettered
 	case runtime.OutcomeRequeued:
-		return m.requeued
+		return cRequeued
 	case runtime.OutcomeRedelivered:
-		return m.redelivered
+		return cRedelivered
 	default:
-		return m.abandoned
+		return cAbandoned
 	}
+}
+
+// observeCounts registers the callback that reports the job counts of
+// every queue and kind seen: each counter once it is above zero (so that a
+// scrape shows no series of an outcome that never happened), and in-flight
+// once a run started.
+func (in *Instrumentation) observeCounts(m metric.Meter) (metric.Registration, error) {
+	insts := make([]metric.Observable, 0, numCounts)
+	for _, c := range in.m.counters {
+		insts = append(insts, c)
+	}
+	insts = append(insts, in.m.inFlight)
+	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		in.attrs.Range(func(_, v any) bool {
+			ja := v.(*jobAttrs)
+			for c, inst := range in.m.counters {
+				if n := ja.counts[c].Load(); n != 0 {
+					o.ObserveInt64(inst, n, ja.observe)
+				}
+			}
+			if ja.counts[cStarted].Load() != 0 {
+				o.ObserveInt64(in.m.inFlight, ja.counts[cInFlight].Load(), ja.observe)
+			}
+			return true
+		})
+		return nil
+	}, insts...)
 }
 
 // observeDepth registers the queue depth gauge, which asks rc for every

@@ -13,57 +13,92 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
+// consumerStart is the start options of every consumer span, made once:
+// the span kind only, since the attributes are set when the span ends (see
+// Outcome).
+var consumerStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+
+// outcomeAttrs holds the queuey.outcome attribute of each outcome kind.
+var outcomeAttrs = func() [runtime.OutcomeRedelivered + 1]attribute.KeyValue {
+	var a [runtime.OutcomeRedelivered + 1]attribute.KeyValue
+	for k := range a {
+		a[k] = attribute.String("queuey.outcome", runtime.OutcomeKind(k).String())
+	}
+	return a
+}()
+
+func outcomeAttr(k runtime.OutcomeKind) attribute.KeyValue {
+	if k < 0 || int(k) >= len(outcomeAttrs) {
+		k = 0 // "unknown"
+	}
+	return outcomeAttrs[k]
+}
+
 // Start implements runtime.Observer: it starts the run's consumer span
 // ("process <queue>") as a child of the trace context in env's headers,
 // counts the run as started and in flight, and records its queue latency.
+//
+// The span's attributes are set when it ends, all at once with the
+// outcome, rather than given to the start: that copies them once per span
+// instead of four times. A sampler, and a span processor's OnStart, see
+// the span's name ("process <queue>"), kind and parent, not its
+// attributes.
 func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) context.Context {
 	ctx = in.prop.Extract(ctx, propagation.MapCarrier(env.Headers))
 	ja := in.job(env.Queue, env.Kind)
-	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerKind,
-		spanAttrs(ja.process, nil, semconv.MessagingMessageID(env.ID), attribute.Int("queuey.job.attempt", env.Attempt)))
-	mo := ja.measure
-	in.m.started.Add(noExemplar, 1, mo)
-	in.m.inFlight.Add(noExemplar, 1, mo)
+	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerStart...)
+	ja.counts[cStarted].Add(1)
+	ja.counts[cInFlight].Add(1)
 	if !env.EnqueuedAt.IsZero() {
-		in.m.latency.Record(noExemplar, max(time.Since(env.EnqueuedAt), 0).Seconds(), mo)
+		in.m.latency.Record(noExemplar, max(time.Since(env.EnqueuedAt), 0).Seconds(), ja.record...)
 	}
 	return ctx
 }
 
 // Outcome implements runtime.Observer: it counts the outcome, records the
 // handler's duration, and ends the run's span with the outcome as its
-// queuey.outcome attribute and, unless acked, as an event; its status is Ok
-// when acked, Error when the handler failed, unset otherwise. A redelivery is an event on the span, which goes on.
+// queuey.outcome attribute and, unless acked, as an event; its status is
+// Ok when acked, Error when the handler failed, unset otherwise. A
+// redelivery is an event on the span, which goes on.
 func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 	span := trace.SpanFromContext(ctx)
-	mo := in.job(o.Queue, o.JobKind).measure
-	in.m.counter(o.Kind).Add(noExemplar, 1, mo)
+	ja := in.job(o.Queue, o.JobKind)
+	ja.counts[counterOf(o.Kind)].Add(1)
 	if o.Kind == runtime.OutcomeRedelivered {
 		span.AddEvent("redelivered")
 		return
 	}
-	in.m.inFlight.Add(noExemplar, -1, mo)
-	in.m.duration.Record(noExemplar, o.HandlerDuration.Seconds(), mo)
-	attrs := []attribute.KeyValue{attribute.String("queuey.outcome", o.Kind.String())}
-	switch o.Kind {
-	case runtime.OutcomeRetried, runtime.OutcomeDeferred:
-		attrs = append(attrs, attribute.Float64("queuey.job.delay", o.Delay.Seconds()))
-	case runtime.OutcomeDeadLettered:
-		attrs = append(attrs, attribute.String("queuey.dead_letter.reason", o.Reason))
-	case runtime.OutcomeRequeued, runtime.OutcomeAbandoned:
-		if o.SettleErr != nil {
-			attrs = append(attrs, attribute.String("queuey.settle.error", o.SettleErr.Error()))
+	ja.counts[cInFlight].Add(-1)
+	in.m.duration.Record(noExemplar, o.HandlerDuration.Seconds(), ja.record...)
+	failed := o.Err != nil && o.Kind != runtime.OutcomeDeferred
+	if failed {
+		ja.counts[cFailed].Add(1)
+	}
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	outcome := outcomeAttr(o.Kind)
+	if o.Kind != runtime.OutcomeAcked { // the status says the rest of an ack
+		attrs := append(make([]attribute.KeyValue, 0, 2), outcome)
+		switch o.Kind {
+		case runtime.OutcomeRetried, runtime.OutcomeDeferred:
+			attrs = append(attrs, attribute.Float64("queuey.job.delay", o.Delay.Seconds()))
+		case runtime.OutcomeDeadLettered:
+			attrs = append(attrs, attribute.String("queuey.dead_letter.reason", o.Reason))
+		case runtime.OutcomeRequeued, runtime.OutcomeAbandoned:
+			if o.SettleErr != nil {
+				attrs = append(attrs, attribute.String("queuey.settle.error", o.SettleErr.Error()))
+			}
 		}
-	}
-	if o.Kind == runtime.OutcomeAcked {
-		span.SetAttributes(attrs[0]) // the status says the rest
-	} else {
 		span.AddEvent(o.Kind.String(), trace.WithAttributes(attrs...))
-		span.SetAttributes(attrs[0])
 	}
+	// One slice of the exact size, which the span copies.
+	attrs := make([]attribute.KeyValue, 0, len(ja.process)+3)
+	attrs = append(attrs, ja.process...)
+	span.SetAttributes(append(attrs, semconv.MessagingMessageID(o.JobID), attribute.Int("queuey.job.attempt", o.Attempt), outcome)...)
 	switch {
-	case o.Err != nil && o.Kind != runtime.OutcomeDeferred:
-		in.m.failed.Add(noExemplar, 1, mo)
+	case failed:
 		span.RecordError(o.Err)
 		span.SetStatus(codes.Error, o.Err.Error())
 	case o.Kind == runtime.OutcomeAcked:

@@ -88,6 +88,9 @@ func New(cfg Config) (*Instrumentation, error) {
 		return nil, fmt.Errorf("otelqueuey: %w", err)
 	}
 	in.m = m
+	if _, err := in.observeCounts(meter); err != nil {
+		return nil, fmt.Errorf("otelqueuey: %w", err)
+	}
 	if cfg.Depth != nil {
 		for _, q := range cfg.DepthQueues {
 			in.queues.Store(q, struct{}{})

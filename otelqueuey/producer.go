@@ -13,10 +13,9 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-var (
-	producerKind = trace.WithSpanKind(trace.SpanKindProducer)
-	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
-)
+// producerStart is the start options of every producer span, made once;
+// the attributes are set just after the start (see the package doc).
+var producerStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
 
 // ProducerMiddleware returns the middleware to give runtime.Producer.Use: a
 // producer span per job ("send <queue>", a child of the span in the
@@ -37,9 +36,19 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 			if delay > 0 {
 				batch = append(batch, attribute.Float64("queuey.job.delay", delay.Seconds()))
 			}
-			spans := make([]trace.Span, len(envs))
+			var one [1]trace.Span
+			spans := one[:]
+			if len(envs) > 1 {
+				spans = make([]trace.Span, len(envs))
+			}
 			for i, env := range envs {
-				sctx, span := in.tracer.Start(ctx, ja.sendName, producerKind, spanAttrs(ja.send, batch, semconv.MessagingMessageID(env.ID)))
+				sctx, span := in.tracer.Start(ctx, ja.sendName, producerStart...)
+				if span.IsRecording() {
+					// One slice of the exact size, which the span copies.
+					attrs := make([]attribute.KeyValue, 0, len(ja.send)+len(batch)+1)
+					attrs = append(append(append(attrs, ja.send...), batch...), semconv.MessagingMessageID(env.ID))
+					span.SetAttributes(attrs...)
+				}
 				if env.Headers == nil {
 					env.Headers = make(map[string]string, 2)
 				}
@@ -58,7 +67,7 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 				span.End()
 			}
 			if stored > 0 {
-				in.m.enqueued.Add(noExemplar, int64(stored), ja.measure)
+				ja.counts[cEnqueued].Add(int64(stored))
 			}
 			return errs
 		}
