@@ -365,7 +365,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if base.Err() != nil {
 		return // shutdown timeout: leave the job for redelivery
 	}
-	serr := c.settle(base, d, env, err, run)
+	serr := c.settle(base, ctx, d, env, err, run)
 	if serr == nil {
 		if c.settleFailures.Load() != 0 {
 			c.settleFailures.Store(0)
@@ -374,7 +374,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	}
 	if errors.Is(serr, ErrClosed) {
 		// The delivery's channel is gone: the backend delivers it again.
-		c.w.log.Warn("queuey: consumer closed before the job was settled; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
+		c.w.log.WarnContext(ctx, "queuey: consumer closed before the job was settled; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr)
 		run.unsettled(serr, false, nil)
 		return
 	}
@@ -385,10 +385,10 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	// slot, but not this handler slot, and nothing else waits for it.
 	n := c.settleFailures.Add(1)
 	delay := min(settleRetryDelay<<min(n-1, 5), maxSettleRetryDelay)
-	c.w.log.Error("queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", delay)
+	c.w.log.ErrorContext(ctx, "queuey: settle failed; job will be delivered again", "queue", c.queue.Name, "job_id", env.ID, "error", serr, "after", delay)
 	requeues.after(delay, func() {
 		if rerr := d.Requeue(base); rerr != nil && !errors.Is(rerr, ErrClosed) {
-			c.w.log.Error("queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
+			c.w.log.ErrorContext(ctx, "queuey: requeue failed; job stays unsettled until the consumer closes", "queue", c.queue.Name, "job_id", env.ID, "error", rerr)
 		}
 	})
 	// Observers hear of the requeue now, as it is scheduled: the run ends
@@ -414,19 +414,21 @@ func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			c.w.log.Error("queuey: handler panicked", "queue", c.queue.Name, "job_id", env.ID, "panic", r, "stack", string(debug.Stack()))
+			c.w.log.ErrorContext(base, "queuey: handler panicked", "queue", c.queue.Name, "job_id", env.ID, "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
 	return c.handler(ctx, env)
 }
 
-// settle applies the handler's outcome to d. A wait the backend refuses
+// settle applies the handler's outcome to d, through the backend with ctx;
+// it logs with the run's context, runCtx (the one the observers made, which
+// may carry a span for a log handler to read). A wait the backend refuses
 // (too long for it, or onto a queue it does not know) leaves d unsettled;
 // settle then falls through to the next outcome (a refused deferral counts
 // as a failed run, a refused retry dead-letters) instead of requeueing the
 // job into the same refusal again.
-func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
+func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
 	log := c.w.log
 	if herr == nil {
 		return run.settled(d.Ack(ctx), OutcomeAcked, 0, "")
@@ -440,17 +442,17 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
 		if !refusedWait(err) {
 			if err == nil {
-				log.Debug("queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
+				log.DebugContext(runCtx, "queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
 			}
 			return run.settled(err, OutcomeDeferred, deferErr.Delay, "")
 		}
 		herr = fmt.Errorf("defer for %v refused: %w", deferErr.Delay, err)
 	}
 	if errors.As(herr, &decodeErr) || errors.As(herr, &kindErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
-		return c.deadLetter(ctx, d, env, herr, run)
+		return c.deadLetter(ctx, runCtx, d, env, herr, run)
 	}
 	delay := c.queue.RetryDelay(env.Attempt)
-	log.Warn("queuey: job failed; will retry", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, "retry_in", delay, "error", herr)
+	log.WarnContext(runCtx, "queuey: job failed; will retry", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, "retry_in", delay, "error", herr)
 	next := env.Clone()
 	next.Attempt++
 	next.LastError = truncate(herr.Error())
@@ -458,7 +460,7 @@ func (c *queueRunner) settle(ctx context.Context, d Delivery, env *Envelope, her
 	if !refusedWait(err) {
 		return run.settled(err, OutcomeRetried, delay, "")
 	}
-	return c.deadLetter(ctx, d, env, fmt.Errorf("retry in %v refused (%v) after: %w", delay, err, herr), run)
+	return c.deadLetter(ctx, runCtx, d, env, fmt.Errorf("retry in %v refused (%v) after: %w", delay, err, herr), run)
 }
 
 // refusedWait reports whether err is a backend's refusal of a wait, which
@@ -467,9 +469,9 @@ func refusedWait(err error) bool {
 	return errors.Is(err, ErrDelayTooLong) || errors.Is(err, ErrUnknownQueue)
 }
 
-func (c *queueRunner) deadLetter(ctx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
+func (c *queueRunner) deadLetter(ctx, runCtx context.Context, d Delivery, env *Envelope, herr error, run *observedRun) error {
 	reason := truncate(herr.Error())
-	c.w.log.Error("queuey: job dead-lettered", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, slog.String("reason", reason))
+	c.w.log.ErrorContext(runCtx, "queuey: job dead-lettered", "queue", c.queue.Name, "job_id", env.ID, "attempt", env.Attempt, "max_attempts", env.MaxAttempts, slog.String("reason", reason))
 	next := env.Clone()
 	next.LastError = reason
 	return run.settled(d.DeadLetter(ctx, next, reason), OutcomeDeadLettered, 0, reason)

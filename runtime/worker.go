@@ -30,6 +30,10 @@ const maxReasonLen = 4096
 type WorkerOption func(*Worker)
 
 // WithLogger sets the worker's logger. The default is slog.Default().
+// Records about one run of a job (its retry, dead letter, deferral, a
+// panic, a failed settle) are logged with the run's context, as the
+// worker's observers made it, so that a handler can read what it carries:
+// otelqueuey.NewLogHandler adds the run's trace and span IDs.
 func WithLogger(l *slog.Logger) WorkerOption {
 	return func(w *Worker) {
 		if l != nil {
