@@ -201,3 +201,49 @@ func deleteQueues(t testing.TB, url string, names ...string) {
 		}
 	}
 }
+
+// TestTraceScheduledJob checks that a job a schedule enqueues, through the
+// worker's producer middleware, gets a producer span and that its run's
+// consumer span is that span's child.
+func TestTraceScheduledJob(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { b.Close() })
+	tel := newTelemetry(t, otelqueuey.Config{})
+	q := runtime.QueueConfig{Name: "otel.scheduled", Kind: "ping"}
+	settled := make(settledSignal, 16)
+	enqueued := make(chan struct{}, 16)
+	// Outermost, so that when it hears back the producer span has ended.
+	signal := func(next runtime.PublishFunc) runtime.PublishFunc {
+		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error {
+			errs := next(ctx, envs, delay)
+			enqueued <- struct{}{}
+			return errs
+		}
+	}
+	w := runtime.NewWorker(b, runtime.WithLogger(quietLog()), runtime.WithObserver(tel.inst, settled),
+		runtime.WithProducerMiddleware(signal, tel.inst.ProducerMiddleware()))
+	runtime.Periodic(w, q, runtime.Schedule{Spec: "@every 1s"}, func() ping { return ping{N: 1} })
+	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+	startWorker(t, w)
+	recvT(t, enqueued)
+	o := recvT(t, settled)
+	var prod, cons sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		attrs := attribute.NewSet(s.Attributes()...)
+		if v, _ := attrs.Value("messaging.message.id"); v.AsString() != o.JobID {
+			continue
+		}
+		switch s.SpanKind() {
+		case trace.SpanKindProducer:
+			prod = s
+		case trace.SpanKindConsumer:
+			cons = s
+		}
+	}
+	if prod == nil || cons == nil {
+		t.Fatalf("spans %v: want a producer and a consumer span of the tick's job %s", spanNames(tel.spans.Ended()), o.JobID)
+	}
+	if cons.Parent().SpanID() != prod.SpanContext().SpanID() || cons.SpanContext().TraceID() != prod.SpanContext().TraceID() {
+		t.Errorf("consumer span (parent %v) is not the child of the tick's producer span %v", cons.Parent().SpanID(), prod.SpanContext().SpanID())
+	}
+}

@@ -23,6 +23,10 @@ const leasePrefix = "schedule."
 // backend's lease (Leaser) one of them at a time fires the ticks, and when
 // it stops or dies another takes over.
 //
+// The enqueues go through the worker's producer middleware
+// (WithProducerMiddleware), as an application's enqueues go through its
+// producer's.
+//
 // Ticks are at least once: a tick is enqueued once in the normal run, and
 // twice at worst, both times with its one ID, when the scheduler dies
 // between enqueueing a tick's job and recording the tick, or when the
@@ -168,6 +172,9 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 // the lease go.
 func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool {
 	producer := NewProducerUndeclared(p.w.backend)
+	if len(p.w.producerMiddleware) > 0 {
+		producer.Use(p.w.producerMiddleware...)
+	}
 	id := TickID(p.sched.Name, t)
 	// A tick begun is finished, shutdown or not: an enqueue cut off
 	// midway may be stored all the same, and then must be recorded, or

@@ -216,3 +216,47 @@ func TestHandleSchedule(t *testing.T) {
 		t.Errorf("scheduled job ID %q, want sched.handle@<tick>", id)
 	}
 }
+
+// TestPeriodicProducerMiddleware: a schedule's tick is enqueued through the
+// worker's producer middleware, which sees the tick's job and can add a
+// header that the handler then reads beside the tick's own.
+func TestPeriodicProducerMiddleware(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { _ = b.Close() }) // after the worker stops
+	q := runtime.DefaultQueueConfig("sched.middleware")
+	published := make(chan string, 10)
+	stamp := func(next runtime.PublishFunc) runtime.PublishFunc {
+		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error {
+			for _, env := range envs {
+				published <- env.ID
+				env.Headers["stamped"] = "yes"
+			}
+			return next(ctx, envs, delay)
+		}
+	}
+	w := runtime.NewWorker(b, quiet(), runtime.WithProducerMiddleware(stamp))
+	runtime.Periodic(w, q, runtime.Schedule{Name: "stamped", Spec: "@every 1s"}, func() ping { return ping{N: 1} })
+	headers := make(chan runtime.Info, 10)
+	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		headers <- info
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := recvT(t, done); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	id := recvT(t, published)
+	info := recvT(t, headers)
+	if info.ID != id || !strings.HasPrefix(id, "stamped@") {
+		t.Errorf("handled job %q, want the tick %q the middleware saw", info.ID, id)
+	}
+	if info.Headers["stamped"] != "yes" || info.Headers[runtime.HeaderTick] == "" {
+		t.Errorf("tick job's headers %v, want stamped=yes and %s", info.Headers, runtime.HeaderTick)
+	}
+}

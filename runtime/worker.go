@@ -60,13 +60,24 @@ func WithMiddleware(mw ...Middleware) WorkerOption {
 	return func(w *Worker) { w.middleware = append(w.middleware, mw...) }
 }
 
+// WithProducerMiddleware adds middleware around the enqueues the worker
+// makes itself: the jobs its schedules enqueue at each tick (Periodic).
+// They are applied as Producer.Use applies them to a producer's enqueues,
+// the first given the outermost; give the same middleware as the
+// application's producers (otelqueuey's ProducerMiddleware, say) so that
+// scheduled jobs are traced and carry the same headers.
+func WithProducerMiddleware(mw ...ProducerMiddleware) WorkerOption {
+	return func(w *Worker) { w.producerMiddleware = append(w.producerMiddleware, mw...) }
+}
+
 // Worker consumes registered queues and runs their handlers.
 type Worker struct {
-	backend         Backend
-	log             *slog.Logger
-	shutdownTimeout time.Duration
-	middleware      []Middleware
-	observers       []Observer
+	backend            Backend
+	log                *slog.Logger
+	shutdownTimeout    time.Duration
+	middleware         []Middleware
+	observers          []Observer
+	producerMiddleware []ProducerMiddleware
 
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once
