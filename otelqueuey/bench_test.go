@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -32,23 +31,37 @@ const (
 // prefetch and concurrency 50; enqueues from one goroutine on the memory
 // backend, whose one lock 64 goroutines would only fight over, and from 64
 // on RabbitMQ, where each waits for its confirm) with tracing and
-// metrics off and on, alternately on the same backend: every span sampled
-// and batched to an exporter that drops it, metrics aggregated by the SDK.
-// Each op is one run of 20,000 jobs each way; overhead-% is how much slower
-// the instrumented runs were, and cpu-µs/job the CPU this process spent
-// per job each way.
+// metrics off and on, alternately on the same backend, set up as in
+// production: every span sampled and batched (BatchSpanProcessor) to an
+// exporter that drops it, metrics aggregated by the SDK for a Prometheus
+// reader. Each op is one run of 20,000 jobs each way; overhead-% is how
+// much slower the instrumented runs were, and cpu-µs/job the CPU this
+// process spent per job each way.
 //
-//	go test -run '^$' -bench Overhead -benchtime 3x ./otelqueuey/
+//	go test -run '^$' -bench 'Overhead$' -benchtime 3x -count 3 ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
+	benchOverhead(b, sdktrace.AlwaysSample())
+}
+
+// BenchmarkOverheadSampled is BenchmarkOverhead with one trace in ten
+// sampled (ParentBased(TraceIDRatioBased(0.1))): metrics and trace
+// context for every job, spans recorded for a tenth of them.
+//
+//	go test -run '^$' -bench 'OverheadSampled' -benchtime 3x -count 3 ./otelqueuey/
+func BenchmarkOverheadSampled(b *testing.B) {
+	benchOverhead(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))
+}
+
+func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 	b.Run("memory", func(b *testing.B) {
-		compareOverhead(b, 1, func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, sampler, 1, func(b *testing.B) (runtime.Backend, string, func()) {
 			be := runtime.NewMemoryBackend()
 			return be, "bench", func() { be.Close() }
 		})
 	})
 	b.Run("rabbitmq", func(b *testing.B) {
 		url := brokertest.Require(b)
-		compareOverhead(b, benchInFlight, func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, sampler, benchInFlight, func(b *testing.B) (runtime.Backend, string, func()) {
 			be, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{Logger: quietLog()})
 			if err != nil {
 				b.Fatal(err)
@@ -62,16 +75,20 @@ func BenchmarkOverhead(b *testing.B) {
 type openFunc func(b *testing.B) (be runtime.Backend, queue string, close func())
 
 // compareOverhead runs the jobs off and on alternately, enqueueing from
-// enqueuers goroutines.
-func compareOverhead(b *testing.B, enqueuers int, open openFunc) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+// enqueuers goroutines, spans sampled by sampler.
+func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, open openFunc) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	mp, _, err := otelqueuey.NewPrometheus()
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer mp.Shutdown(context.Background())
 	inst, err := otelqueuey.New(otelqueuey.Config{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer inst.Close()
 	var off, on, offCPU, onCPU time.Duration
 	for b.Loop() {
 		wall, cpu := runBench(b, open, enqueuers, nil)
