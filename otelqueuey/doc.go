@@ -17,7 +17,10 @@
 //
 //	inst, err := otelqueuey.New(otelqueuey.Config{})  // global providers
 //	producer.Use(inst.ProducerMiddleware())
-//	w := runtime.NewWorker(backend, runtime.WithObserver(inst))
+//	w := runtime.NewWorker(backend,
+//		runtime.WithObserver(inst),
+//		runtime.WithProducerMiddleware(inst.ProducerMiddleware()), // jobs its schedules enqueue
+//	)
 //
 // Each run of a job gets its own consumer span; since a retried or deferred
 // job keeps its headers, every run of one job is a child of the same

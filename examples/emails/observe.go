@@ -125,10 +125,12 @@ func (t *telemetry) producer(p *runtime.Producer) {
 	}
 }
 
-// workerOptions returns the worker options of the instrumentation.
+// workerOptions returns the worker options of the instrumentation: its
+// observer, and its producer middleware for jobs the worker's schedules
+// would enqueue.
 func (t *telemetry) workerOptions() []runtime.WorkerOption {
 	if t.inst == nil {
 		return nil
 	}
-	return []runtime.WorkerOption{runtime.WithObserver(t.inst)}
+	return []runtime.WorkerOption{runtime.WithObserver(t.inst), runtime.WithProducerMiddleware(t.inst.ProducerMiddleware())}
 }
