@@ -115,7 +115,8 @@ func testTimeout(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) 
 
 // testRedelivery: a job whose handler has not finished when the worker's
 // shutdown timeout passes is not acked, and a new worker runs it again, as
-// its next attempt.
+// its next attempt, after telling its observers that the delivery is a
+// redelivery (the delivery implements runtime.Redelivery).
 func testRedelivery(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	id := h.enqueue(job{N: 1})
@@ -133,16 +134,27 @@ func testRedelivery(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		t.Fatalf("Run returned %v, want ErrShutdownTimeout: the handler was abandoned", err)
 	}
 	again := make(chan runtime.Info, 1)
+	observed := make(outcomes, 4)
 	h.start(func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		again <- info
 		return nil
-	})
+	}, runtime.WithObserver(observed))
 	info := recv(t, again, "the redelivery")
 	if info.ID != id || info.Attempt != 2 {
 		t.Fatalf("redelivered %+v, want job %s at attempt 2", info, id)
 	}
+	// Told before the run, so it is there once the handler has run.
+	if o := recv(t, observed, "the redelivery's first outcome"); o.Kind != runtime.OutcomeRedelivered || o.JobID != id || o.Attempt != 2 {
+		t.Errorf("first outcome of the second run %+v, want %v of job %s at attempt 2", o, runtime.OutcomeRedelivered, id)
+	}
 }
+
+// outcomes is a runtime.Observer that passes on every outcome.
+type outcomes chan runtime.Outcome
+
+func (o outcomes) Start(ctx context.Context, _ *runtime.Envelope) context.Context { return ctx }
+func (o outcomes) Outcome(_ context.Context, out runtime.Outcome)                 { o <- out }
 
 // testNoLossNoDup: many concurrent producers and two workers; every job runs
 // exactly once.
