@@ -172,8 +172,13 @@
 // published again with its attempt raised, and the old copy acked once
 // that publish is confirmed, before any handler runs (if the ack is lost,
 // both copies run: a duplicate); on a quorum queue the attempt is the
-// envelope's plus x-delivery-count. Past max_attempts the job goes to
-// q.dead with the reason "delivered N times without being settled". A
+// envelope's plus x-delivery-count. The delivery that then reaches a
+// handler reports itself as a redelivery (runtime.Redelivery), so the
+// worker's observers are told OutcomeRedelivered; on a classic queue the
+// copy published again carries the job header queuey-redelivered for that,
+// which is removed before the handler sees the headers. Past max_attempts
+// the job goes to q.dead with the reason "delivered N times without being
+// settled". A
 // delivery a consumer had prefetched but not started when its channel
 // closed counts an attempt too. q dead-letters into q.dead through the
 // default exchange (x-dead-letter-exchange "", x-dead-letter-routing-key

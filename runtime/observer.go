@@ -115,7 +115,7 @@ func WithObserver(obs ...Observer) WorkerOption {
 // Redelivery is implemented by deliveries that can tell whether they are a
 // redelivery of a job that was handed out before and never settled; the
 // worker then tells its observers OutcomeRedelivered before the run. The
-// memory backend's deliveries implement it. A backend that turns a
+// memory and RabbitMQ backends' deliveries implement it. A backend that turns a
 // redelivered message into a new one (republished with its attempt raised,
 // say) should report true for the delivery of that new message, since that
 // is the one the worker sees.
