@@ -113,6 +113,9 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 			// with another publish.
 			delete(msg.Headers, seqHeader)
 		} else {
+			if msg.Headers == nil {
+				msg.Headers = amqp.Table{}
+			}
 			msg.Headers[seqHeader] = int64(seq)
 		}
 	}

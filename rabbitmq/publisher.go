@@ -76,7 +76,8 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 // mandatory, on the next channel of the pool, and returns once the broker
 // confirmed it: nil for an ack, an error wrapping ErrUnroutable for a
 // return, ErrNacked for a nack and ErrNotConfirmed when the channel died
-// first. msg.Headers must be a map the caller owns.
+// first. msg.Headers, when not nil, must be a map the caller owns: a
+// header may be added to it.
 func (p *publisher) publish(ctx context.Context, key string, msg amqp.Publishing) error {
 	return p.send(ctx, "", key, true, msg)
 }

@@ -1,17 +1,17 @@
 // Package codec maps runtime envelopes to AMQP messages and back. It is pure:
 // no I/O, no broker.
 //
-// The payload is the message body. The envelope's ID, kind and enqueue time
-// travel in the message id, type and timestamp properties; everything else in
-// headers named by the Header constants. User headers travel under
-// UserHeaderPrefix.
+// The envelope's ID and kind travel in the message id and type properties,
+// its enqueue time (to the second) in the timestamp; the rest of it, the
+// payload included, in the body (see ContentType). A dead letter also
+// carries what operators read on the broker in headers named by the Header
+// constants. Messages published before this format (LegacyContentType,
+// every field in headers) are still read.
 package codec
 
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -19,10 +19,18 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// ContentType is the content type of every envelope's body.
-const ContentType = "application/msgpack"
+// ContentType is the content type of every envelope this package encodes:
+// the body holds the envelope's fields, then the msgpack payload.
+const ContentType = "application/vnd.queuey.envelope+msgpack"
 
-// Header names.
+// LegacyContentType is the content type of an envelope whose body is the
+// payload alone, every other field in headers.
+const LegacyContentType = "application/msgpack"
+
+// Header names. A dead letter carries the dead reason, the queue, the
+// attempts and the last error in them, for operators reading it on the
+// broker; other messages carry none. Legacy envelopes carry every field in
+// them.
 const (
 	HeaderAttempt     = "x-queuey-attempt"      // int: 1-based run number
 	HeaderMaxAttempts = "x-queuey-max-attempts" // int: runs before dead-lettering
@@ -31,7 +39,7 @@ const (
 	HeaderQueue       = "x-queuey-queue"        // string: the logical queue
 	HeaderLastError   = "x-queuey-last-error"   // string, optional: error of the previous run
 	HeaderDeadReason  = "x-queuey-dead-reason"  // string, optional: why the message is dead
-	// UserHeaderPrefix prefixes each of the envelope's own headers.
+	// UserHeaderPrefix prefixes each of a legacy envelope's own headers.
 	UserHeaderPrefix = "x-queuey-h-"
 )
 
@@ -144,26 +152,17 @@ func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 	case env.Attempt < 1 || env.MaxAttempts < 1:
 		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
 	}
-	for k := range env.Headers {
-		if n := len(UserHeaderPrefix) + len(k); n > MaxShortString {
-			return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue,
-				tooLong(fmt.Sprintf("header name %q with its prefix %q", clip(k), UserHeaderPrefix), n))
-		}
-	}
-	h := make(amqp.Table, 6+len(env.Headers))
-	h[HeaderAttempt] = int64(env.Attempt)
-	h[HeaderMaxAttempts] = int64(env.MaxAttempts)
-	h[HeaderPriority] = int64(env.Priority)
-	h[HeaderEnqueuedAt] = unixNano(env.EnqueuedAt)
-	h[HeaderQueue] = env.Queue
-	if env.LastError != "" {
-		h[HeaderLastError] = env.LastError
-	}
+	var h amqp.Table
 	if o.DeadReason != "" {
-		h[HeaderDeadReason] = o.DeadReason
-	}
-	for k, v := range env.Headers {
-		h[UserHeaderPrefix+k] = v
+		h = amqp.Table{
+			HeaderDeadReason:  o.DeadReason,
+			HeaderQueue:       env.Queue,
+			HeaderAttempt:     int64(env.Attempt),
+			HeaderMaxAttempts: int64(env.MaxAttempts),
+		}
+		if env.LastError != "" {
+			h[HeaderLastError] = env.LastError
+		}
 	}
 	return amqp.Publishing{
 		Headers:      h,
@@ -173,72 +172,31 @@ func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 		MessageId:    env.ID,
 		Type:         env.Kind,
 		Timestamp:    env.EnqueuedAt,
-		Body:         env.Payload,
+		Body:         appendBody(make([]byte, 0, bodySize(env)), env),
 	}, nil
 }
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that
-// says what is wrong: a wrong content type, an empty message id, a missing
-// or ill-typed header. It never panics, whatever d holds.
+// says what is wrong: a wrong content type, an empty message id, a body
+// that does not hold the envelope's fields (or, for LegacyContentType, a
+// missing or ill-typed header). It never panics, whatever d holds. The
+// envelope's payload shares d.Body's memory.
 func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil delivery", ErrInvalid)
 	}
-	if d.ContentType != ContentType {
+	if d.ContentType != ContentType && d.ContentType != LegacyContentType {
 		return nil, fmt.Errorf("%w: content type %q, want %q", ErrInvalid, d.ContentType, ContentType)
 	}
 	if d.MessageId == "" {
 		return nil, fmt.Errorf("%w: empty message id", ErrInvalid)
 	}
-	h := d.Headers
-	attempt, err := intHeader(h, HeaderAttempt, 1, math.MaxInt32)
-	if err != nil {
+	if d.ContentType == LegacyContentType {
+		return decodeLegacy(d)
+	}
+	env := &runtime.Envelope{ID: d.MessageId, Kind: d.Type}
+	if err := decodeBody(d.Body, env); err != nil {
 		return nil, err
-	}
-	maxAttempts, err := intHeader(h, HeaderMaxAttempts, 1, math.MaxInt32)
-	if err != nil {
-		return nil, err
-	}
-	priority, err := intHeader(h, HeaderPriority, 0, math.MaxUint8)
-	if err != nil {
-		return nil, err
-	}
-	enqueuedAt, err := intHeader(h, HeaderEnqueuedAt, math.MinInt64, math.MaxInt64)
-	if err != nil {
-		return nil, err
-	}
-	queue, err := stringHeader(h, HeaderQueue, true)
-	if err != nil {
-		return nil, err
-	}
-	lastError, err := stringHeader(h, HeaderLastError, false)
-	if err != nil {
-		return nil, err
-	}
-	env := &runtime.Envelope{
-		ID:          d.MessageId,
-		Queue:       queue,
-		Kind:        d.Type,
-		Payload:     d.Body,
-		Attempt:     int(attempt),
-		MaxAttempts: int(maxAttempts),
-		Priority:    uint8(priority),
-		EnqueuedAt:  fromUnixNano(enqueuedAt),
-		LastError:   lastError,
-	}
-	for k, v := range h {
-		name, ok := strings.CutPrefix(k, UserHeaderPrefix)
-		if !ok {
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("%w: header %q is %T, want string", ErrInvalid, k, v)
-		}
-		if env.Headers == nil {
-			env.Headers = make(map[string]string)
-		}
-		env.Headers[name] = s
 	}
 	return env, nil
 }
@@ -262,54 +220,4 @@ func fromUnixNano(n int64) time.Time {
 func DeadReason(h amqp.Table) string {
 	s, _ := h[HeaderDeadReason].(string)
 	return s
-}
-
-func intHeader(h amqp.Table, name string, lo, hi int64) (int64, error) {
-	v, ok := h[name]
-	if !ok {
-		return 0, fmt.Errorf("%w: missing header %q", ErrInvalid, name)
-	}
-	var n int64
-	switch x := v.(type) {
-	case int64:
-		n = x
-	case int32:
-		n = int64(x)
-	case int16:
-		n = int64(x)
-	case int8:
-		n = int64(x)
-	case int:
-		n = int64(x)
-	case uint8:
-		n = int64(x)
-	case uint16:
-		n = int64(x)
-	case uint32:
-		n = int64(x)
-	default:
-		return 0, fmt.Errorf("%w: header %q is %T, want an integer", ErrInvalid, name, v)
-	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("%w: header %q = %d, want %d..%d", ErrInvalid, name, n, lo, hi)
-	}
-	return n, nil
-}
-
-func stringHeader(h amqp.Table, name string, required bool) (string, error) {
-	v, ok := h[name]
-	if !ok {
-		if required {
-			return "", fmt.Errorf("%w: missing header %q", ErrInvalid, name)
-		}
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("%w: header %q is %T, want string", ErrInvalid, name, v)
-	}
-	if required && s == "" {
-		return "", fmt.Errorf("%w: header %q is empty", ErrInvalid, name)
-	}
-	return s, nil
 }
