@@ -261,8 +261,8 @@ func (c *connection) channelConn(ctx context.Context) (*amqp.Channel, *amqp.Conn
 		return nil, nil, err
 	}
 	what := fmt.Sprintf("rabbitmq: open channel on %s connection", c.name)
-	if err := c.waitUnblocked(ctx, what); err != nil {
-		return nil, nil, err
+	if err := c.waitUnblocked(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
 	if err != nil {
@@ -287,7 +287,7 @@ const defaultChannelMax = 2047
 
 // waitUnblocked waits until the connection is not blocked by a resource
 // alarm, and fails with ErrBlocked when ctx ends first.
-func (c *connection) waitUnblocked(ctx context.Context, what string) error {
+func (c *connection) waitUnblocked(ctx context.Context) error {
 	reason, unblocked := c.blocked()
 	if unblocked == nil {
 		return nil
@@ -296,7 +296,7 @@ func (c *connection) waitUnblocked(ctx context.Context, what string) error {
 	case <-unblocked:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%s: %w (%s): %w", what, ErrBlocked, reason, ctx.Err())
+		return fmt.Errorf("%w (%s): %w", ErrBlocked, reason, ctx.Err())
 	}
 }
 

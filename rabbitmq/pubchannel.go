@@ -151,8 +151,8 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 // would only add to what it has not read. Either wait ends with ctx, and
 // then the publish fails with ErrBlocked or ctx's error.
 func (pc *pubChannel) lock(ctx context.Context, key string) error {
-	if err := pc.conn.waitUnblocked(ctx, fmt.Sprintf("publish to %q", key)); err != nil {
-		return err
+	if err := pc.conn.waitUnblocked(ctx); err != nil {
+		return fmt.Errorf("publish to %q: %w", key, err)
 	}
 	select {
 	case pc.pubMu <- struct{}{}:
