@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -185,6 +186,10 @@ func (a *acker) run(closed <-chan *amqp.Error) {
 		force := false
 		select {
 		case <-a.kick:
+			// Let the handlers that are about to finish mark their tags
+			// first, so that one ack covers them all: each ack is a
+			// frame, a write and work for the broker.
+			goruntime.Gosched()
 		case <-straggle.C:
 			force, armed = true, false
 		case e := <-closed:

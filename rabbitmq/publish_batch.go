@@ -8,7 +8,7 @@ import (
 
 // batchWindow is how many publishes of one batch may await their confirms
 // at once.
-const batchWindow = 256
+const batchWindow = 1024
 
 // outMsg is one publish of a batch.
 type outMsg struct {
