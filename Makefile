@@ -44,7 +44,7 @@ bench: broker ## benchmarks: memory backend, generator, RabbitMQ against the pla
 	@set -e; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	bash -o pipefail -c '$(GO) test -run "^$$" -bench . -benchmem -count=1 ./runtime/ ./bench/... ./otelqueuey/ | tee "$$0"' "$$out"; \
 	echo; echo "queuey against the plain amqp091-go loop (ratio = queuey/plain, medians):"; \
-	grep -ho '[a-z]*: queuey .*' "$$out"
+	grep -ho '[a-z]*, max_priority=[0-9]*: queuey .*' "$$out"
 
 .PHONY: bench-peers
 bench-peers: broker ## queuey against river, asynq, watermill-amqp and plain amqp091-go (Redis and PostgreSQL on localhost); writes bench/peers/peers.svg

@@ -51,30 +51,44 @@ var (
 	wire   = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
 )
 
+// levels are the max_priority values each comparison runs queuey at: 1,
+// the fewest levels with which a deferred job still returns ahead of the
+// backlog, and 10, the annotation's default. The plain loop's queue has no
+// priorities.
+var levels = []int{1, 10}
+
 // BenchmarkSync: 64 goroutines each calling Enqueue and waiting for its
 // confirm, against the plain loop keeping 64 confirms in flight.
 func BenchmarkSync(b *testing.B) {
 	requireBroker(b)
-	compare(b, "sync",
-		func(name string) e2e.Plain { return plain(name, 64) },
-		func(name string) e2e.Queuey {
-			q := queuey(name)
-			q.Producers = 64
-			return q
+	for _, level := range levels {
+		b.Run(fmt.Sprintf("max_priority=%d", level), func(b *testing.B) {
+			compare(b, fmt.Sprintf("sync, max_priority=%d", level),
+				func(name string) e2e.Plain { return plain(name, 64) },
+				func(name string) e2e.Queuey {
+					q := queuey(name, level)
+					q.Producers = 64
+					return q
+				})
 		})
+	}
 }
 
 // BenchmarkBatch: EnqueueMany of 1,000 jobs per call from one goroutine,
 // against the plain loop keeping up to 1,024 confirms in flight.
 func BenchmarkBatch(b *testing.B) {
 	requireBroker(b)
-	compare(b, "batch",
-		func(name string) e2e.Plain { return plain(name, 1024) },
-		func(name string) e2e.Queuey {
-			q := queuey(name)
-			q.Batch = 1000
-			return q
+	for _, level := range levels {
+		b.Run(fmt.Sprintf("max_priority=%d", level), func(b *testing.B) {
+			compare(b, fmt.Sprintf("batch, max_priority=%d", level),
+				func(name string) e2e.Plain { return plain(name, 1024) },
+				func(name string) e2e.Queuey {
+					q := queuey(name, level)
+					q.Batch = 1000
+					return q
+				})
 		})
+	}
 }
 
 // BenchmarkPlainShape runs the plain loop (window 64) with what queuey's
@@ -89,6 +103,7 @@ func BenchmarkPlainShape(b *testing.B) {
 		headers     bool
 	}{
 		{"plain", 0, false},
+		{"max_priority=1", 1, false},
 		{"max_priority=10", 10, false},
 		{"headers", 0, true},
 		{"max_priority=10+headers", 10, true},
@@ -112,8 +127,8 @@ func plain(name string, window int) e2e.Plain {
 	return e2e.Plain{URL: amqpURL(), Queue: name, Jobs: jobs, Window: window, Prefetch: prefetch, Meter: broker}
 }
 
-func queuey(name string) e2e.Queuey {
-	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, Meter: broker}
+func queuey(name string, maxPriority int) e2e.Queuey {
+	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, MaxPriority: maxPriority, Meter: broker}
 }
 
 // compare runs the plain loop and queuey alternately, -rounds times each
@@ -195,5 +210,6 @@ func report(b *testing.B, prefix string, spans []e2e.Span) float64 {
 	b.ReportMetric(med(func(s e2e.Span) float64 { return s.PerJob(s.ClientCPU) }), prefix+"client-µs/job")
 	b.ReportMetric(med(func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) }), prefix+"broker-µs/job")
 	b.ReportMetric(med(func(s e2e.Span) float64 { return float64(s.Mallocs) / float64(s.Jobs) }), prefix+"allocs/job")
+	b.ReportMetric(med(func(s e2e.Span) float64 { return float64(s.Syscalls) / float64(s.Jobs) }), prefix+"syscalls/job")
 	return rate
 }

@@ -69,6 +69,7 @@ type connection struct {
 	closed  bool
 	done    chan struct{} // closed by close: ends the round in flight
 	block   *blockState   // of conn
+	cork    *corkConn     // conn's socket
 }
 
 func newConnection(urls []string, name string, log *slog.Logger) *connection {
@@ -152,6 +153,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 
 	var (
 		conn *amqp.Connection
+		sock *corkConn
 		node int
 		errs []error
 	)
@@ -161,7 +163,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 		}
 		node = (start + i) % len(c.urls)
 		var err error
-		conn, err = c.dial(ctx, c.urls[node])
+		conn, sock, err = c.dial(ctx, c.urls[node])
 		if err == nil {
 			break
 		}
@@ -189,14 +191,14 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 	if c.fails > 0 || c.conn != nil {
 		c.log.Info("queuey: connected to the broker again", "connection", c.name, "node", redact(c.urls[node]), "failed_rounds", c.fails)
 	}
-	c.conn, c.fails, c.lastErr = conn, 0, nil
+	c.conn, c.cork, c.fails, c.lastErr = conn, sock, 0, nil
 	c.node, c.next = node, (node+1)%len(c.urls)
 	c.block = watchBlocked(conn)
 }
 
 // dial opens an AMQP connection to url, bounded by dialTimeout and by ctx,
 // which also interrupts the handshake.
-func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, error) {
+func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, *corkConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	// A cancelled round ends a handshake stuck on a silent node: the
@@ -205,6 +207,7 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 		mu     sync.Mutex
 		opened bool
 		stops  []func() bool
+		sock   *corkConn
 	)
 	cfg := amqp.Config{
 		Heartbeat:  10 * time.Second,
@@ -223,6 +226,7 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			sock = &corkConn{Conn: conn}
 			stops = append(stops, context.AfterFunc(ctx, func() {
 				mu.Lock()
 				defer mu.Unlock()
@@ -230,7 +234,7 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 					_ = conn.SetDeadline(time.Unix(1, 0))
 				}
 			}))
-			return conn, nil
+			return sock, nil
 		},
 	}
 	conn, err := amqp.DialConfig(url, cfg)
@@ -241,9 +245,9 @@ func (c *connection) dial(ctx context.Context, url string) (*amqp.Connection, er
 	}
 	mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq: dial %s (%s): %w", redact(url), c.name, err)
+		return nil, nil, fmt.Errorf("rabbitmq: dial %s (%s): %w", redact(url), c.name, err)
 	}
-	return conn, nil
+	return conn, sock, nil
 }
 
 // channel opens a channel on the live connection, waiting for the broker's
@@ -269,6 +273,17 @@ func (c *connection) channelConn(ctx context.Context) (*amqp.Channel, *amqp.Conn
 		return nil, nil, c.blockedError(ctx, brokerError(what, err))
 	}
 	return ch, conn, nil
+}
+
+// sock returns the socket under conn, to cork for a batch of publishes,
+// or nil when conn is no longer the live connection.
+func (c *connection) sock(conn *amqp.Connection) *corkConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != conn {
+		return nil
+	}
+	return c.cork
 }
 
 // channelMax is the live connection's negotiated channel_max, or

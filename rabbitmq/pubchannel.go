@@ -19,6 +19,7 @@ import (
 type pubChannel struct {
 	ch   *amqp.Channel
 	conn *connection
+	sock *corkConn // the socket of ch's connection, or nil
 	log  *slog.Logger
 	// pubMu is held around basic.publish. A channel of one, so that a
 	// publish waiting for it stops when its context ends: the holder may
@@ -120,8 +121,13 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 		}
 	}
 	pc.mu.Unlock()
+	// The cork comes out after pubMu is released: a publisher waiting
+	// for pubMu that takes it first corks too, and its publish goes out
+	// in the same socket write as this one.
+	pc.sock.cork()
 	err := pc.ch.PublishWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err != nil {
+		pc.sock.uncork()
 		pc.mu.Lock()
 		pc.forget(seq, w)
 		closed := errors.Is(err, amqp.ErrClosed)
@@ -143,6 +149,7 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	pc.unlock()
+	pc.sock.uncork()
 	return w, nil
 }
 

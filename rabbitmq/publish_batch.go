@@ -10,6 +10,10 @@ import (
 // at once.
 const batchWindow = 1024
 
+// corkRun is how many publishes of a batch are written to the socket
+// together (see corkConn).
+const corkRun = 64
+
 // outMsg is one publish of a batch.
 type outMsg struct {
 	key string
@@ -35,11 +39,18 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 			errs[i] = pc.await(ctx, waiters[i], msgs[i].key)
 		}
 	}
-	for i, m := range msgs {
-		if i >= batchWindow {
+	for lo := 0; lo < len(msgs); lo += corkRun {
+		hi := min(lo+corkRun, len(msgs))
+		for i := max(lo, batchWindow); i < hi; i++ {
 			await(i - batchWindow)
 		}
-		waiters[i], errs[i] = pc.start(ctx, "", m.key, m.msg, true)
+		// Nothing below waits on the broker: the run's publishes go out
+		// together when the cork comes out.
+		pc.sock.cork()
+		for i := lo; i < hi; i++ {
+			waiters[i], errs[i] = pc.start(ctx, "", msgs[i].key, msgs[i].msg, true)
+		}
+		pc.sock.uncork()
 	}
 	for i := max(0, len(msgs)-batchWindow); i < len(msgs); i++ {
 		await(i)

@@ -59,7 +59,7 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 	if pc := s.cur.Load(); pc != nil && !pc.dead.Load() {
 		return pc, nil
 	}
-	ch, err := p.conn.channel(ctx)
+	ch, conn, err := p.conn.channelConn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +68,7 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 		return nil, p.conn.blockedError(ctx, brokerError("rabbitmq: put channel in confirm mode", err))
 	}
 	pc := newPubChannel(ch, p.conn, p.log)
+	pc.sock = p.conn.sock(conn)
 	s.cur.Store(pc)
 	return pc, nil
 }

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -20,6 +22,10 @@ type Span struct {
 	ServerCPU time.Duration
 	// Mallocs is how many heap objects this process allocated.
 	Mallocs uint64
+	// Syscalls is how many read and write system calls this process made
+	// (/proc/self/io; zero where it cannot be read): each is a kernel
+	// crossing here and, for a socket, a wake-up at the other end.
+	Syscalls uint64
 }
 
 // Rate is jobs per second.
@@ -57,6 +63,7 @@ type Mark struct {
 	client  time.Duration
 	server  map[int]time.Duration // CPU by pid
 	mallocs uint64
+	calls   uint64
 }
 
 // Start starts a span.
@@ -64,7 +71,7 @@ func (m Meter) Start() Mark {
 	// The servers are read first, so that reading /proc does not count
 	// as the client's CPU.
 	server := serverCPU(m.Servers)
-	return Mark{m: m, mallocs: mallocs(), client: rusage(), server: server, at: time.Now()}
+	return Mark{m: m, mallocs: mallocs(), calls: syscalls(), client: rusage(), server: server, at: time.Now()}
 }
 
 // Stop ends the span begun at k; jobs is how many jobs it carried. A
@@ -76,6 +83,7 @@ func (k Mark) Stop(jobs int) Span {
 		Elapsed:   time.Since(k.at),
 		ClientCPU: rusage() - k.client,
 		Mallocs:   mallocs() - k.mallocs,
+		Syscalls:  syscalls() - k.calls,
 	}
 	for pid, cpu := range serverCPU(k.m.Servers) {
 		s.ServerCPU += cpu - k.server[pid]
@@ -87,6 +95,23 @@ func mallocs() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.Mallocs
+}
+
+// syscalls is this process's read and write system calls so far.
+func syscalls() uint64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && (k == "syscr" || k == "syscw") {
+			c, _ := strconv.ParseUint(v, 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 func rusage() time.Duration {

@@ -1,0 +1,83 @@
+package rabbitmq
+
+import (
+	"net"
+	"sync"
+)
+
+// corkMax is the most a corked connection holds back before it writes
+// anyway.
+const corkMax = 64 << 10
+
+// corkConn is the socket under an AMQP connection. While it is corked, what
+// the client library writes is held back and then written in one go when
+// the last cork comes out: a batch of publishes, each of which the library
+// flushes on its own, reaches the broker in a few large writes instead of
+// one small write per message, which costs both ends a system call and a
+// wake-up each.
+//
+// Nothing waits on a reply while the connection is corked: a corked
+// stretch only writes publishes, and its owner uncorks before it waits for
+// any confirm. Other channels' frames written meanwhile wait with it, for
+// as long as the stretch lasts (microseconds per publish).
+type corkConn struct {
+	net.Conn
+
+	mu    sync.Mutex
+	corks int
+	buf   []byte
+}
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.corks > 0 && len(c.buf)+len(p) <= corkMax {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	if err := c.flushLocked(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// cork holds writes back until the matching uncork. A nil *corkConn does
+// nothing.
+func (c *corkConn) cork() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.corks++
+	c.mu.Unlock()
+}
+
+// uncork ends a cork and, when it was the last, writes what was held. An
+// error of that write breaks the connection; the library sees it on its
+// next write or read, and the publishes held here are never confirmed.
+func (c *corkConn) uncork() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corks--
+	if c.corks == 0 {
+		if err := c.flushLocked(); err != nil {
+			_ = c.Conn.Close()
+		}
+	}
+}
+
+func (c *corkConn) flushLocked() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > corkMax {
+		c.buf = nil
+	} else {
+		c.buf = c.buf[:0]
+	}
+	return err
+}
