@@ -184,6 +184,10 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/msgpack", MessageId: "p2",
 				Headers: amqp.Table{"x-queuey-attempt": "one"}, Body: []byte{0x80}})
 		},
+		func() error { // today's content type, a body cut short
+			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/vnd.queuey.envelope+msgpack", MessageId: "p3",
+				Body: []byte{0x97, 0x01}})
+		},
 	}
 	const good = 1000
 	wantPoison := 0
@@ -226,6 +230,51 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 		if d.Envelope != nil || !strings.Contains(d.Reason, "not a valid envelope") {
 			t.Errorf("dead letter = envelope %v, reason %q; want no envelope and the reason", d.Envelope, d.Reason)
 		}
+	}
+}
+
+// TestJobsOfTheHeaderFormatStillRun: a job published before the envelope's
+// fields moved into the body (every field an x-queuey- header, content
+// type application/msgpack), still queued after an upgrade, runs as it
+// would have, with its attempt, headers and enqueue time.
+func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	if _, err := runtime.NewProducer(ctxT(t), b, q); err != nil {
+		t.Fatal(err)
+	}
+	enqueued := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	raw := rawChannel(t)
+	if err := raw.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	err := publishRaw(t, raw, q.Name, amqp.Publishing{
+		ContentType: "application/msgpack", MessageId: "old-1", Type: "job", DeliveryMode: amqp.Persistent,
+		Headers: amqp.Table{
+			"x-queuey-attempt": int64(2), "x-queuey-max-attempts": int64(5), "x-queuey-priority": int64(0),
+			"x-queuey-enqueued-at": enqueued.UnixNano(), "x-queuey-queue": q.Name,
+			"x-queuey-last-error": "earlier", "x-queuey-h-tenant": "t1",
+		},
+		Body: []byte{0x81, 0xa1, 'N', 0x07}, // {"N": 7}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ran struct {
+		n    int
+		info runtime.Info
+	}
+	got := make(chan ran, 1)
+	runWorker(t, b, q, func(ctx context.Context, j job) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		got <- ran{j.N, info}
+		return nil
+	})
+	r := within(t, got, "the job of the header format")
+	if r.n != 7 || r.info.ID != "old-1" || r.info.Attempt != 2 || r.info.MaxAttempts != 5 ||
+		r.info.Headers["tenant"] != "t1" || !r.info.EnqueuedAt.Equal(enqueued) {
+		t.Errorf("ran job %d with %+v; want job 7, id old-1, attempt 2 of 5, header tenant=t1, enqueued %v", r.n, r.info, enqueued)
 	}
 }
 
