@@ -60,31 +60,26 @@ var levels = []int{1, 10}
 // BenchmarkSync: 64 goroutines each calling Enqueue and waiting for its
 // confirm, against the plain loop keeping 64 confirms in flight.
 func BenchmarkSync(b *testing.B) {
-	requireBroker(b)
-	for _, level := range levels {
-		b.Run(fmt.Sprintf("max_priority=%d", level), func(b *testing.B) {
-			compare(b, fmt.Sprintf("sync, max_priority=%d", level),
-				func(name string) e2e.Plain { return plain(name, 64) },
-				func(name string) e2e.Queuey {
-					q := queuey(name, level)
-					q.Producers = 64
-					return q
-				})
-		})
-	}
+	compareLevels(b, "sync", 64, func(q *e2e.Queuey) { q.Producers = 64 })
 }
 
 // BenchmarkBatch: EnqueueMany of 1,000 jobs per call from one goroutine,
 // against the plain loop keeping up to 1,024 confirms in flight.
 func BenchmarkBatch(b *testing.B) {
+	compareLevels(b, "batch", 1024, func(q *e2e.Queuey) { q.Batch = 1000 })
+}
+
+// compareLevels runs compare once for each of levels: the plain loop
+// keeping window confirms in flight, against queuey as shape sets it up.
+func compareLevels(b *testing.B, name string, window int, shape func(*e2e.Queuey)) {
 	requireBroker(b)
 	for _, level := range levels {
 		b.Run(fmt.Sprintf("max_priority=%d", level), func(b *testing.B) {
-			compare(b, fmt.Sprintf("batch, max_priority=%d", level),
-				func(name string) e2e.Plain { return plain(name, 1024) },
+			compare(b, fmt.Sprintf("%s, max_priority=%d", name, level),
+				func(name string) e2e.Plain { return plain(name, window) },
 				func(name string) e2e.Queuey {
 					q := queuey(name, level)
-					q.Batch = 1000
+					shape(&q)
 					return q
 				})
 		})
