@@ -24,9 +24,9 @@ type Plain struct {
 	// MaxPriority, when above zero, declares the queue with x-max-priority
 	// (queuey's default is 10). Zero is the plain loop.
 	MaxPriority int
-	// Headers, when true, adds the header table queuey's envelope carries
-	// today (five x-queuey- headers) and a type and a timestamp. False is
-	// the plain loop.
+	// Headers, when true, adds the header table queuey's envelope carried
+	// before its fields moved into the body (five x-queuey- headers), and
+	// a type and a timestamp. False is the plain loop.
 	Headers bool
 	Meter   Meter
 }

@@ -26,22 +26,29 @@ func amqpPeers() []peer {
 	plain := func(jobs, round, window int) e2e.Plain {
 		return e2e.Plain{URL: url, Queue: queueName("plain", round), Jobs: jobs, Window: window, Prefetch: prefetch, Meter: rabbit}
 	}
-	return []peer{
-		{"queuey", fmt.Sprintf("sync: %d goroutines calling EnqueueX", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
-			c := q(jobs, round)
-			c.Producers = producers
-			return c.Run(ctx)
-		}},
-		{"queuey", fmt.Sprintf("batch: EnqueueManyX of %d", batch), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
-			c := q(jobs, round)
-			c.Batch = batch
-			return c.Run(ctx)
-		}},
+	var peers []peer
+	// 10 is the annotation's default; 1 is the fewest levels with which a
+	// deferred job still returns ahead of the backlog.
+	for _, level := range []int{10, 1} {
+		peers = append(peers,
+			peer{"queuey", fmt.Sprintf("sync: %d goroutines calling EnqueueX, max_priority=%d", producers, level), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+				c := q(jobs, round)
+				c.Producers, c.MaxPriority = producers, level
+				return c.Run(ctx)
+			}},
+			peer{"queuey", fmt.Sprintf("batch: EnqueueManyX of %d, max_priority=%d", batch, level), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+				c := q(jobs, round)
+				c.Batch, c.MaxPriority = batch, level
+				return c.Run(ctx)
+			}},
+		)
+	}
+	return append(peers, []peer{
 		{"amqp091-go", fmt.Sprintf("plain loop, %d confirms in flight", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 			return plain(jobs, round, producers).Run(ctx)
 		}},
 		{"amqp091-go", "plain loop, 1024 confirms in flight", func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 			return plain(jobs, round, 1024).Run(ctx)
 		}},
-	}
+	}...)
 }

@@ -11,7 +11,7 @@ import (
 // its median rate, with a line from its slowest to its fastest round.
 func chart(title string, rows []row) []byte {
 	const (
-		labelW = 400 // left column: peer and settings
+		labelW = 480 // left column: peer and settings
 		plotW  = 440
 		barH   = 22
 		gap    = 10
