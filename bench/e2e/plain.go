@@ -47,21 +47,10 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 	}
 	defer conConn.Close()
 	defer brokertest.DeleteQueues(p.URL, p.Queue)
-	pch, err := pubConn.Channel()
+	pch, returns, err := p.declare(pubConn)
 	if err != nil {
 		return Span{}, err
 	}
-	var args amqp.Table
-	if p.MaxPriority > 0 {
-		args = amqp.Table{"x-max-priority": int32(p.MaxPriority)}
-	}
-	if _, err := pch.QueueDeclare(p.Queue, true, false, false, false, args); err != nil {
-		return Span{}, err
-	}
-	if err := pch.Confirm(false); err != nil {
-		return Span{}, err
-	}
-	returns := pch.NotifyReturn(make(chan amqp.Return, 1))
 
 	cch, err := conConn.Channel()
 	if err != nil {
@@ -87,8 +76,58 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 		}
 	}()
 
-	body := Payload()
 	mark := p.Meter.Start()
+	if err := p.publish(ctx, pch, returns); err != nil {
+		return Span{}, err
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return Span{}, fmt.Errorf("plain consumer handled %d of %d jobs: %w", handled.Load(), p.Jobs, ctx.Err())
+	}
+	return mark.Stop(p.Jobs), nil
+}
+
+// Fill publishes p.Jobs messages as Run does onto a fresh queue that no
+// one consumes, and leaves them there: a backlog, for measuring what the
+// broker holds per waiting message. The caller deletes the queue.
+func (p Plain) Fill(ctx context.Context) error {
+	conn, err := amqp.Dial(p.URL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	pch, returns, err := p.declare(conn)
+	if err != nil {
+		return err
+	}
+	return p.publish(ctx, pch, returns)
+}
+
+// declare declares p's queue on a channel of conn and puts the channel in
+// confirm mode, listening for returns.
+func (p Plain) declare(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Return, error) {
+	pch, err := conn.Channel()
+	if err != nil {
+		return nil, nil, err
+	}
+	var args amqp.Table
+	if p.MaxPriority > 0 {
+		args = amqp.Table{"x-max-priority": int32(p.MaxPriority)}
+	}
+	if _, err := pch.QueueDeclare(p.Queue, true, false, false, false, args); err != nil {
+		return nil, nil, err
+	}
+	if err := pch.Confirm(false); err != nil {
+		return nil, nil, err
+	}
+	return pch, pch.NotifyReturn(make(chan amqp.Return, 1)), nil
+}
+
+// publish publishes p.Jobs persistent, mandatory messages on pch with up
+// to p.Window confirms in flight, and returns once all are confirmed.
+func (p Plain) publish(ctx context.Context, pch *amqp.Channel, returns <-chan amqp.Return) error {
+	body := Payload()
 	window := make([]*amqp.DeferredConfirmation, 0, p.Window)
 	confirm := func(dc *amqp.DeferredConfirmation) error {
 		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
@@ -99,7 +138,7 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 	for range p.Jobs {
 		if len(window) == p.Window {
 			if err := confirm(window[0]); err != nil {
-				return Span{}, err
+				return err
 			}
 			window = window[1:]
 		}
@@ -122,24 +161,19 @@ func (p Plain) Run(ctx context.Context) (Span, error) {
 		}
 		dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, "", p.Queue, true, false, msg)
 		if err != nil {
-			return Span{}, err
+			return err
 		}
 		window = append(window, dc)
 	}
 	for _, dc := range window {
 		if err := confirm(dc); err != nil {
-			return Span{}, err
+			return err
 		}
 	}
 	select {
 	case r := <-returns:
-		return Span{}, fmt.Errorf("plain publish returned: %s", r.ReplyText)
+		return fmt.Errorf("plain publish returned: %s", r.ReplyText)
 	default:
+		return nil
 	}
-	select {
-	case <-all:
-	case <-ctx.Done():
-		return Span{}, fmt.Errorf("plain consumer handled %d of %d jobs: %w", handled.Load(), p.Jobs, ctx.Err())
-	}
-	return mark.Stop(p.Jobs), nil
 }

@@ -36,27 +36,16 @@ type Queuey struct {
 // measures from the first enqueue until the last job is handled. The
 // worker has declared, consumed and handled one warm-up job before.
 func (q Queuey) Run(ctx context.Context) (Span, error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	be, err := rabbitmq.Dial(ctx, q.URL, rabbitmq.Options{Logger: quiet})
+	be, cfg, p, err := q.producer(ctx)
 	if err != nil {
 		return Span{}, err
 	}
 	defer be.Close()
 	defer brokertest.DeleteQueues(q.URL, q.Queue, q.Queue+rabbitmq.DefaultDeadSuffix)
-	cfg := runtime.DefaultQueueConfig(q.Queue)
-	cfg.Kind = "Job"
-	cfg.Prefetch, cfg.Concurrency = q.Prefetch, q.Prefetch
-	if q.MaxPriority != 0 {
-		cfg.MaxPriority = max(q.MaxPriority, 0)
-	}
-	p, err := runtime.NewProducer(ctx, be, cfg)
-	if err != nil {
-		return Span{}, err
-	}
 	var handled atomic.Int64
 	warm := make(chan struct{})
 	all := make(chan struct{})
-	w := runtime.NewWorker(be, runtime.WithLogger(quiet))
+	w := runtime.NewWorker(be, runtime.WithLogger(quietLog))
 	runtime.Handle(w, cfg, func(context.Context, Job) error {
 		switch handled.Add(1) {
 		case 1:
@@ -102,6 +91,41 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 		return Span{}, fmt.Errorf("handled %d of %d jobs: %w", handled.Load()-1, q.Jobs, ctx.Err())
 	}
 	return mark.Stop(q.Jobs), nil
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// producer dials q.URL and declares q's queue through a producer.
+func (q Queuey) producer(ctx context.Context) (*rabbitmq.Backend, runtime.QueueConfig, *runtime.Producer, error) {
+	cfg := runtime.DefaultQueueConfig(q.Queue)
+	cfg.Kind = "Job"
+	cfg.Prefetch, cfg.Concurrency = q.Prefetch, q.Prefetch
+	if q.MaxPriority != 0 {
+		cfg.MaxPriority = max(q.MaxPriority, 0)
+	}
+	be, err := rabbitmq.Dial(ctx, q.URL, rabbitmq.Options{Logger: quietLog})
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	p, err := runtime.NewProducer(ctx, be, cfg)
+	if err != nil {
+		be.Close()
+		return nil, cfg, nil, err
+	}
+	return be, cfg, p, nil
+}
+
+// Fill enqueues q.Jobs jobs through EnqueueMany, 1,000 per call, onto a
+// fresh queue that no one consumes, and leaves them there: a backlog, for
+// measuring what the broker holds per waiting job. The caller deletes the
+// queue and its dead-letter queue.
+func (q Queuey) Fill(ctx context.Context) error {
+	be, cfg, p, err := q.producer(ctx)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	return enqueueBatches(ctx, p, cfg, NewJob(), q.Jobs, 1000)
 }
 
 // Concurrently calls f n times in all from producers goroutines at once,
