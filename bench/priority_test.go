@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -113,22 +114,22 @@ func declareIdle(b *testing.B, mp int, prefix string) (rate, mem float64) {
 		b.Fatal(err)
 	}
 	rate = float64(priorityQueues) / time.Since(start).Seconds()
-	mems, err := queueMemory(ctx, prefix+".")
+	byName, err := queueMemory(ctx, prefix+".")
 	if err != nil {
 		b.Logf("idle queue memory not measured: %v", err)
 		return rate, 0
 	}
-	return rate, median(mems)
+	return rate, median(slices.Collect(maps.Values(byName)))
 }
 
 // queueMemory returns the memory, in bytes, of each queue whose name
-// starts with prefix, as rabbitmqctl reports it.
-func queueMemory(ctx context.Context, prefix string) ([]float64, error) {
+// starts with prefix, by name, as rabbitmqctl reports it.
+func queueMemory(ctx context.Context, prefix string) (map[string]float64, error) {
 	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_queues", "-q", "--no-table-headers", "name", "memory").Output()
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmqctl list_queues: %w", err)
 	}
-	var mems []float64
+	mems := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		name, mem, ok := strings.Cut(sc.Text(), "\t")
@@ -139,7 +140,7 @@ func queueMemory(ctx context.Context, prefix string) ([]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rabbitmqctl list_queues: memory of %q: %w", name, err)
 		}
-		mems = append(mems, n)
+		mems[name] = n
 	}
 	if len(mems) == 0 {
 		return nil, fmt.Errorf("rabbitmqctl list_queues lists no queue named %s*", prefix)
