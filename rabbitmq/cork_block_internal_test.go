@@ -1,0 +1,89 @@
+package rabbitmq
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// TestBatchWaitingOutABlockLeavesTheConnectionUncorked: a batch that meets
+// a resource-alarm block waits for it to end, and meanwhile the rest of
+// the connection must still reach the broker: heartbeats, close-oks, a
+// connection.close, other channels' methods. Waiting while corked holds
+// them all back for as long as the block lasts (up to the batch's
+// context), and a broker still counting heartbeats (it stops only once it
+// has read a publish after the alarm) drops the connection.
+//
+// Here the block is set on the client's side, before a batch whose
+// channel is already open; a channel.open on the same connection stands
+// for the frames that must get through.
+func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
+	url := os.Getenv("QUEUEY_AMQP_URL")
+	if url == "" {
+		url = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	conn, err := dialConnection(ctx, []string{url}, "queuey cork test", log)
+	if err != nil {
+		t.Skipf("no broker: %v", err)
+	}
+	p := newPublisher(conn, 1, log)
+	defer p.wait()
+	defer conn.close()
+	ch, err := conn.channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.publish(ctx, q.Name, amqp.Publishing{MessageId: "first"}); err != nil {
+		t.Fatal(err)
+	}
+
+	conn.mu.Lock()
+	block, sock := conn.block, conn.cork
+	conn.mu.Unlock()
+	block.set(amqp.Blocking{Active: true, Reason: "test alarm"})
+	done := make(chan []error, 1)
+	go func() {
+		done <- p.publishBatch(ctx, []outMsg{
+			{key: q.Name, msg: amqp.Publishing{MessageId: "a"}},
+			{key: q.Name, msg: amqp.Publishing{MessageId: "b"}},
+		})
+	}()
+	// Until the batch is parked on the block (it corks the run first).
+	for corked := false; !corked; runtime.Gosched() {
+		sock.mu.Lock()
+		corked = sock.corks > 0
+		sock.mu.Unlock()
+		if ctx.Err() != nil {
+			t.Fatal("the batch never reached its first publish")
+		}
+	}
+
+	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+	other, err := callCtx(octx, conn.conn.Channel, func(c *amqp.Channel) { _ = c.Close() })
+	ocancel()
+	if err != nil {
+		t.Errorf("channel.open on the connection while a batch waits out a block: %v (its frame is held in the cork)", err)
+	} else {
+		_ = other.Close()
+	}
+
+	block.set(amqp.Blocking{Active: false})
+	for i, err := range <-done {
+		if err != nil {
+			t.Errorf("batch publish %d after the block ended: %v", i, err)
+		}
+	}
+}
