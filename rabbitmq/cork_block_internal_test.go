@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
 	}
 
 	conn.mu.Lock()
-	block, sock := conn.block, conn.cork
+	block := conn.block
 	conn.mu.Unlock()
 	block.set(amqp.Blocking{Active: true, Reason: "test alarm"})
 	done := make(chan []error, 1)
@@ -61,13 +62,14 @@ func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
 			{key: q.Name, msg: amqp.Publishing{MessageId: "b"}},
 		})
 	}()
-	// Until the batch is parked on the block (it corks the run first).
-	for corked := false; !corked; runtime.Gosched() {
-		sock.mu.Lock()
-		corked = sock.corks > 0
-		sock.mu.Unlock()
+	// Until the batch is parked on the block, wherever it waits for it.
+	for buf := make([]byte, 1<<20); ; runtime.Gosched() {
+		st := string(buf[:runtime.Stack(buf, true)])
+		if strings.Contains(st, "publishBatch") && strings.Contains(st, "waitUnblocked") {
+			break
+		}
 		if ctx.Err() != nil {
-			t.Fatal("the batch never reached its first publish")
+			t.Fatal("the batch never waited for the block")
 		}
 	}
 
