@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // DeadLetterInfo is a dead letter as operators see it: the envelope's
@@ -82,7 +80,7 @@ func PoisonID(body []byte) string {
 // strings, and map keys that are not strings their fmt form.
 func PayloadJSON(payload []byte) (json.RawMessage, error) {
 	var v any
-	if err := msgpack.Unmarshal(payload, &v); err != nil {
+	if err := unmarshalUntrusted(payload, &v); err != nil {
 		return nil, fmt.Errorf("payload is not msgpack: %w", err)
 	}
 	b, err := json.Marshal(jsonable(v))

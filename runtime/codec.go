@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/internal/mpscan"
 )
 
 // payloadCodec is a msgpack encoder and decoder with the buffer and reader
@@ -38,13 +40,33 @@ func encodePayload(v any) ([]byte, error) {
 	return bytes.Clone(c.buf.Bytes()), nil
 }
 
-// decodePayload decodes data into v, as msgpack.Unmarshal does.
+// decodePayload decodes data into v, as msgpack.Unmarshal does. data is
+// checked first (mpscan.Check): a payload off the wire may claim lengths
+// it does not hold, which the decoder would allocate for, or nest deeper
+// than the decoder's recursion can go without overflowing the stack.
 func decodePayload(data []byte, v any) error {
+	if err := mpscan.Check(data); err != nil {
+		return err
+	}
 	c := codecs.Get().(*payloadCodec)
-	defer c.put()
 	c.r.Reset(data)
 	c.dec.Reset(&c.r)
-	return c.dec.Decode(v)
+	if err := c.dec.Decode(v); err != nil {
+		// A failed decode may leave a buffer grown for what the payload
+		// claimed in the decoder: it is not kept for the next one.
+		return err
+	}
+	c.put()
+	return nil
+}
+
+// unmarshalUntrusted is msgpack.Unmarshal of data that may come from
+// anywhere, checked first as decodePayload checks it.
+func unmarshalUntrusted(data []byte, v any) error {
+	if err := mpscan.Check(data); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(data, v)
 }
 
 func (c *payloadCodec) put() {

@@ -8,8 +8,6 @@ import (
 	"maps"
 	"sync"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -168,7 +166,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
 	m := &memMsg{raw: append([]byte(nil), body...)}
 	var env Envelope
-	if err := msgpack.Unmarshal(body, &env); err == nil && env.ID != "" && env.Queue == queue {
+	if err := unmarshalUntrusted(body, &env); err == nil && env.ID != "" && env.Queue == queue {
 		m.env, m.raw = &env, nil
 		m.prio = env.Priority
 	}

@@ -1,14 +1,11 @@
 package codec
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -105,28 +102,14 @@ func appendMapLen(b []byte, n int) []byte {
 	return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
 }
 
-// bodyReader is a msgpack decoder over a reader, pooled so that decoding
-// an envelope allocates only what the envelope holds.
-type bodyReader struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
-}
-
-var bodyReaders = sync.Pool{New: func() any { return &bodyReader{dec: msgpack.NewDecoder(nil)} }}
-
 // decodeBody fills env's fields from body and points env.Payload at the
-// rest of body (no copy).
+// rest of body (no copy). Every length the body claims is checked against
+// what it holds before anything is allocated, and fields skipped are
+// skipped without recursion: no body, however crafted, costs more than
+// its size.
 func decodeBody(body []byte, env *runtime.Envelope) error {
-	br := bodyReaders.Get().(*bodyReader)
-	defer func() {
-		br.r.Reset(nil)
-		br.dec.Reset(nil)
-		bodyReaders.Put(br)
-	}()
-	br.r.Reset(body)
-	br.dec.Reset(&br.r)
-	d := br.dec
-	n, err := d.DecodeArrayLen()
+	r := mpscan.NewReader(body)
+	n, err := r.ArrayLen()
 	if err != nil || n < bodyFields {
 		if err == nil {
 			err = fmt.Errorf("%d fields, want at least %d", n, bodyFields)
@@ -134,7 +117,7 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 		return fmt.Errorf("%w: body does not start with the envelope's fields: %v", ErrInvalid, err)
 	}
 	field := func(name string, lo, hi int64) (int64, error) {
-		v, err := d.DecodeInt64()
+		v, err := r.Int()
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 		}
@@ -159,23 +142,23 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 	if err != nil {
 		return err
 	}
-	queue, err := d.DecodeString()
+	queue, err := r.String()
 	if err != nil {
 		return fmt.Errorf("%w: queue: %v", ErrInvalid, err)
 	}
 	if queue == "" {
 		return fmt.Errorf("%w: queue is empty", ErrInvalid)
 	}
-	lastError, err := d.DecodeString()
+	lastError, err := r.String()
 	if err != nil {
 		return fmt.Errorf("%w: last error: %v", ErrInvalid, err)
 	}
-	headers, err := decodeHeaders(d, br.r.Len())
+	headers, err := decodeHeaders(r)
 	if err != nil {
 		return err
 	}
 	for i := bodyFields; i < n; i++ {
-		if err := d.Skip(); err != nil {
+		if err := r.Skip(); err != nil {
 			return fmt.Errorf("%w: field %d: %v", ErrInvalid, i+1, err)
 		}
 	}
@@ -186,31 +169,29 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 	env.Queue = queue
 	env.LastError = lastError
 	env.Headers = headers
-	if rest := br.r.Len(); rest > 0 {
-		env.Payload = body[len(body)-rest:]
-	}
+	env.Payload = r.Rest()
 	return nil
 }
 
-func decodeHeaders(d *msgpack.Decoder, remaining int) (map[string]string, error) {
-	n, err := d.DecodeMapLen()
+// maxHeadersHint is the most header entries room is made for before they
+// are read: a body may claim more than it holds.
+const maxHeadersHint = 16
+
+func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
+	n, isNil, err := r.MapLen()
 	if err != nil {
 		return nil, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 	}
-	if n < 0 { // nil
+	if isNil {
 		return nil, nil
 	}
-	if n > remaining/2 { // every entry takes at least two bytes
-
-		return nil, fmt.Errorf("%w: headers: %d entries", ErrInvalid, n)
-	}
-	h := make(map[string]string, n)
+	h := make(map[string]string, min(n, maxHeadersHint))
 	for range n {
-		k, err := d.DecodeString()
+		k, err := r.String()
 		if err != nil {
 			return nil, fmt.Errorf("%w: header name: %v", ErrInvalid, err)
 		}
-		v, err := d.DecodeString()
+		v, err := r.String()
 		if err != nil {
 			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, k, err)
 		}

@@ -1,0 +1,316 @@
+// Package mpscan reads msgpack from a byte slice without trusting it: every
+// length a value claims is checked against the bytes that remain before
+// anything is allocated for it, and nesting is bounded, so that no input,
+// however crafted, costs more than its own size or overflows a stack.
+//
+// It reads the few shapes queuey's envelope needs (arrays, maps, integers,
+// strings) and skips any value; decoding a job's payload into its Go type
+// stays with github.com/vmihailenco/msgpack/v5, once Check has passed.
+package mpscan
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// MaxDepth is the deepest nesting of arrays and maps accepted.
+const MaxDepth = 256
+
+// ErrMalformed is wrapped by every error of this package.
+var ErrMalformed = errors.New("malformed msgpack")
+
+// Reader reads values from the front of a byte slice.
+type Reader struct {
+	b   []byte
+	off int
+}
+
+// NewReader returns a Reader of b.
+func NewReader(b []byte) *Reader { return &Reader{b: b} }
+
+// Rest returns the bytes not read yet (nil when none are left).
+func (r *Reader) Rest() []byte {
+	if r.off >= len(r.b) {
+		return nil
+	}
+	return r.b[r.off:]
+}
+
+func (r *Reader) remaining() int { return len(r.b) - r.off }
+
+func (r *Reader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w at byte %d: %s", ErrMalformed, r.off, fmt.Sprintf(format, args...))
+}
+
+// take returns the next n bytes.
+func (r *Reader) take(n uint64) ([]byte, error) {
+	if n > uint64(r.remaining()) {
+		return nil, r.errorf("%d bytes claimed, %d left", n, r.remaining())
+	}
+	b := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return b, nil
+}
+
+func (r *Reader) byte() (byte, error) {
+	b, err := r.take(1)
+	if err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+// uint reads a big-endian unsigned integer of size bytes (1, 2, 4 or 8).
+func (r *Reader) uint(size int) (uint64, error) {
+	b, err := r.take(uint64(size))
+	if err != nil {
+		return 0, err
+	}
+	switch size {
+	case 1:
+		return uint64(b[0]), nil
+	case 2:
+		return uint64(binary.BigEndian.Uint16(b)), nil
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b)), nil
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// ArrayLen reads an array's header and returns how many values follow.
+func (r *Reader) ArrayLen() (int, error) {
+	at := r.off
+	c, err := r.byte()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	switch {
+	case c&0xf0 == 0x90:
+		n = uint64(c & 0x0f)
+	case c == 0xdc:
+		n, err = r.uint(2)
+	case c == 0xdd:
+		n, err = r.uint(4)
+	default:
+		r.off = at
+		return 0, r.errorf("type 0x%02x, want an array", c)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(r.remaining()) { // every value takes a byte at least
+		return 0, r.errorf("array of %d values claimed, %d bytes left", n, r.remaining())
+	}
+	return int(n), nil
+}
+
+// MapLen reads a map's header and returns how many key-value pairs follow;
+// nil is reported as isNil.
+func (r *Reader) MapLen() (n int, isNil bool, err error) {
+	at := r.off
+	c, err := r.byte()
+	if err != nil {
+		return 0, false, err
+	}
+	var m uint64
+	switch {
+	case c == 0xc0:
+		return 0, true, nil
+	case c&0xf0 == 0x80:
+		m = uint64(c & 0x0f)
+	case c == 0xde:
+		m, err = r.uint(2)
+	case c == 0xdf:
+		m, err = r.uint(4)
+	default:
+		r.off = at
+		return 0, false, r.errorf("type 0x%02x, want a map", c)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if m > uint64(r.remaining())/2 { // every pair takes two bytes at least
+		return 0, false, r.errorf("map of %d entries claimed, %d bytes left", m, r.remaining())
+	}
+	return int(m), false, nil
+}
+
+// Int reads an integer of any msgpack width.
+func (r *Reader) Int() (int64, error) {
+	at := r.off
+	c, err := r.byte()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c <= 0x7f:
+		return int64(c), nil
+	case c >= 0xe0:
+		return int64(int8(c)), nil
+	case c >= 0xcc && c <= 0xcf:
+		u, err := r.uint(1 << (c - 0xcc))
+		if err != nil {
+			return 0, err
+		}
+		if u > math.MaxInt64 {
+			return 0, r.errorf("%d does not fit an int64", u)
+		}
+		return int64(u), nil
+	case c >= 0xd0 && c <= 0xd3:
+		size := 1 << (c - 0xd0)
+		u, err := r.uint(size)
+		if err != nil {
+			return 0, err
+		}
+		switch size {
+		case 1:
+			return int64(int8(u)), nil
+		case 2:
+			return int64(int16(u)), nil
+		case 4:
+			return int64(int32(u)), nil
+		}
+		return int64(u), nil
+	}
+	r.off = at
+	return 0, r.errorf("type 0x%02x, want an integer", c)
+}
+
+// String reads a string (nil reads as "").
+func (r *Reader) String() (string, error) {
+	at := r.off
+	c, err := r.byte()
+	if err != nil {
+		return "", err
+	}
+	var n uint64
+	switch {
+	case c == 0xc0:
+		return "", nil
+	case c&0xe0 == 0xa0:
+		n = uint64(c & 0x1f)
+	case c == 0xd9:
+		n, err = r.uint(1)
+	case c == 0xda:
+		n, err = r.uint(2)
+	case c == 0xdb:
+		n, err = r.uint(4)
+	default:
+		r.off = at
+		return "", r.errorf("type 0x%02x, want a string", c)
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := r.take(n)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Skip reads past one value, whatever it holds, nested at most MaxDepth
+// deep. It works without recursion.
+func (r *Reader) Skip() error {
+	var open [MaxDepth]uint64 // values left in each enclosing container
+	depth := 0
+	left := uint64(1) // values left at this depth
+	for {
+		for left == 0 {
+			if depth == 0 {
+				return nil
+			}
+			depth--
+			left = open[depth]
+		}
+		left--
+		n, err := r.skipHeader()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		if depth == MaxDepth {
+			return r.errorf("nested deeper than %d", MaxDepth)
+		}
+		open[depth] = left
+		depth++
+		left = n
+	}
+}
+
+// skipHeader reads one value's header and skips its bytes; for an array or
+// a map it returns how many values it holds (a map's keys and values
+// counted apart), which the caller skips next.
+func (r *Reader) skipHeader() (uint64, error) {
+	c, err := r.byte()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64 // bytes to skip, or values held
+	container := false
+	switch {
+	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		return 0, nil
+	case c&0xf0 == 0x80:
+		n, container = 2*uint64(c&0x0f), true
+	case c&0xf0 == 0x90:
+		n, container = uint64(c&0x0f), true
+	case c&0xe0 == 0xa0:
+		n = uint64(c & 0x1f)
+	case c == 0xc4 || c == 0xd9:
+		n, err = r.uint(1)
+	case c == 0xc5 || c == 0xda:
+		n, err = r.uint(2)
+	case c == 0xc6 || c == 0xdb:
+		n, err = r.uint(4)
+	case c == 0xc7 || c == 0xc8 || c == 0xc9: // ext 8/16/32: length, type, data
+		n, err = r.uint(1 << (c - 0xc7))
+		n++
+	case c == 0xca:
+		n = 4
+	case c == 0xcb:
+		n = 8
+	case c >= 0xcc && c <= 0xcf:
+		n = 1 << (c - 0xcc)
+	case c >= 0xd0 && c <= 0xd3:
+		n = 1 << (c - 0xd0)
+	case c >= 0xd4 && c <= 0xd8: // fixext 1..16: type, data
+		n = 1 + 1<<(c-0xd4)
+	case c == 0xdc:
+		n, err = r.uint(2)
+		container = true
+	case c == 0xdd:
+		n, err = r.uint(4)
+		container = true
+	case c == 0xde:
+		n, err = r.uint(2)
+		n, container = 2*n, true
+	case c == 0xdf:
+		n, err = r.uint(4)
+		n, container = 2*n, true
+	default: // 0xc1 is never used
+		return 0, r.errorf("type 0x%02x is not msgpack", c)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if container {
+		if n > uint64(r.remaining()) { // every value takes a byte at least
+			return 0, r.errorf("%d values claimed, %d bytes left", n, r.remaining())
+		}
+		return n, nil
+	}
+	_, err = r.take(n)
+	return 0, err
+}
+
+// Check reports whether b starts with one well-formed msgpack value whose
+// lengths fit in b and whose nesting is at most MaxDepth.
+func Check(b []byte) error {
+	return NewReader(b).Skip()
+}

@@ -1,0 +1,39 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/queuey/queuey/internal/mpscan"
+)
+
+// TestDecodePayloadRefusesCraftedPayloads: a payload nested millions deep
+// is refused without recursing (the decoder's recursion would overflow
+// the stack, a fatal error), and one that claims a string of 64 MB in a
+// dozen bytes is refused without growing a decoder's buffer towards the
+// claim, however often it comes.
+func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
+	var v struct{ A any }
+	deep := append([]byte{0x81, 0xa1, 'A'}, bytes.Repeat([]byte{0x91}, 12<<20)...)
+	if err := decodePayload(deep, &v); !errors.Is(err, mpscan.ErrMalformed) {
+		t.Fatalf("decodePayload of a payload nested 12M deep = %v, want ErrMalformed", err)
+	}
+	claim := []byte{0x81, 0xa1, 'A', 0xdb, 0x04, 0, 0, 0, 'x'}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 50 {
+		if err := decodePayload(claim, &v); !errors.Is(err, mpscan.ErrMalformed) {
+			t.Fatalf("decodePayload of a claimed 64 MB string = %v, want ErrMalformed", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("50 decodes of a %d-byte payload allocated %d KB", len(claim), got>>10)
+	}
+	if _, err := PayloadJSON(deep); err == nil {
+		t.Error("PayloadJSON of a payload nested 12M deep succeeded")
+	}
+}
