@@ -16,10 +16,12 @@ const corkMax = 64 << 10
 // one small write per message, which costs both ends a system call and a
 // wake-up each.
 //
-// Nothing waits on a reply while the connection is corked: a corked
-// stretch only writes publishes, and its owner uncorks before it waits for
-// any confirm. Other channels' frames written meanwhile wait with it, for
-// as long as the stretch lasts (microseconds per publish).
+// Nothing waits on a reply, or on a block of the connection by a resource
+// alarm, while the connection is corked: a corked stretch only writes
+// publishes, and its owner uncorks before it waits for any confirm or for
+// a block to end. Other channels' frames written meanwhile (heartbeats
+// too) wait with it, for as long as the stretch lasts (microseconds per
+// publish).
 type corkConn struct {
 	net.Conn
 
@@ -37,6 +39,10 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	}
 	if err := c.flushLocked(); err != nil {
 		return 0, err
+	}
+	if c.corks > 0 && len(p) <= corkMax {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
 	}
 	return c.Conn.Write(p)
 }

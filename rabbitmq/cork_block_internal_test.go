@@ -4,13 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/brokertest"
 )
 
 // TestBatchWaitingOutABlockLeavesTheConnectionUncorked: a batch that meets
@@ -25,16 +26,14 @@ import (
 // channel is already open; a channel.open on the same connection stands
 // for the frames that must get through.
 func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
-	url := os.Getenv("QUEUEY_AMQP_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
+	brokertest.Require(t)
+	url := brokertest.URL()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	conn, err := dialConnection(ctx, []string{url}, "queuey cork test", log)
 	if err != nil {
-		t.Skipf("no broker: %v", err)
+		t.Fatal(err)
 	}
 	p := newPublisher(conn, 1, log)
 	defer p.wait()

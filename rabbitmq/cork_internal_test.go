@@ -47,17 +47,23 @@ func TestCorkConn(t *testing.T) {
 	}
 
 	// A corked stretch never holds more than corkMax: what would overflow
-	// it goes out with what was held, in order.
+	// it sends what was held, in order, and is held in its place; what is
+	// larger than corkMax goes out at once.
 	c.cork()
 	mustWrite("e")
 	big := string(bytes.Repeat([]byte{'x'}, corkMax))
 	mustWrite(big)
-	if len(log.writes) != 4 || string(log.writes[2]) != "e" || string(log.writes[3]) != big {
-		t.Fatalf("overflowing write: %d writes, want e then the big one", len(log.writes))
+	if len(log.writes) != 3 || string(log.writes[2]) != "e" {
+		t.Fatalf("overflowing write: %d writes, want the held e sent, the big one held", len(log.writes))
+	}
+	huge := big + "y"
+	mustWrite(huge)
+	if len(log.writes) != 5 || string(log.writes[3]) != big || string(log.writes[4]) != huge {
+		t.Fatalf("write larger than corkMax: %d writes, want the held one, then it", len(log.writes))
 	}
 	c.uncork()
-	if len(log.writes) != 4 {
-		t.Fatalf("uncork with nothing held wrote %d times", len(log.writes)-4)
+	if len(log.writes) != 5 {
+		t.Fatalf("uncork with nothing held wrote %d times", len(log.writes)-5)
 	}
 
 	var none *corkConn

@@ -81,6 +81,18 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 
 // start publishes msg and returns the waiter its confirm will reach.
 func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*waiter, error) {
+	return pc.startIn(ctx, exchange, key, msg, mandatory, false)
+}
+
+// errBlockedNow is startIn's answer, within a corked run, when the
+// connection is blocked by a resource alarm: the caller uncorks and waits
+// the block out before it goes on.
+var errBlockedNow = errors.New("connection blocked")
+
+// startIn is start. In a corked run (corked), it does not wait for a block
+// of the connection to end, which would hold the connection's other frames
+// back with the cork: it returns errBlockedNow instead.
+func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, corked bool) (*waiter, error) {
 	// A field too long for the wire fails in the client library after the
 	// method frame went out, and the broker closes the whole connection:
 	// refuse it before it touches the channel.
@@ -93,8 +105,13 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 	if err := msg.Headers.Validate(); err != nil {
 		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
+	if corked {
+		if _, blocked := pc.conn.blocked(); blocked != nil {
+			return nil, errBlockedNow
+		}
+	}
 	w := &waiter{res: make(chan error, 1)}
-	if err := pc.lock(ctx, key); err != nil {
+	if err := pc.lock(ctx, key, !corked); err != nil {
 		return nil, err
 	}
 	pc.mu.Lock()
@@ -157,9 +174,15 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 // resource alarm: while blocked, the broker reads nothing, and a publish
 // would only add to what it has not read. Either wait ends with ctx, and
 // then the publish fails with ErrBlocked or ctx's error.
-func (pc *pubChannel) lock(ctx context.Context, key string) error {
-	if err := pc.conn.waitUnblocked(ctx); err != nil {
-		return fmt.Errorf("publish to %q: %w", key, err)
+//
+// Without waitBlock it does not wait for a block: the caller looked just
+// before, and a publish made as a block begins waits in the cork or the
+// socket, as it would have in the broker.
+func (pc *pubChannel) lock(ctx context.Context, key string, waitBlock bool) error {
+	if waitBlock {
+		if err := pc.conn.waitUnblocked(ctx); err != nil {
+			return fmt.Errorf("publish to %q: %w", key, err)
+		}
 	}
 	select {
 	case pc.pubMu <- struct{}{}:

@@ -2,6 +2,8 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -9,6 +11,23 @@ import (
 // batchWindow is how many publishes of one batch may await their confirms
 // at once.
 const batchWindow = 1024
+
+// startRun starts the publishes of msgs[i:hi] with the socket corked, so
+// that they go out together (see corkConn), into waiters and errs. It
+// stops early, and returns the index of the first publish not started,
+// when the connection is blocked; otherwise it returns hi.
+func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, waiters []*waiter, errs []error, i, hi int) int {
+	pc.sock.cork()
+	defer pc.sock.uncork()
+	for ; i < hi; i++ {
+		w, err := pc.startIn(ctx, "", msgs[i].key, msgs[i].msg, true, true)
+		if errors.Is(err, errBlockedNow) {
+			return i
+		}
+		waiters[i], errs[i] = w, err
+	}
+	return hi
+}
 
 // corkRun is how many publishes of a batch are written to the socket
 // together (see corkConn).
@@ -44,13 +63,18 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		for i := max(lo, batchWindow); i < hi; i++ {
 			await(i - batchWindow)
 		}
-		// Nothing below waits on the broker: the run's publishes go out
-		// together when the cork comes out.
-		pc.sock.cork()
-		for i := lo; i < hi; i++ {
-			waiters[i], errs[i] = pc.start(ctx, "", msgs[i].key, msgs[i].msg, true)
+		for i := lo; i < hi; {
+			if i = pc.startRun(ctx, msgs, waiters, errs, i, hi); i == hi {
+				break
+			}
+			// The connection is blocked by a resource alarm: wait it
+			// out uncorked, so that its other frames still go.
+			if err := pc.conn.waitUnblocked(ctx); err != nil {
+				for ; i < hi; i++ {
+					errs[i] = fmt.Errorf("publish to %q: %w", msgs[i].key, err)
+				}
+			}
 		}
-		pc.sock.uncork()
 	}
 	for i := max(0, len(msgs)-batchWindow); i < len(msgs); i++ {
 		await(i)
