@@ -55,6 +55,12 @@ type Backend struct {
 	once   sync.Once
 }
 
+// encode is codec.Encode in the format o.HeaderEnvelopes chooses.
+func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
+	o.HeaderFormat = b.opts.HeaderEnvelopes
+	return codec.Encode(env, o)
+}
+
 // Dial connects to the broker at url with two connections, one for
 // publishing and one for consuming, so that a publisher blocked by a
 // resource alarm does not stop acks. More consuming connections are
@@ -289,7 +295,7 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 		case b.isClosed():
 			errs[i] = fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 		default:
-			msg, err := codec.Encode(env, codec.Options{Priority: env.Priority})
+			msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 			if err != nil {
 				errs[i] = err
 				continue
@@ -320,7 +326,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	if delay > 0 {
 		return b.wait(ctx, env.Queue, topology.Deferred, env, env.Priority, delay)
 	}
-	msg, err := codec.Encode(env, codec.Options{Priority: env.Priority})
+	msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 	if err != nil {
 		return err
 	}
@@ -344,7 +350,7 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	if err != nil {
 		return err
 	}
-	msg, err := codec.Encode(env, codec.Options{Priority: prio})
+	msg, err := b.encode(env, codec.Options{Priority: prio})
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,8 @@
 //     message id, or by an x-queuey-publish-seq header when another publish
 //     with the same id is in flight, and reported as ErrUnroutable.
 //     PublishBatch (runtime.EnqueueMany) puts a batch on one channel with up
-//     to 256 awaiting their confirms, and reports each publish on its own.
+//     to 1,024 awaiting their confirms, writes its publishes to the socket
+//     64 at a time, and reports each publish on its own.
 //   - Acks are coalesced: once every delivery up to tag n is done or
 //     otherwise settled, one basic.ack with multiple=true settles them all.
 //     A nack or reject is on the wire before its tag counts as settled, so
@@ -131,7 +132,8 @@
 //     consumer. With Options.NoDeadLetterQueues, it and every dead job are
 //     rejected (requeue=false) instead, for a broker policy to route.
 //   - A publish with a field longer than an AMQP short string (255 bytes:
-//     a job ID, a kind, a header name, a queue or exchange name) is refused
+//     a job ID, a kind, a queue or exchange name, and with
+//     Options.HeaderEnvelopes a job header's name) is refused
 //     with ErrFieldTooLong, naming the field and its length, before it
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish

@@ -38,7 +38,8 @@ var (
 	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
 	// ErrFieldTooLong is returned, before anything is sent, for a publish
 	// with a field longer than an AMQP short string carries (255 bytes):
-	// a job ID, a kind, a header name or a queue name. Sent, it would make
+	// a job ID, a kind or a queue name (and, with Options.HeaderEnvelopes,
+	// a job header's name). Sent, it would make
 	// the broker close the publishing connection, failing every publish in
 	// flight on it.
 	ErrFieldTooLong = codec.ErrTooLong

@@ -278,6 +278,43 @@ func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
 	}
 }
 
+// TestHeaderEnvelopesForARollingUpgrade: with Options.HeaderEnvelopes a
+// job goes out as earlier versions wrote it, which they can read, and a
+// worker of this version runs it too.
+func TestHeaderEnvelopesForARollingUpgrade(t *testing.T) {
+	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind = "job"
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := runtime.Enqueue(ctxT(t), p, q, job{N: 3}, runtime.WithHeaders(map[string]string{"tenant": "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := rawChannel(t)
+	m, ok, err := raw.Get(q.Name, false)
+	if err != nil || !ok {
+		t.Fatalf("basic.get: %v, %v", ok, err)
+	}
+	if m.ContentType != "application/msgpack" || m.Headers["x-queuey-attempt"] != int64(1) ||
+		m.Headers["x-queuey-queue"] != q.Name || m.Headers["x-queuey-h-tenant"] != "t1" || m.MessageId != id {
+		t.Errorf("published as content type %q, id %q, headers %v; want the header format", m.ContentType, m.MessageId, m.Headers)
+	}
+	if err := m.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int, 1)
+	runWorker(t, b, q, func(_ context.Context, j job) error {
+		got <- j.N
+		return nil
+	})
+	if n := within(t, got, "the job in the header format"); n != 3 {
+		t.Errorf("ran job %d, want 3", n)
+	}
+}
+
 func publishRaw(t *testing.T, ch *amqp.Channel, queue string, msg amqp.Publishing) error {
 	t.Helper()
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctxT(t), "", queue, true, false, msg)

@@ -87,7 +87,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 			next.Headers = make(map[string]string, 1)
 		}
 		next.Headers[headerRedelivered] = "1"
-		msg, err := codec.Encode(next, codec.Options{Priority: m.Priority})
+		msg, err := s.b.encode(next, codec.Options{Priority: m.Priority})
 		if err == nil {
 			err = s.b.pub.publish(s.ctx, s.q.Name, msg)
 		}
@@ -107,7 +107,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	next.Attempt = runs
 	next.LastError = reason
 	delete(next.Headers, headerRedelivered)
-	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
+	msg, err := s.b.encode(next, codec.Options{DeadReason: reason})
 	if err == nil {
 		err = s.b.publishDead(s.ctx, s.q.Name, msg)
 	}

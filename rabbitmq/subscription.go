@@ -488,7 +488,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		d.s.acks.settled(d.tag)
 		return nil
 	}
-	msg, err := codec.Encode(next, codec.Options{DeadReason: reason})
+	msg, err := d.s.b.encode(next, codec.Options{DeadReason: reason})
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}

@@ -129,12 +129,16 @@ type Options struct {
 	Priority uint8
 	// DeadReason, when set, is carried in HeaderDeadReason.
 	DeadReason string
+	// HeaderFormat encodes in the format of LegacyContentType, which
+	// earlier versions read: the payload alone as the body, every other
+	// field in headers.
+	HeaderFormat bool
 }
 
 // Encode returns the publishing that carries env. It refuses an envelope
 // that Decode would refuse, and one with a field longer than an AMQP short
-// string can carry (ErrTooLong): the ID, the kind, the queue name or a
-// header name.
+// string can carry (ErrTooLong): the ID, the kind, the queue name, and in
+// the header format a header's name.
 func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 	switch {
 	case env == nil:
@@ -151,6 +155,9 @@ func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue, tooLong("kind (type)", len(env.Kind)))
 	case env.Attempt < 1 || env.MaxAttempts < 1:
 		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
+	}
+	if o.HeaderFormat {
+		return encodeLegacy(env, o)
 	}
 	var h amqp.Table
 	if o.DeadReason != "" {

@@ -10,6 +10,42 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
+// encodeLegacy encodes env, already checked by Encode, in the format of
+// LegacyContentType.
+func encodeLegacy(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
+	for k := range env.Headers {
+		if n := len(UserHeaderPrefix) + len(k); n > MaxShortString {
+			return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue,
+				tooLong(fmt.Sprintf("header name %q with its prefix %q", clip(k), UserHeaderPrefix), n))
+		}
+	}
+	h := make(amqp.Table, 6+len(env.Headers))
+	h[HeaderAttempt] = int64(env.Attempt)
+	h[HeaderMaxAttempts] = int64(env.MaxAttempts)
+	h[HeaderPriority] = int64(env.Priority)
+	h[HeaderEnqueuedAt] = unixNano(env.EnqueuedAt)
+	h[HeaderQueue] = env.Queue
+	if env.LastError != "" {
+		h[HeaderLastError] = env.LastError
+	}
+	if o.DeadReason != "" {
+		h[HeaderDeadReason] = o.DeadReason
+	}
+	for k, v := range env.Headers {
+		h[UserHeaderPrefix+k] = v
+	}
+	return amqp.Publishing{
+		Headers:      h,
+		ContentType:  LegacyContentType,
+		DeliveryMode: amqp.Persistent,
+		Priority:     o.Priority,
+		MessageId:    env.ID,
+		Type:         env.Kind,
+		Timestamp:    env.EnqueuedAt,
+		Body:         env.Payload,
+	}, nil
+}
+
 // decodeLegacy decodes an envelope of LegacyContentType: the payload is
 // the body, every other field a header.
 func decodeLegacy(d *amqp.Delivery) (*runtime.Envelope, error) {

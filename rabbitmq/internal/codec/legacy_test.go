@@ -11,24 +11,40 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// legacy is env as it was published before ContentType: the payload as
-// the body, every other field in headers.
+// legacy is env as earlier versions published it.
 func legacy(env *runtime.Envelope) *amqp.Delivery {
-	h := amqp.Table{
-		HeaderAttempt:     int64(env.Attempt),
-		HeaderMaxAttempts: int64(env.MaxAttempts),
-		HeaderPriority:    int64(env.Priority),
-		HeaderEnqueuedAt:  unixNano(env.EnqueuedAt),
-		HeaderQueue:       env.Queue,
+	p, err := Encode(env, Options{HeaderFormat: true})
+	if err != nil {
+		panic(err)
 	}
-	if env.LastError != "" {
-		h[HeaderLastError] = env.LastError
+	return deliver(p)
+}
+
+// TestHeaderFormatAsEarlierVersions: HeaderFormat writes what earlier
+// versions wrote and read, field for field.
+func TestHeaderFormatAsEarlierVersions(t *testing.T) {
+	env := sample()
+	p, err := Encode(env, Options{HeaderFormat: true, Priority: 9, DeadReason: "gone"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range env.Headers {
-		h[UserHeaderPrefix+k] = v
+	want := amqp.Table{
+		"x-queuey-attempt": int64(3), "x-queuey-max-attempts": int64(5), "x-queuey-priority": int64(2),
+		"x-queuey-enqueued-at": env.EnqueuedAt.UnixNano(), "x-queuey-queue": "emails.send_email",
+		"x-queuey-last-error": "boom", "x-queuey-dead-reason": "gone",
+		"x-queuey-h-traceparent": "00-abc-def-01", "x-queuey-h-tenant": "t1",
 	}
-	return &amqp.Delivery{Headers: h, ContentType: LegacyContentType, MessageId: env.ID, Type: env.Kind,
-		Timestamp: env.EnqueuedAt, Body: env.Payload}
+	if diff := cmp.Diff(want, p.Headers); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+	if p.ContentType != "application/msgpack" || string(p.Body) != string(env.Payload) || p.Priority != 9 {
+		t.Errorf("content type %q, body % x, priority %d; want application/msgpack, the payload, 9", p.ContentType, p.Body, p.Priority)
+	}
+	long := sample()
+	long.Headers = map[string]string{strings.Repeat("k", 250): "v"}
+	if _, err := Encode(long, Options{HeaderFormat: true}); !errors.Is(err, ErrTooLong) {
+		t.Errorf("a 250-byte header name with its prefix: %v, want ErrTooLong", err)
+	}
 }
 
 // TestLegacyDecodes: messages published in the header format, still
