@@ -40,6 +40,15 @@ func (s *subscription) redeliveryOf(m *amqp.Delivery, env *runtime.Envelope) boo
 	return marked
 }
 
+// mayBeRedelivery reports whether m may be a redelivery, which
+// redelivered then handles: the broker says so.
+func (s *subscription) mayBeRedelivery(m *amqp.Delivery) bool {
+	if s.q.QueueType == runtime.QueueQuorum {
+		return deliveryCount(m.Headers) > 0
+	}
+	return m.Redelivered
+}
+
 // redeliveryBackoff is how long a redelivered job whose new attempt could
 // not be published stays unacked before it goes back to the queue.
 const redeliveryBackoff = time.Second

@@ -229,11 +229,15 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			}
 			env, err := codec.Decode(&m)
 			if err != nil {
-				s.poison(&m, err)
+				kept := m // the rare paths keep the delivery: only they copy it to the heap
+				s.poison(&kept, err)
 				continue
 			}
-			if s.redelivered(&m, env) {
-				continue
+			if s.mayBeRedelivery(&m) {
+				kept := m
+				if s.redelivered(&kept, env) {
+					continue
+				}
 			}
 			d := &delivery{s: s, tag: m.DeliveryTag, env: env, redelivered: s.redeliveryOf(&m, env)}
 			select {
