@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -62,15 +63,7 @@ func TestRedeliveryObserved(t *testing.T) {
 				headers <- info.Headers
 				return nil
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() { errc <- w.Run(ctx) }()
-			defer func() {
-				cancel()
-				if err := within(t, errc, "the worker's return"); err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
+			defer brokertest.Run(t, w)()
 			for _, want := range []runtime.OutcomeKind{runtime.OutcomeRedelivered, runtime.OutcomeAcked} {
 				o := within(t, outcomes, want.String())
 				if o.Kind != want || o.JobID != id || o.Attempt != 2 {

@@ -15,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -205,15 +206,7 @@ func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
 			return nil
 		})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := within(t, errc, "Run to return"); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer brokertest.Run(t, w)()
 	// One job per queue, handled, shows each consumes.
 	handled := func(round int) {
 		t.Helper()
@@ -262,15 +255,7 @@ func TestWorkerDeclaresAgainAQueueDeletedUnderIt(t *testing.T) {
 		got <- j.N
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := within(t, errc, "Run to return"); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer brokertest.Run(t, w)()
 	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
 		t.Fatal(err)
 	}

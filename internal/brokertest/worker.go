@@ -21,6 +21,13 @@ func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h
 	tb.Helper()
 	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), runtime.WithShutdownTimeout(10*time.Second))
 	runtime.Handle(w, q, h)
+	return Run(tb, w)
+}
+
+// Run runs w until tb ends or stop is called; stop returns once Run has,
+// failing tb when Run failed or did not return within 30 seconds.
+func Run(tb testing.TB, w *runtime.Worker) (stop func()) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx) }()
