@@ -215,16 +215,19 @@ func (r *Reader) String() (string, error) {
 // Skip reads past one value, whatever it holds, nested at most MaxDepth
 // deep. It works without recursion.
 func (r *Reader) Skip() error {
-	var open [MaxDepth]uint64 // values left in each enclosing container
-	depth := 0
+	// Values left in each enclosing container: on the stack while the
+	// nesting is shallow, as it nearly always is, so that a goroutine with
+	// a small stack does not grow it to skip a value.
+	var shallow [8]uint64
+	open := shallow[:0]
 	left := uint64(1) // values left at this depth
 	for {
 		for left == 0 {
-			if depth == 0 {
+			if len(open) == 0 {
 				return nil
 			}
-			depth--
-			left = open[depth]
+			left = open[len(open)-1]
+			open = open[:len(open)-1]
 		}
 		left--
 		n, err := r.skipHeader()
@@ -234,11 +237,10 @@ func (r *Reader) Skip() error {
 		if n == 0 {
 			continue
 		}
-		if depth == MaxDepth {
+		if len(open) == MaxDepth {
 			return r.errorf("nested deeper than %d", MaxDepth)
 		}
-		open[depth] = left
-		depth++
+		open = append(open, left)
 		left = n
 	}
 }
