@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -27,9 +28,9 @@ var _ runtime.Pauser = (*Backend)(nil)
 // for all its watchers, before the first reads its marker, so none misses
 // a notice, and on each notice wakes the watchers of the queue it names,
 // which read the marker again: the marker decides, the notice only says
-// when to look. A watcher also reads the marker every PauseRecheck and
-// whenever the backend binds again after a lost connection, which covers
-// a notice lost with a connection.
+// when to look. A watcher also reads the marker every PauseRecheck or
+// more (see recheckDelay) and whenever the backend binds again after a
+// lost connection, which covers a notice lost with a connection.
 
 // Names of the pause topology.
 const (
@@ -37,9 +38,26 @@ const (
 	controlExchange = "queuey.control"
 )
 
-// PauseRecheck is how often a watcher of a queue's paused state reads its
-// marker with no notice.
+// PauseRecheck is how often, at least, a watcher of a queue's paused state
+// reads its marker with no notice. Each read opens a channel (a marker that
+// does not exist closes it), so a backend watching many queues spaces the
+// reads out: at most pauseRechecksPerSecond in all, on average, which for
+// 2,000 queues is one read of each marker every 100 seconds or so.
 const PauseRecheck = 5 * time.Second
+
+// pauseRechecksPerSecond bounds the marker reads with no notice that a
+// backend makes, in all its watches.
+const pauseRechecksPerSecond = 20
+
+// recheckDelay is how long a watch waits for its next read with no notice,
+// when n queues are watched: PauseRecheck, or longer so that n watches
+// read at most pauseRechecksPerSecond markers a second between them, with
+// up to half of it again at random so that watches started together do not
+// read together.
+func recheckDelay(n int) time.Duration {
+	d := max(PauseRecheck, time.Duration(n)*time.Second/pauseRechecksPerSecond)
+	return d + rand.N(d/2+1)
+}
 
 // PausedMarker returns the name of the queue whose existence marks queue
 // paused.
@@ -130,7 +148,7 @@ func (b *Backend) control(ctx context.Context, fn func(ch *amqp.Channel) error) 
 func (b *Backend) notify(ctx context.Context, verb, queue string) error {
 	msg := amqp.Publishing{Headers: amqp.Table{}, Body: []byte(verb + " " + queue)}
 	if err := b.pub.send(ctx, controlExchange, "", false, msg); err != nil {
-		return fmt.Errorf("%s queue %q: the marker is set, but workers learn of it only within %v: notify them: %w", verb, queue, PauseRecheck, err)
+		return fmt.Errorf("%s queue %q: the marker is set, but workers learn of it only when they next read it (every %v or more, longer with many queues): notify them: %w", verb, queue, PauseRecheck, err)
 	}
 	return nil
 }
@@ -195,7 +213,7 @@ func (w *pauseWatch) check(ctx context.Context, first bool) error {
 func (w *pauseWatch) loop(ctx context.Context) {
 	defer close(w.out)
 	defer w.b.notices.remove(w)
-	recheck := time.NewTicker(PauseRecheck)
+	recheck := time.NewTimer(recheckDelay(w.b.notices.size()))
 	defer recheck.Stop()
 	for {
 		select {
@@ -209,6 +227,7 @@ func (w *pauseWatch) loop(ctx context.Context) {
 		if err := w.check(ctx, false); err != nil && ctx.Err() == nil {
 			w.b.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", w.queue, "paused", w.last, "error", err)
 		}
+		recheck.Reset(recheckDelay(w.b.notices.size()))
 	}
 }
 
@@ -225,6 +244,7 @@ type pauseNotices struct {
 	mu      sync.Mutex
 	bound   bool
 	watches map[string]map[*pauseWatch]struct{}
+	count   int // watches in all
 }
 
 // add makes w hear the notices of its queue, binding first if nothing is
@@ -243,14 +263,27 @@ func (n *pauseNotices) add(ctx context.Context, w *pauseWatch) error {
 		ws = map[*pauseWatch]struct{}{}
 		n.watches[w.queue] = ws
 	}
-	ws[w] = struct{}{}
+	if _, ok := ws[w]; !ok {
+		ws[w] = struct{}{}
+		n.count++
+	}
 	return nil
+}
+
+// size is how many watches there are.
+func (n *pauseNotices) size() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.count
 }
 
 func (n *pauseNotices) remove(w *pauseWatch) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	delete(n.watches[w.queue], w)
+	if _, ok := n.watches[w.queue][w]; ok {
+		delete(n.watches[w.queue], w)
+		n.count--
+	}
 	if len(n.watches[w.queue]) == 0 {
 		delete(n.watches, w.queue)
 	}

@@ -328,3 +328,29 @@ func TestPauseWatchesHearNoticesAfterTheirConnectionIsLost(t *testing.T) {
 	default:
 	}
 }
+
+// TestPauseWithoutANoticeIsReadOnTheRecheck: a marker set with no notice
+// (a pause whose notice could not be sent) is read by the watch's own
+// recheck, after PauseRecheck or a little more.
+func TestPauseWithoutANoticeIsReadOnTheRecheck(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q, _ := jobQueue(t, b)
+	t.Cleanup(func() { _ = b.ResumeQueue(context.Background(), q.Name) })
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	w, err := b.WatchPaused(ctx, q.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if within(t, w, "the first state") {
+		t.Fatal("paused before any pause")
+	}
+	if _, err := rawChannel(t).QueueDeclare(rabbitmq.PausedMarker(q.Name), true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	set := time.Now()
+	if !within(t, w, "the recheck's read of the marker") {
+		t.Fatal("reported resumed, want paused")
+	}
+	t.Logf("marker set with no notice read after %v", time.Since(set).Round(time.Millisecond))
+}

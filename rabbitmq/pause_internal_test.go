@@ -1,0 +1,28 @@
+package rabbitmq
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRecheckDelayBoundsMarkerReads: a backend watching n queues reads at
+// most pauseRechecksPerSecond markers a second without a notice, however
+// large n is, and a few queues are read every PauseRecheck or a little
+// more.
+func TestRecheckDelayBoundsMarkerReads(t *testing.T) {
+	for _, n := range []int{0, 1, 50, 100, 101, 2100, 20000} {
+		least := max(PauseRecheck, time.Duration(n)*time.Second/pauseRechecksPerSecond)
+		for range 1000 {
+			d := recheckDelay(n)
+			if d < least || d > least+least/2 {
+				t.Fatalf("recheckDelay(%d) = %v, want %v to %v", n, d, least, least+least/2)
+			}
+			if rate := float64(n) / d.Seconds(); rate > pauseRechecksPerSecond {
+				t.Fatalf("recheckDelay(%d) = %v: %.1f reads a second, want at most %d", n, d, rate, pauseRechecksPerSecond)
+			}
+		}
+	}
+	if d := recheckDelay(2100); d < 105*time.Second {
+		t.Errorf("recheckDelay(2100) = %v, want 105s or more", d)
+	}
+}
