@@ -140,11 +140,16 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 	pc.mu.Unlock()
 	// The cork comes out after pubMu is released: a publisher waiting
 	// for pubMu that takes it first corks too, and its publish goes out
-	// in the same socket write as this one.
-	pc.sock.cork()
+	// in the same socket write as this one. In a corked run, the run's
+	// cork holds it already.
+	sock := pc.sock
+	if corked {
+		sock = nil // a nil *corkConn corks nothing
+	}
+	sock.cork()
 	err := pc.ch.PublishWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err != nil {
-		pc.sock.uncork()
+		sock.uncork()
 		pc.mu.Lock()
 		pc.forget(seq, w)
 		closed := errors.Is(err, amqp.ErrClosed)
@@ -166,7 +171,7 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	pc.unlock()
-	pc.sock.uncork()
+	sock.uncork()
 	return w, nil
 }
 
