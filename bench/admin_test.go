@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"testing"
@@ -45,10 +43,7 @@ func BenchmarkAdmin(b *testing.B) {
 	requireBroker(b)
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := dialBroker(b, ctx, rabbitmq.Options{})
 	defer be.Close()
 	name := fmt.Sprintf("queuey-bench.admin.%d", time.Now().UnixNano())
 	var names []string

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -31,10 +29,7 @@ func BenchmarkControl(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
 	dial := func() *rabbitmq.Backend {
-		be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			b.Fatal(err)
-		}
+		be := dialBroker(b, ctx, rabbitmq.Options{})
 		b.Cleanup(func() { _ = be.Close() })
 		return be
 	}

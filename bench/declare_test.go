@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -22,22 +20,13 @@ const declaredQueues = 500
 // that many queues does, and reports queues declared per second. The
 // queues are deleted afterwards, outside the clock.
 func BenchmarkDeclare(b *testing.B) {
-	requireBroker(b)
-	var total time.Duration
-	for i := 0; b.Loop(); i++ {
-		total += runDeclares(b, uniqueBenchName("declare", i))
-	}
-	b.ReportMetric(float64(b.N*declaredQueues)/total.Seconds(), "queues/s")
-	b.ReportMetric(0, "ns/op")
+	reportRate(b, "declare", declaredQueues, "queues/s", runDeclares)
 }
 
 func runDeclares(b *testing.B, prefix string) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := dialBroker(b, ctx, rabbitmq.Options{})
 	defer be.Close()
 	queues := make([]runtime.QueueConfig, declaredQueues)
 	var names []string

@@ -82,14 +82,7 @@ func median(v []float64) float64 {
 }
 
 func benchBackend(b *testing.B, ctx context.Context) *rabbitmq.Backend {
-	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{
-		NoDeadLetterQueues: true,
-		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return be
+	return dialBroker(b, ctx, rabbitmq.Options{NoDeadLetterQueues: true})
 }
 
 // declareIdle declares priorityQueues queues of max_priority mp that do

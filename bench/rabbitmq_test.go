@@ -20,12 +20,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/rabbitmq"
 )
 
 const (
@@ -40,6 +43,30 @@ var broker = e2e.BrokerMeter(brokertest.URL())
 func amqpURL() string { return brokertest.URL() }
 
 func requireBroker(b *testing.B) { b.Helper(); brokertest.Require(b) }
+
+// dialBroker connects to the broker with opts, logging nowhere; b fails
+// when it cannot. The caller closes the backend.
+func dialBroker(b *testing.B, ctx context.Context, opts rabbitmq.Options) *rabbitmq.Backend {
+	b.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	be, err := rabbitmq.Dial(ctx, amqpURL(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be
+}
+
+// reportRate runs run once an iteration, on a fresh name made of what,
+// and reports n over the time run says it took, as unit.
+func reportRate(b *testing.B, what string, n int, unit string, run func(b *testing.B, name string) time.Duration) {
+	requireBroker(b)
+	var total time.Duration
+	for i := 0; b.Loop(); i++ {
+		total += run(b, uniqueBenchName(what, i))
+	}
+	b.ReportMetric(float64(b.N*n)/total.Seconds(), unit)
+	b.ReportMetric(0, "ns/op")
+}
 
 func uniqueBenchName(what string, i int) string {
 	return fmt.Sprintf("queuey-bench.%s.%d.%d", what, time.Now().UnixNano(), i)

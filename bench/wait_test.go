@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,22 +18,13 @@ import (
 // are in use, as retries with a few backoff steps are. Nothing is consumed;
 // the queues are deleted afterwards.
 func BenchmarkWaitPublish(b *testing.B) {
-	requireBroker(b)
-	var total time.Duration
-	for i := 0; b.Loop(); i++ {
-		total += runWaits(b, uniqueBenchName("waits", i))
-	}
-	b.ReportMetric(float64(b.N*jobs)/total.Seconds(), "waits/s")
-	b.ReportMetric(0, "ns/op")
+	reportRate(b, "waits", jobs, "waits/s", runWaits)
 }
 
 func runWaits(b *testing.B, name string) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	be, err := rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := dialBroker(b, ctx, rabbitmq.Options{})
 	defer be.Close()
 	defer brokertest.DeleteQueues(amqpURL(), name, name+".dead", name+".deferred.60000", name+".deferred.120000")
 	q := runtime.DefaultQueueConfig(name)
