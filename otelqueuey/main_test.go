@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
 )
@@ -117,8 +118,5 @@ func instrumented(t *testing.T, tel *telemetry, b runtime.Backend, q runtime.Que
 // startWorker runs w until the test ends.
 func startWorker(t *testing.T, w *runtime.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); recvT(t, errc) })
+	brokertest.Run(t, w)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -49,10 +50,7 @@ func (r *recorder) next(t *testing.T) runtime.Outcome {
 // startWorker runs w until the test ends.
 func startWorker(t *testing.T, w *runtime.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); recvT(t, errc) })
+	brokertest.Run(t, w)
 }
 
 // TestObserverOutcomes runs one job to each handler outcome and checks what
