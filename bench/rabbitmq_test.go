@@ -233,5 +233,6 @@ func report(b *testing.B, prefix string, spans []e2e.Span) float64 {
 	b.ReportMetric(med(func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) }), prefix+"broker-µs/job")
 	b.ReportMetric(med(func(s e2e.Span) float64 { return float64(s.Mallocs) / float64(s.Jobs) }), prefix+"allocs/job")
 	b.ReportMetric(med(func(s e2e.Span) float64 { return float64(s.Syscalls) / float64(s.Jobs) }), prefix+"syscalls/job")
+	b.ReportMetric(med(func(s e2e.Span) float64 { return float64(s.Goroutines) / float64(s.Jobs) }), prefix+"goroutines/job")
 	return rate
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +27,9 @@ type Span struct {
 	// (/proc/self/io; zero where it cannot be read): each is a kernel
 	// crossing here and, for a socket, a wake-up at the other end.
 	Syscalls uint64
+	// Goroutines is how many goroutines this process started: each grows
+	// a stack of its own and is a hand-off to the scheduler.
+	Goroutines uint64
 }
 
 // Rate is jobs per second.
@@ -64,6 +68,7 @@ type Mark struct {
 	server  map[int]time.Duration // CPU by pid
 	mallocs uint64
 	calls   uint64
+	started uint64
 }
 
 // Start starts a span.
@@ -71,7 +76,7 @@ func (m Meter) Start() Mark {
 	// The servers are read first, so that reading /proc does not count
 	// as the client's CPU.
 	server := serverCPU(m.Servers)
-	return Mark{m: m, mallocs: mallocs(), calls: syscalls(), client: rusage(), server: server, at: time.Now()}
+	return Mark{m: m, mallocs: mallocs(), calls: syscalls(), started: goroutinesCreated(), client: rusage(), server: server, at: time.Now()}
 }
 
 // Stop ends the span begun at k; jobs is how many jobs it carried. A
@@ -79,11 +84,12 @@ func (m Meter) Start() Mark {
 // that ended during it is not counted.
 func (k Mark) Stop(jobs int) Span {
 	s := Span{
-		Jobs:      jobs,
-		Elapsed:   time.Since(k.at),
-		ClientCPU: rusage() - k.client,
-		Mallocs:   mallocs() - k.mallocs,
-		Syscalls:  syscalls() - k.calls,
+		Jobs:       jobs,
+		Elapsed:    time.Since(k.at),
+		ClientCPU:  rusage() - k.client,
+		Mallocs:    mallocs() - k.mallocs,
+		Syscalls:   syscalls() - k.calls,
+		Goroutines: goroutinesCreated() - k.started,
 	}
 	for pid, cpu := range serverCPU(k.m.Servers) {
 		s.ServerCPU += cpu - k.server[pid]
@@ -95,6 +101,16 @@ func mallocs() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.Mallocs
+}
+
+// goroutinesCreated is how many goroutines this process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // syscalls is this process's read and write system calls so far.
