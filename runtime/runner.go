@@ -187,9 +187,12 @@ func (g *settleGate) close() {
 // pause lets in-flight handlers finish however long they take (unless ctx
 // ends meanwhile); jobs delivered and not started go back to the queue.
 //
-// A handler goroutine starts when a delivery comes and a slot is free, and
-// goes on with the deliveries already waiting; it ends when none is, so an
-// idle queue holds no handler goroutine, only the one running consume.
+// A handler goroutine starts when a delivery comes, a slot is free and no
+// handler goroutine is idle, and goes on with the deliveries already
+// waiting; when none is, it gives its slot back and waits up to linger to
+// be handed the next before it ends. So a busy queue's goroutines (and the
+// stacks they grew) serve many jobs each, and an idle queue holds no
+// handler goroutine once linger has passed, only the one running consume.
 func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
@@ -201,6 +204,8 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
 		sub: sub, paused: paused,
 		slots: make(chan struct{}, c.queue.Concurrency),
+		idle:  make(chan Delivery),
+		done:  make(chan struct{}),
 	}
 	why := h.dispatch()
 	finished := make(chan struct{})
@@ -258,15 +263,24 @@ type handlers struct {
 	requeues *timers
 	sub      Subscription
 	paused   <-chan struct{}
-	slots    chan struct{} // one per running handler goroutine
+	slots    chan struct{} // one per job being handled
+	idle     chan Delivery // to a handler goroutine waiting for work, with a slot taken for it
+	done     chan struct{} // closed when dispatch returns: waiting goroutines end
 	wg       sync.WaitGroup
 }
+
+// linger is how long a handler goroutine with nothing to do waits for the
+// next delivery before it ends: long enough to bridge the gaps of a busy
+// queue, where a new goroutine per burst would grow a new stack each time,
+// and short enough that an idle queue soon holds none.
+const linger = 250 * time.Millisecond
 
 // dispatch takes a slot, then a delivery, and starts a handler goroutine
 // on it, until ctx ends, the queue is paused or the deliveries end. A slot
 // is taken first, so a delivery not started stays with the subscription,
 // which puts it back when it closes.
 func (h *handlers) dispatch() int {
+	defer close(h.done)
 	deliveries := h.sub.Deliveries()
 	for {
 		select {
@@ -295,27 +309,52 @@ func (h *handlers) dispatch() int {
 				}
 				return stopPaused
 			}
-			h.wg.Add(1)
-			go h.run(d)
+			select {
+			case h.idle <- d: // a waiting goroutine takes it, and the slot
+			default:
+				h.wg.Add(1)
+				go h.run(d)
+			}
 		}
 	}
 }
 
-// run handles d, then every delivery already waiting, and gives its slot
-// back when none is.
+// run handles d, then every delivery already waiting, holding the slot
+// dispatch took for d. When none is waiting it gives the slot back and
+// waits up to linger for dispatch to hand it another (with a slot taken
+// for it), and ends if none comes or dispatch returns.
 func (h *handlers) run(d Delivery) {
 	defer h.wg.Done()
-	defer func() { <-h.slots }()
 	deliveries := h.sub.Deliveries()
+	var wait *time.Timer
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
 	for {
 		h.c.process(h.base, h.gate, h.requeues, d)
 		select {
 		case next, ok := <-deliveries:
 			if !ok || h.ctx.Err() != nil || isClosed(h.paused) {
+				<-h.slots
 				return // left unsettled: redelivered after Close
 			}
 			d = next
+			continue
 		default:
+		}
+		<-h.slots
+		if wait == nil {
+			wait = time.NewTimer(linger)
+		} else {
+			wait.Reset(linger)
+		}
+		select {
+		case d = <-h.idle:
+		case <-wait.C:
+			return
+		case <-h.done:
 			return
 		}
 	}
