@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -15,6 +14,16 @@ import (
 // ackStragglerDelay is how long an ack waits behind an unsettled lower
 // delivery before it is sent on its own.
 const ackStragglerDelay = 5 * time.Millisecond
+
+// ackGatherDelay is how long a done delivery's ack waits for others to
+// join it, unless half the prefetch is waiting already. An ack is a write
+// to the socket, which on loopback costs the writer 20-30µs of CPU here
+// (it runs the receiving side's TCP path too), and work for the broker;
+// gathering for 2ms sends one ack for every 15-20 jobs of a busy queue
+// instead of one for every 5. The broker holds those deliveries as
+// unacked a little longer: they count against the prefetch (which is why
+// half of it sends at once) and come back if the connection dies first.
+const ackGatherDelay = 2 * time.Millisecond
 
 // errAlreadySettled is returned for a second settle of one delivery.
 var errAlreadySettled = errors.New("delivery already settled")
@@ -31,7 +40,9 @@ type tagRange struct{ lo, hi uint64 }
 // on a channel count up from 1, one per delivery; once every tag up to n is
 // done or otherwise settled, one basic.ack with multiple=true for the
 // highest of them settles them all, in one frame and one write instead of
-// one each. A done tag behind an unsettled lower one (a slow handler) is
+// one each. An ack is sent ackGatherDelay after the first done tag, or at
+// once when half the prefetch is done and waiting, so that it covers as
+// many as it can. A done tag behind an unsettled lower one (a slow handler) is
 // acked on its own once ackStragglerDelay passes or half the prefetch
 // waits, so a straggler never holds the window shut.
 //
@@ -178,18 +189,19 @@ func (a *acker) addSettledLocked(tag uint64) {
 
 func (a *acker) run(closed <-chan *amqp.Error) {
 	defer close(a.done)
+	gather := time.NewTimer(ackGatherDelay)
+	gather.Stop()
+	defer gather.Stop()
 	straggle := time.NewTimer(ackStragglerDelay)
 	straggle.Stop()
 	defer straggle.Stop()
-	armed := false
+	gathering, armed := false, false
 	for {
-		force := false
+		force, due := false, false
 		select {
 		case <-a.kick:
-			// Let the handlers that are about to finish mark their tags
-			// first, so that one ack covers them all: each ack is a
-			// frame, a write and work for the broker.
-			goruntime.Gosched()
+		case <-gather.C:
+			due, gathering = true, false
 		case <-straggle.C:
 			force, armed = true, false
 		case e := <-closed:
@@ -202,7 +214,17 @@ func (a *acker) run(closed <-chan *amqp.Error) {
 		}
 		a.mu.Lock()
 		closing := a.closing
+		waiting := len(a.waiting)
 		a.mu.Unlock()
+		if !due && !force && !closing && waiting < a.threshold {
+			// Let more handlers finish first, so that one ack covers
+			// them all.
+			if waiting > 0 && !gathering {
+				gather.Reset(ackGatherDelay)
+				gathering = true
+			}
+			continue
+		}
 		left := a.flush(force || closing)
 		if closing {
 			return
