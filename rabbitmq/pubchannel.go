@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 
@@ -171,6 +172,9 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	pc.unlock()
+	if sock != nil {
+		goruntime.Gosched()
+	}
 	sock.uncork()
 	return w, nil
 }
