@@ -73,7 +73,7 @@ func uniqueBenchName(what string, i int) string {
 }
 
 var (
-	rounds = flag.Int("rounds", 3, "runs of each side per benchmark iteration, alternating; figures are their medians")
+	rounds = flag.Int("rounds", 5, "runs of each side per benchmark iteration, alternating; figures are their medians")
 	side   = flag.String("side", "", "run one side of each comparison only, queuey or plain, to profile it")
 	wire   = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
 )
@@ -97,13 +97,19 @@ func BenchmarkBatch(b *testing.B) {
 }
 
 // compareLevels runs compare once for each of levels: the plain loop
-// keeping window confirms in flight, against queuey as shape sets it up.
+// keeping window confirms in flight, on a queue without priorities and on
+// one with the level's, against queuey as shape sets it up.
 func compareLevels(b *testing.B, name string, window int, shape func(*e2e.Queuey)) {
 	requireBroker(b)
 	for _, level := range levels {
 		b.Run(fmt.Sprintf("max_priority=%d", level), func(b *testing.B) {
+			like := func(name string) e2e.Plain {
+				p := plain(name, window)
+				p.MaxPriority = level
+				return p
+			}
 			compare(b, fmt.Sprintf("%s, max_priority=%d", name, level),
-				func(name string) e2e.Plain { return plain(name, window) },
+				func(name string) e2e.Plain { return plain(name, window) }, like,
 				func(name string) e2e.Queuey {
 					q := queuey(name, level)
 					shape(&q)
@@ -155,16 +161,25 @@ func queuey(name string, maxPriority int) e2e.Queuey {
 
 // compare runs the plain loop and queuey alternately, -rounds times each
 // per iteration, and reports both sides and the ratio of their median
-// rates.
-func compare(b *testing.B, shape string, p func(string) e2e.Plain, q func(string) e2e.Queuey) {
-	var plains, ours []e2e.Span
+// rates. When like is not nil it also runs the plain loop on a queue with
+// queuey's queue arguments (x-max-priority) in each round, and reports
+// that ratio too: what queuey's own code costs, apart from what its queue
+// costs the broker.
+func compare(b *testing.B, shape string, p, like func(string) e2e.Plain, q func(string) e2e.Queuey) {
+	var plains, likes, ours []e2e.Span
+	runPlain := func(spans *[]e2e.Span, mk func(string) e2e.Plain, what string, i int) {
+		c := mk(uniqueBenchName(what, i))
+		url, logWire := tapped(b, shape+" "+what)
+		c.URL = url
+		*spans = append(*spans, logWire(run(b, c.Run)))
+	}
 	for b.Loop() {
 		for i := range *rounds {
 			if *side != "queuey" {
-				c := p(uniqueBenchName("plain", i))
-				url, logWire := tapped(b, shape+" plain")
-				c.URL = url
-				plains = append(plains, logWire(run(b, c.Run)))
+				runPlain(&plains, p, "plain", i)
+				if like != nil {
+					runPlain(&likes, like, "plain-like", i)
+				}
 			}
 			if *side != "plain" {
 				c := q(uniqueBenchName("queuey", i))
@@ -175,15 +190,21 @@ func compare(b *testing.B, shape string, p func(string) e2e.Plain, q func(string
 		}
 	}
 	if *side != "" {
-		report(b, *side+"-", slices.Concat(plains, ours))
+		report(b, *side+"-", slices.Concat(plains, likes, ours))
 		b.ReportMetric(0, "ns/op")
 		return
 	}
 	pr, qr := report(b, "plain-", plains), report(b, "queuey-", ours)
 	b.ReportMetric(qr/pr, "ratio")
-	b.ReportMetric(0, "ns/op") // each op is 2×rounds runs of 20,000 jobs; the rates say it
-	b.Logf("%s: queuey %.0f jobs/s, plain amqp091-go %.0f jobs/s, ratio (queuey/plain) %.2f, medians of %d",
-		shape, qr, pr, qr/pr, len(ours))
+	b.ReportMetric(0, "ns/op") // each op is several runs of 20,000 jobs; the rates say it
+	same := ""
+	if like != nil {
+		lr := report(b, "plain-like-", likes)
+		b.ReportMetric(qr/lr, "ratio-like")
+		same = fmt.Sprintf("; plain on a queue like queuey's %.0f jobs/s, ratio %.2f", lr, qr/lr)
+	}
+	b.Logf("%s: queuey %.0f jobs/s, plain amqp091-go %.0f jobs/s, ratio (queuey/plain) %.2f%s, medians of %d",
+		shape, qr, pr, qr/pr, same, len(ours))
 }
 
 // tapped returns the broker URL to run on and a function that logs what
