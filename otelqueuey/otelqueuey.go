@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -58,6 +59,7 @@ type Instrumentation struct {
 	attrs   sync.Map // jobKey -> *jobAttrs
 	byQueue sync.Map // queue name -> *jobAttrs of the first kind seen on it
 	queues  sync.Map // queue name -> struct{}, for the depth gauge
+	last    atomic.Pointer[jobAttrs]
 }
 
 var _ runtime.Observer = (*Instrumentation)(nil)
