@@ -187,12 +187,12 @@ func (g *settleGate) close() {
 // pause lets in-flight handlers finish however long they take (unless ctx
 // ends meanwhile); jobs delivered and not started go back to the queue.
 //
-// A handler goroutine starts when a delivery comes, a slot is free and no
-// handler goroutine is idle, and goes on with the deliveries already
-// waiting; when none is, it gives its slot back and waits up to linger to
-// be handed the next before it ends. So a busy queue's goroutines (and the
-// stacks they grew) serve many jobs each, and an idle queue holds no
-// handler goroutine once linger has passed, only the one running consume.
+// A handler goroutine starts when a delivery comes to consume and a slot
+// is free, and goes on with the deliveries that follow, waiting up to
+// linger for the next, with its slot, before it ends. So a busy queue's
+// goroutines (and the stacks they grew) serve many jobs each, taking them
+// straight from the subscription, and an idle queue holds no handler
+// goroutine once linger has passed, only the one running consume.
 func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
@@ -204,7 +204,6 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
 		sub: sub, paused: paused,
 		slots: make(chan struct{}, c.queue.Concurrency),
-		idle:  make(chan Delivery),
 		done:  make(chan struct{}),
 	}
 	why := h.dispatch()
@@ -263,8 +262,7 @@ type handlers struct {
 	requeues *timers
 	sub      Subscription
 	paused   <-chan struct{}
-	slots    chan struct{} // one per job being handled
-	idle     chan Delivery // to a handler goroutine waiting for work, with a slot taken for it
+	slots    chan struct{} // one per handler goroutine, running or waiting for its next delivery
 	done     chan struct{} // closed when dispatch returns: waiting goroutines end
 	wg       sync.WaitGroup
 }
@@ -309,22 +307,21 @@ func (h *handlers) dispatch() int {
 				}
 				return stopPaused
 			}
-			select {
-			case h.idle <- d: // a waiting goroutine takes it, and the slot
-			default:
-				h.wg.Add(1)
-				go h.run(d)
-			}
+			h.wg.Add(1)
+			go h.run(d)
 		}
 	}
 }
 
-// run handles d, then every delivery already waiting, holding the slot
-// dispatch took for d. When none is waiting it gives the slot back and
-// waits up to linger for dispatch to hand it another (with a slot taken
-// for it), and ends if none comes or dispatch returns.
+// run handles d, then the deliveries that follow, holding the slot
+// dispatch took for d. When none is waiting it waits up to linger for the
+// next, still holding the slot, and ends (giving the slot back) if none
+// comes, or when dispatch returns, the worker stops or the queue pauses.
+// A delivery it takes then is handed to it straight from the
+// subscription, without a hop through dispatch.
 func (h *handlers) run(d Delivery) {
 	defer h.wg.Done()
+	defer func() { <-h.slots }()
 	deliveries := h.sub.Deliveries()
 	var wait *time.Timer
 	defer func() {
@@ -334,29 +331,34 @@ func (h *handlers) run(d Delivery) {
 	}()
 	for {
 		h.c.process(h.base, h.gate, h.requeues, d)
+		var (
+			next Delivery
+			ok   bool
+		)
 		select {
-		case next, ok := <-deliveries:
-			if !ok || h.ctx.Err() != nil || isClosed(h.paused) {
-				<-h.slots
-				return // left unsettled: redelivered after Close
-			}
-			d = next
-			continue
+		case next, ok = <-deliveries:
 		default:
+			if wait == nil {
+				wait = time.NewTimer(linger)
+			} else {
+				wait.Reset(linger)
+			}
+			select {
+			case next, ok = <-deliveries:
+			case <-wait.C:
+				return
+			case <-h.done:
+				return
+			case <-h.ctx.Done():
+				return
+			case <-h.paused:
+				return
+			}
 		}
-		<-h.slots
-		if wait == nil {
-			wait = time.NewTimer(linger)
-		} else {
-			wait.Reset(linger)
+		if !ok || h.ctx.Err() != nil || isClosed(h.paused) {
+			return // left unsettled: redelivered after Close
 		}
-		select {
-		case d = <-h.idle:
-		case <-wait.C:
-			return
-		case <-h.done:
-			return
-		}
+		d = next
 	}
 }
 
