@@ -1,7 +1,7 @@
 // Package bench measures queuey on a local RabbitMQ against the plain
 // amqp091-go loop a user would write by hand with the same guarantees
 // (package e2e says what each side does), end to end: 20,000 jobs of a
-// 200-byte payload, prefetch 50, medians of 3 alternating rounds (-rounds).
+// 200-byte payload, prefetch 50, medians of 5 alternating rounds (-rounds).
 //
 //	go test -run '^$' -bench . ./bench/
 //

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,7 +25,10 @@ type Queuey struct {
 	// Batch, when above zero, enqueues from one goroutine through
 	// EnqueueMany, Batch jobs per call.
 	Batch    int
-	Prefetch int // also the handler concurrency
+	Prefetch int
+	// Concurrency is how many jobs are handled at once; zero means
+	// Prefetch.
+	Concurrency int
 	// MaxPriority is the queue's max_priority; zero is queuey's default
 	// (10). Use -1 for none.
 	MaxPriority int
@@ -99,7 +103,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (q Queuey) producer(ctx context.Context) (*rabbitmq.Backend, runtime.QueueConfig, *runtime.Producer, error) {
 	cfg := runtime.DefaultQueueConfig(q.Queue)
 	cfg.Kind = "Job"
-	cfg.Prefetch, cfg.Concurrency = q.Prefetch, q.Prefetch
+	cfg.Prefetch, cfg.Concurrency = q.Prefetch, cmp.Or(q.Concurrency, q.Prefetch)
 	if q.MaxPriority != 0 {
 		cfg.MaxPriority = max(q.MaxPriority, 0)
 	}

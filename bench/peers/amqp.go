@@ -9,6 +9,9 @@ import (
 	"github.com/queuey/queuey/internal/brokertest"
 )
 
+// tunedPrefetch is the prefetch (and concurrency) of the tuned rows.
+const tunedPrefetch = 1000
+
 // rabbit is the Meter of every peer on RabbitMQ.
 var rabbit = e2e.BrokerMeter(brokertest.URL())
 
@@ -43,12 +46,24 @@ func amqpPeers() []peer {
 			}},
 		)
 	}
+	// Tuned as river is: river's own benchmark runs 2,000 workers; queuey
+	// and the plain loop get a prefetch of 1,000.
+	peers = append(peers, peer{"queuey", fmt.Sprintf("tuned: batch of %d, prefetch %d, max_priority=1", batch, tunedPrefetch), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+		c := q(jobs, round)
+		c.Batch, c.MaxPriority, c.Prefetch = batch, 1, tunedPrefetch
+		return c.Run(ctx)
+	}})
 	return append(peers, []peer{
 		{"amqp091-go", fmt.Sprintf("plain loop, %d confirms in flight", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 			return plain(jobs, round, producers).Run(ctx)
 		}},
 		{"amqp091-go", "plain loop, 1024 confirms in flight", func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 			return plain(jobs, round, 1024).Run(ctx)
+		}},
+		{"amqp091-go", fmt.Sprintf("tuned: 1024 confirms in flight, prefetch %d", tunedPrefetch), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			p := plain(jobs, round, 1024)
+			p.Prefetch = tunedPrefetch
+			return p.Run(ctx)
 		}},
 	}...)
 }
