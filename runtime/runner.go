@@ -347,11 +347,7 @@ func (h *handlers) run(d Delivery) {
 			case next, ok = <-deliveries:
 			case <-wait.C:
 				return
-			case <-h.done:
-				return
-			case <-h.ctx.Done():
-				return
-			case <-h.paused:
+			case <-h.done: // dispatch returned: ctx ended, a pause, or no more deliveries
 				return
 			}
 		}
