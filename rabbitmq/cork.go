@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // corkMax is the most a corked connection holds back before it writes
@@ -20,10 +21,15 @@ const corkMax = 64 << 10
 // alarm, while the connection is corked: a corked stretch only writes
 // publishes, and its owner uncorks before it waits for any confirm or for
 // a block to end. Other channels' frames written meanwhile (heartbeats
-// too) wait with it, for as long as the stretch lasts (microseconds per
-// publish).
+// too) wait with it, for as long as the stretch lasts: microseconds per
+// publish, plus, for a single publish while others are in flight on the
+// connection, one yield of the scheduler (see pubChannel.startIn).
 type corkConn struct {
 	net.Conn
+
+	// singles counts the single publishes between their start and their
+	// confirm on this connection.
+	singles atomic.Int32
 
 	mu    sync.Mutex
 	corks int

@@ -73,6 +73,10 @@ func (pc *pubChannel) breakWith(err error, generic bool) {
 // paired with its basic.return, if one comes, by message id or by
 // seqHeader; one that is not mandatory gets no return and needs neither.
 func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) error {
+	if pc.sock != nil {
+		pc.sock.singles.Add(1)
+		defer pc.sock.singles.Add(-1)
+	}
 	w, err := pc.start(ctx, exchange, key, msg, mandatory)
 	if err != nil {
 		return err
@@ -141,8 +145,12 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 	pc.mu.Unlock()
 	// The cork comes out after pubMu is released: a publisher waiting
 	// for pubMu that takes it first corks too, and its publish goes out
-	// in the same socket write as this one. In a corked run, the run's
-	// cork holds it already.
+	// in the same socket write as this one. When other single publishes
+	// are in flight on the connection, it yields once before: their
+	// publishers, woken by a batch of confirms, are likely about to
+	// publish again, and cork in. A lone publisher does not yield, so
+	// its publish is never held back for a scheduler round. In a corked
+	// run, the run's cork holds it already.
 	sock := pc.sock
 	if corked {
 		sock = nil // a nil *corkConn corks nothing
@@ -172,7 +180,7 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	pc.unlock()
-	if sock != nil {
+	if sock != nil && sock.singles.Load() > 1 {
 		goruntime.Gosched()
 	}
 	sock.uncork()
