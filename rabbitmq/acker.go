@@ -12,7 +12,8 @@ import (
 )
 
 // ackStragglerDelay is how long an ack waits behind an unsettled lower
-// delivery before it is sent on its own.
+// delivery, after the gathering flush left it waiting, before it is sent
+// on its own: up to ackGatherDelay+ackStragglerDelay after it was done.
 const ackStragglerDelay = 5 * time.Millisecond
 
 // ackGatherDelay is how long a done delivery's ack waits for others to
@@ -40,11 +41,12 @@ type tagRange struct{ lo, hi uint64 }
 // on a channel count up from 1, one per delivery; once every tag up to n is
 // done or otherwise settled, one basic.ack with multiple=true for the
 // highest of them settles them all, in one frame and one write instead of
-// one each. An ack is sent ackGatherDelay after the first done tag, or at
-// once when half the prefetch is done and waiting, so that it covers as
-// many as it can. A done tag behind an unsettled lower one (a slow handler) is
-// acked on its own once ackStragglerDelay passes or half the prefetch
-// waits, so a straggler never holds the window shut.
+// one each. An ack is sent at most ackGatherDelay after a tag is done
+// (when the gathering timer it started, or one already running, fires), or
+// at once when half the prefetch is done and waiting, so that it covers as
+// many as it can. A done tag behind an unsettled lower one (a slow
+// handler) is acked on its own once ackStragglerDelay more passes or half
+// the prefetch waits, so a straggler never holds the window shut.
 //
 // Memory is bounded by the prefetch, however long a delivery stays
 // unsettled: waiting tags are deliveries the broker still counts against

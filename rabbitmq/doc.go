@@ -118,9 +118,11 @@
 //     64 at a time, and reports each publish on its own.
 //   - Acks are coalesced: once every delivery up to tag n is done or
 //     otherwise settled, one basic.ack with multiple=true settles them all.
-//     A nack or reject is on the wire before its tag counts as settled, so
-//     a multiple ack never covers a requeued or unsettled delivery; a done
-//     delivery behind a slow one is acked on its own after 5ms, and what is
+//     A done delivery's ack is gathered with others for up to 2ms, or until
+//     half the prefetch is done. A nack or reject is on the wire before its
+//     tag counts as settled, so a multiple ack never covers a requeued or
+//     unsettled delivery; a done delivery behind a slow one is acked on its
+//     own after up to 7ms (2ms gathering, then 5ms), and what is
 //     kept meanwhile is bounded by the prefetch however long the slow one
 //     runs. Subscription.Close and Backend.Close send every waiting ack
 //     before the channel closes. A second settle of one delivery is refused.
