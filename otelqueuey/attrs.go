@@ -33,14 +33,19 @@ type jobKey struct{ queue, kind string }
 // among those whose depth is observed. A queue carries one kind of job in
 // generated code, so the attributes are looked up by queue name first (a
 // string hash) and by queue and kind only when another kind shares it;
-// before either, the last one looked up is tried, which for a process
-// busy with one queue saves the hash (three lookups a job).
+// before either, those of the first queue and kind seen are tried, which
+// for a process busy with one queue saves the hash (three lookups a job).
+// That first one is kept, never replaced, so that processes busy with
+// several queues do not all write one shared pointer.
 func (in *Instrumentation) job(queue, kind string) *jobAttrs {
-	if ja := in.last.Load(); ja != nil && ja.queue == queue && ja.kind == kind {
-		return ja
+	first := in.first.Load()
+	if first != nil && first.queue == queue && first.kind == kind {
+		return first
 	}
 	ja := in.lookup(queue, kind)
-	in.last.Store(ja)
+	if first == nil {
+		in.first.CompareAndSwap(nil, ja)
+	}
 	return ja
 }
 

@@ -56,10 +56,10 @@ type Instrumentation struct {
 	m      instruments
 	depth  metric.Registration // nil without Config.Depth
 
-	attrs   sync.Map // jobKey -> *jobAttrs
-	byQueue sync.Map // queue name -> *jobAttrs of the first kind seen on it
-	queues  sync.Map // queue name -> struct{}, for the depth gauge
-	last    atomic.Pointer[jobAttrs]
+	attrs   sync.Map                 // jobKey -> *jobAttrs
+	byQueue sync.Map                 // queue name -> *jobAttrs of the first kind seen on it
+	queues  sync.Map                 // queue name -> struct{}, for the depth gauge
+	first   atomic.Pointer[jobAttrs] // of the first queue and kind seen; see job
 }
 
 var _ runtime.Observer = (*Instrumentation)(nil)
