@@ -55,8 +55,9 @@ func TestIdleQueuesHoldNoHandlerGoroutines(t *testing.T) {
 	for range queues {
 		recvT(t, ran)
 	}
-	// Every queue is consuming. The handler goroutines end right after
-	// their jobs settle; wait (bounded) for the count to come down.
+	// Every queue is consuming. The handler goroutines end 250ms after
+	// their jobs settle, when no other comes; wait (bounded) for the
+	// count to come down.
 	bound := before + queues*perQueue
 	deadline := time.Now().Add(10 * time.Second)
 	n := goruntime.NumGoroutine()

@@ -262,7 +262,7 @@ type handlers struct {
 	requeues *timers
 	sub      Subscription
 	paused   <-chan struct{}
-	slots    chan struct{} // one per handler goroutine, running or waiting for its next delivery
+	slots    chan struct{} // one per handler goroutine (running or waiting for its next delivery), and one dispatch holds while it waits for a delivery
 	done     chan struct{} // closed when dispatch returns: waiting goroutines end
 	wg       sync.WaitGroup
 }
