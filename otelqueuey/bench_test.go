@@ -40,7 +40,7 @@ const (
 // the instrumented run handled than the one before it, jobs/s the mean rates,
 // and cpu-µs/job the CPU this process spent per job each way.
 //
-//	go test -run '^$' -bench 'Overhead$' -benchtime 3x -count 3 ./otelqueuey/
+//	go test -run '^$' -bench 'Overhead$' -benchtime 9x ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
 	benchOverhead(b, sdktrace.AlwaysSample())
 }
@@ -49,7 +49,7 @@ func BenchmarkOverhead(b *testing.B) {
 // sampled (ParentBased(TraceIDRatioBased(0.1))): metrics and trace
 // context for every job, spans recorded for a tenth of them.
 //
-//	go test -run '^$' -bench 'OverheadSampled' -benchtime 3x -count 3 ./otelqueuey/
+//	go test -run '^$' -bench 'OverheadSampled' -benchtime 9x ./otelqueuey/
 func BenchmarkOverheadSampled(b *testing.B) {
 	benchOverhead(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))
 }
