@@ -20,8 +20,8 @@ const ackStragglerDelay = 5 * time.Millisecond
 // join it, unless half the prefetch is waiting already. An ack is a write
 // to the socket, which on loopback costs the writer 20-30µs of CPU here
 // (it runs the receiving side's TCP path too), and work for the broker;
-// gathering for 2ms sends one ack for every 15-20 jobs of a busy queue
-// instead of one for every 5. The broker holds those deliveries as
+// gathering for 2ms sent one ack for about every 10 jobs of a busy queue
+// in the benchmarks, instead of one for every 4-5. The broker holds those deliveries as
 // unacked a little longer: they count against the prefetch (which is why
 // half of it sends at once) and come back if the connection dies first.
 const ackGatherDelay = 2 * time.Millisecond
