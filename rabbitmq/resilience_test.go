@@ -79,8 +79,16 @@ func TestFailoverOverNodes(t *testing.T) {
 	if _, err := runtime.Enqueue(ctx, p, q, job{N: 2}); err != nil {
 		t.Fatalf("Enqueue after the connections were lost: %v", err)
 	}
-	if n := within(t, got, "the job after the loss"); n != 2 {
-		t.Fatalf("handled %d, want 2", n)
+	// Job 1 may run again: its ack, gathered for up to 2ms, can be lost
+	// with the connection, and then the broker delivers it again.
+	for again := 0; ; again++ {
+		n := within(t, got, "the job after the loss")
+		if n == 2 {
+			break
+		}
+		if n != 1 || again > 0 {
+			t.Fatalf("handled %d, want 2 (or job 1 once more)", n)
+		}
 	}
 	if pub2, con2 := rabbitmq.Connections(b); pub2 == pub || con2 == con {
 		t.Error("a lost connection was not replaced")
