@@ -58,7 +58,7 @@ func startWorker(t *testing.T, w *runtime.Worker) {
 // context Start returned.
 func TestObserverOutcomes(t *testing.T) {
 	b := runtime.NewMemoryBackend()
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: "ping", MaxAttempts: 3}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
@@ -202,7 +202,7 @@ func (d *failingDelivery) Redelivered() bool {
 // OutcomeRedelivered, then acked.
 func TestObserverRequeueAndRedelivery(t *testing.T) {
 	b := &failingAck{MemoryBackend: runtime.NewMemoryBackend()}
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
@@ -236,7 +236,7 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 // redelivery.
 func TestObserverAbandoned(t *testing.T) {
 	b := runtime.NewMemoryBackend()
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
 	rec := newRecorder()
 	running := make(chan struct{}, 1)
