@@ -122,6 +122,7 @@ launch() {
 		RABBITMQ_CONF_ENV_FILE="$dir/empty.conf" \
 		RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
 		ERL_EPMD_ADDRESS=127.0.0.1 \
+		ERL_CRASH_DUMP="$d/log/erl_crash.dump" \
 		setsid "$server" >>"$d/log/start.out" 2>&1 </dev/null 9>&- &
 	echo $! >"$d/launcher"
 }
