@@ -5,6 +5,7 @@ package otelqueuey_test
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,9 @@ const (
 // reader. Each op is one run of 20,000 jobs each way, off then on;
 // overhead-% is the median over the ops of how many fewer jobs a second
 // the instrumented run handled than the one before it, jobs/s the mean rates,
-// and cpu-µs/job the CPU this process spent per job each way.
+// and cpu-µs/job the CPU this process spent per job each way. Each run
+// carries the pprof label side=off or side=on, so that a -cpuprofile splits
+// them (go tool pprof -tagfocus side=on).
 //
 //	go test -run '^$' -bench 'Overhead$' -benchtime 9x ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
@@ -94,9 +97,14 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, open
 	var off, on, offCPU, onCPU time.Duration
 	var overheads []float64 // % fewer jobs/s, one per pair of runs, off then on
 	for b.Loop() {
-		offWall, cpu := runBench(b, open, enqueuers, nil)
+		var offWall, onWall, cpu time.Duration
+		pprof.Do(context.Background(), pprof.Labels("side", "off"), func(context.Context) {
+			offWall, cpu = runBench(b, open, enqueuers, nil)
+		})
 		off, offCPU = off+offWall, offCPU+cpu
-		onWall, cpu := runBench(b, open, enqueuers, inst)
+		pprof.Do(context.Background(), pprof.Labels("side", "on"), func(context.Context) {
+			onWall, cpu = runBench(b, open, enqueuers, inst)
+		})
 		on, onCPU = on+onWall, onCPU+cpu
 		overheads = append(overheads, 100*(onWall.Seconds()-offWall.Seconds())/onWall.Seconds())
 	}
