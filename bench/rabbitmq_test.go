@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func BenchmarkPlainShape(b *testing.B) {
 				for i := range *rounds {
 					p := plain(uniqueBenchName("shape", i), 64)
 					p.MaxPriority, p.Headers = c.maxPriority, c.headers
-					spans = append(spans, run(b, p.Run))
+					spans = append(spans, run(b, "plain", p.Run))
 				}
 			}
 			report(b, "", spans)
@@ -171,7 +172,7 @@ func compare(b *testing.B, shape string, p, like func(string) e2e.Plain, q func(
 		c := mk(uniqueBenchName(what, i))
 		url, logWire := tapped(b, shape+" "+what)
 		c.URL = url
-		*spans = append(*spans, logWire(run(b, c.Run)))
+		*spans = append(*spans, logWire(run(b, what, c.Run)))
 	}
 	for b.Loop() {
 		for i := range *rounds {
@@ -185,7 +186,7 @@ func compare(b *testing.B, shape string, p, like func(string) e2e.Plain, q func(
 				c := q(uniqueBenchName("queuey", i))
 				url, logWire := tapped(b, shape+" queuey")
 				c.URL = url
-				ours = append(ours, logWire(run(b, c.Run)))
+				ours = append(ours, logWire(run(b, "queuey", c.Run)))
 			}
 		}
 	}
@@ -229,11 +230,18 @@ func tapped(b *testing.B, what string) (string, func(e2e.Span) e2e.Span) {
 	}
 }
 
-func run(b *testing.B, f func(context.Context) (e2e.Span, error)) e2e.Span {
+// run runs f with the pprof label side=side on every goroutine it starts,
+// so that one -cpuprofile of a comparison splits into its sides
+// (go tool pprof -tagfocus side=queuey), measured in the same minutes.
+func run(b *testing.B, side string, f func(context.Context) (e2e.Span, error)) e2e.Span {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	s, err := f(ctx)
+	var (
+		s   e2e.Span
+		err error
+	)
+	pprof.Do(ctx, pprof.Labels("side", side), func(ctx context.Context) { s, err = f(ctx) })
 	if err != nil {
 		b.Fatal(err)
 	}
