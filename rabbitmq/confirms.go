@@ -7,13 +7,14 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// loop matches confirms and returns to the publishes in flight until both
-// notification channels are closed, then fails whatever is still pending
-// with why the channel ended.
-func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closes <-chan *amqp.Error) {
+// loop pairs returns with the publishes in flight until the channel's
+// notification channels are closed, and records why the channel ended.
+// Confirms do not pass through it: each publish waits for its own (see
+// pubChannel.settle).
+func (pc *pubChannel) loop(returns, paired <-chan amqp.Return, closes <-chan *amqp.Error) {
 	defer close(pc.done)
 	cause := errors.New("channel closed")
-	for confirms != nil || returns != nil {
+	for returns != nil {
 		select {
 		case r, ok := <-returns:
 			if !ok {
@@ -21,12 +22,13 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 				continue
 			}
 			pc.onReturn(r)
-		case c, ok := <-confirms:
-			if !ok {
-				confirms = nil
-				continue
-			}
-			pc.onConfirm(c)
+			// The reader now hands r over again, and reads on only once
+			// it is taken; it never closes paired before returns. (Were
+			// pairing r to take more than amqp091-go's five seconds, the
+			// reader would give this hand-over up, and the next return
+			// would be lost: pairing takes pc.mu, which nothing holds for
+			// long.)
+			<-paired
 		case e, ok := <-closes:
 			closes = nil
 			generic := true
@@ -38,8 +40,8 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 			pc.mu.Unlock()
 		}
 	}
-	// Both notification channels are closed: no confirm can come any more.
-	// The close notification, if any, was sent before they were closed.
+	// The notification channels are closed: the close notification, if
+	// any, was sent before.
 	generic := true
 	if closes != nil {
 		select {
@@ -52,29 +54,7 @@ func (pc *pubChannel) loop(confirms <-chan amqp.Confirmation, returns <-chan amq
 	}
 	pc.mu.Lock()
 	pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause), generic)
-	for seq, w := range pc.pending {
-		w.res <- pc.broken
-		pc.forget(seq, w)
-	}
 	pc.mu.Unlock()
-}
-
-func (pc *pubChannel) onConfirm(c amqp.Confirmation) {
-	pc.mu.Lock()
-	w := pc.pending[c.DeliveryTag]
-	if w != nil {
-		pc.forget(c.DeliveryTag, w)
-	}
-	pc.mu.Unlock()
-	switch {
-	case w == nil:
-	case w.ret != nil:
-		w.res <- fmt.Errorf("%w: queue %q (exchange %q): %d %s", ErrUnroutable, w.ret.RoutingKey, w.ret.Exchange, w.ret.ReplyCode, w.ret.ReplyText)
-	case !c.Ack:
-		w.res <- ErrNacked
-	default:
-		w.res <- nil
-	}
 }
 
 // forget removes the publish seq, waiting on w, from the books. pc.mu must

@@ -15,8 +15,14 @@ import (
 )
 
 // pubChannel is one confirm-mode channel. Publishes take pubMu only around
-// basic.publish; confirms and returns are matched to waiters by one loop
-// goroutine, which never blocks, so amqp091-go never drops a notification.
+// basic.publish. Each waits for its own confirm through amqp091-go's
+// deferred confirmation; returns are matched to waiters by one loop
+// goroutine, which never blocks for long, so amqp091-go never drops one.
+//
+// No confirm listener (NotifyPublish) is registered: amqp091-go hands a
+// listener every confirm on a channel send bounded by a timer made for it,
+// which cost the client about a microsecond per publish, on the goroutine
+// that reads the connection.
 type pubChannel struct {
 	ch   *amqp.Channel
 	conn *connection
@@ -40,21 +46,27 @@ type pubChannel struct {
 	solo bool
 }
 
+// waiter is one publish in flight: its confirm, and the return that came
+// before it, if any.
 type waiter struct {
-	res chan error // buffered: the loop never blocks on it
-	ret *amqp.Return
-	id  string // message id the waiter is paired by, if any
+	dc  *amqp.DeferredConfirmation
+	seq uint64
+	ret *amqp.Return // set by the loop, under pc.mu
+	id  string       // message id the waiter is paired by, if any
 }
 
 func newPubChannel(ch *amqp.Channel, conn *connection, log *slog.Logger) *pubChannel {
 	pc := &pubChannel{ch: ch, conn: conn, log: log, pubMu: make(chan struct{}, 1), pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1024))
-	// Unbuffered: the reader hands a return over before it can read the
-	// basic.ack that follows it, and the loop handles the return before it
-	// receives again, so a return is always seen before its confirm.
+	// Each return comes twice, on two unbuffered channels in turn, and the
+	// loop receives the second only once it has paired the first with its
+	// publish. The reader goroutine, blocked on that second hand-over, can
+	// read the basic.ack that follows a return, and so settle the
+	// publish's deferred confirmation, only after the pairing: a publish
+	// that sees its confirm sees its return too.
 	returns := ch.NotifyReturn(make(chan amqp.Return))
+	paired := ch.NotifyReturn(make(chan amqp.Return))
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
-	go pc.loop(confirms, returns, closes)
+	go pc.loop(returns, paired, closes)
 	return pc
 }
 
@@ -84,9 +96,13 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	return pc.await(ctx, w, key)
 }
 
-// start publishes msg and returns the waiter its confirm will reach.
+// start publishes msg and returns the waiter of its confirm.
 func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*waiter, error) {
-	return pc.startIn(ctx, exchange, key, msg, mandatory, false)
+	w := &waiter{}
+	if err := pc.startIn(ctx, w, exchange, key, msg, mandatory, false); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // errBlockedNow is startIn's answer, within a corked run, when the
@@ -94,38 +110,39 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 // the block out before it goes on.
 var errBlockedNow = errors.New("connection blocked")
 
-// startIn is start. In a corked run (corked), it does not wait for a block
-// of the connection to end, which would hold the connection's other frames
-// back with the cork: it returns errBlockedNow instead.
-func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory, corked bool) (*waiter, error) {
+// startIn is start, with w, which must be zero, as the waiter. In a corked
+// run (corked), it does not wait for a block of the connection to end,
+// which would hold the connection's other frames back with the cork: it
+// returns errBlockedNow instead.
+func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool) error {
 	// A field too long for the wire fails in the client library after the
 	// method frame went out, and the broker closes the whole connection:
 	// refuse it before it touches the channel.
 	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
-		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
+		return fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	// So would a header the client library cannot encode, before it
 	// touches the channel; checked here, it does not count as a failure
 	// of the channel.
 	if err := msg.Headers.Validate(); err != nil {
-		return nil, fmt.Errorf("publish to %q: %w", clip(key), err)
+		return fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	if corked {
 		if _, blocked := pc.conn.blocked(); blocked != nil {
-			return nil, errBlockedNow
+			return errBlockedNow
 		}
 	}
-	w := &waiter{res: make(chan error, 1)}
 	if err := pc.lock(ctx, key, !corked); err != nil {
-		return nil, err
+		return err
 	}
 	pc.mu.Lock()
 	if pc.broken != nil {
 		pc.mu.Unlock()
 		pc.unlock()
-		return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
+	w.seq = seq
 	pc.pending[seq] = w
 	if mandatory && !pc.solo {
 		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
@@ -156,7 +173,13 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 		sock = nil // a nil *corkConn corks nothing
 	}
 	sock.cork()
-	err := pc.ch.PublishWithContext(ctx, exchange, key, mandatory, false, msg)
+	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, msg)
+	if err == nil && dc == nil {
+		// Only a channel out of confirm mode gives no confirmation, and
+		// every pubChannel is put in confirm mode before it is used.
+		err = errors.New("channel not in confirm mode")
+	}
+	w.dc = dc
 	if err != nil {
 		sock.uncork()
 		pc.mu.Lock()
@@ -169,7 +192,7 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 		pc.mu.Unlock()
 		pc.unlock()
 		if closed {
-			return nil, fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+			return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 		}
 		if failed {
 			// A client-side failure leaves the channel in a state nobody
@@ -177,14 +200,14 @@ func (pc *pubChannel) startIn(ctx context.Context, exchange, key string, msg amq
 			// fails what is still in flight on it and ends its loop.
 			_ = pc.ch.Close()
 		}
-		return nil, brokerError(fmt.Sprintf("publish to %q", key), err)
+		return brokerError(fmt.Sprintf("publish to %q", key), err)
 	}
 	pc.unlock()
 	if sock != nil && sock.singles.Load() > 1 {
 		goruntime.Gosched()
 	}
 	sock.uncork()
-	return w, nil
+	return nil
 }
 
 // lock takes pubMu, first waiting out a block of the connection by a
@@ -214,20 +237,45 @@ func (pc *pubChannel) unlock() { <-pc.pubMu }
 // await waits for w's confirm, and says when the connection is blocked by a
 // resource alarm, which is why a confirm does not come.
 func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
-	return pc.conn.blockedError(ctx, w.await(ctx, key))
+	return pc.conn.blockedError(ctx, pc.settle(ctx, w, key))
 }
 
-// await waits for w's confirm: nil for an ack, the return or nack
-// otherwise, and ErrNotConfirmed when ctx ends first.
-func (w *waiter) await(ctx context.Context, key string) error {
+// settle waits for w's confirm and takes w off the books: nil for an ack,
+// the return or nack otherwise, ErrNotConfirmed when the channel closed
+// first (amqp091-go then settles every deferred confirmation as a nack)
+// or when ctx ends first.
+func (pc *pubChannel) settle(ctx context.Context, w *waiter, key string) error {
 	select {
-	case err := <-w.res:
-		if err != nil {
-			return fmt.Errorf("publish to %q: %w", key, err)
-		}
-		return nil
+	case <-w.dc.Done():
 	case <-ctx.Done():
+		pc.mu.Lock()
+		pc.forget(w.seq, w)
+		pc.mu.Unlock()
 		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
+	}
+	pc.mu.Lock()
+	pc.forget(w.seq, w)
+	ret := w.ret
+	pc.mu.Unlock()
+	switch {
+	case ret != nil:
+		return fmt.Errorf("publish to %q: %w: queue %q (exchange %q): %d %s", key, ErrUnroutable, ret.RoutingKey, ret.Exchange, ret.ReplyCode, ret.ReplyText)
+	case w.dc.Acked():
+		return nil
+	case pc.ch.IsClosed():
+		// amqp091-go marks the channel closed, and closes its return
+		// notifications, which ends the loop, before it settles what is
+		// in flight on it: the loop has recorded why, or is about to.
+		select {
+		case <-pc.done:
+		case <-ctx.Done():
+			return fmt.Errorf("publish to %q: %w: channel closed", key, ErrNotConfirmed)
+		}
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		return fmt.Errorf("publish to %q: %w", key, pc.broken)
+	default:
+		return fmt.Errorf("publish to %q: %w", key, ErrNacked)
 	}
 }
 

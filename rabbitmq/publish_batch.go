@@ -16,15 +16,15 @@ const batchWindow = 1024
 // that they go out together (see corkConn), into waiters and errs. It
 // stops early, and returns the index of the first publish not started,
 // when the connection is blocked; otherwise it returns hi.
-func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, waiters []*waiter, errs []error, i, hi int) int {
+func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, waiters []waiter, errs []error, i, hi int) int {
 	pc.sock.cork()
 	defer pc.sock.uncork()
 	for ; i < hi; i++ {
-		w, err := pc.startIn(ctx, "", msgs[i].key, msgs[i].msg, true, true)
+		err := pc.startIn(ctx, &waiters[i], "", msgs[i].key, msgs[i].msg, true, true)
 		if errors.Is(err, errBlockedNow) {
 			return i
 		}
-		waiters[i], errs[i] = w, err
+		errs[i] = err
 	}
 	return hi
 }
@@ -52,10 +52,10 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		}
 		return errs
 	}
-	waiters := make([]*waiter, len(msgs))
+	waiters := make([]waiter, len(msgs)) // one allocation for the batch
 	await := func(i int) {
-		if waiters[i] != nil {
-			errs[i] = pc.await(ctx, waiters[i], msgs[i].key)
+		if waiters[i].dc != nil { // started
+			errs[i] = pc.await(ctx, &waiters[i], msgs[i].key)
 		}
 	}
 	for lo := 0; lo < len(msgs); lo += corkRun {

@@ -93,7 +93,7 @@ func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bo
 	return pc.publish(ctx, exchange, key, msg, mandatory)
 }
 
-// wait waits for every channel's confirm loop to end; the connection must
+// wait waits for every channel's return loop to end; the connection must
 // be closed first.
 func (p *publisher) wait() {
 	for _, s := range append(slices.Clone(p.slots), p.waits...) {
