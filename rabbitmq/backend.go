@@ -288,6 +288,14 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	errs := make([]error, len(envs))
 	msgs := make([]outMsg, 0, len(envs))
 	idx := make([]int, 0, len(envs))
+	// The bodies share one buffer, which lives until the last confirm.
+	size := 0
+	for _, env := range envs {
+		if env != nil {
+			size += codec.BodySize(env)
+		}
+	}
+	bodies := make([]byte, 0, size)
 	for i, env := range envs {
 		switch {
 		case env == nil:
@@ -295,7 +303,11 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 		case b.isClosed():
 			errs[i] = fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 		default:
-			msg, err := b.encode(env, codec.Options{Priority: env.Priority})
+			var (
+				msg amqp.Publishing
+				err error
+			)
+			msg, bodies, err = codec.EncodeAppend(bodies, env, codec.Options{Priority: env.Priority, HeaderFormat: b.opts.HeaderEnvelopes})
 			if err != nil {
 				errs[i] = err
 				continue

@@ -140,24 +140,40 @@ type Options struct {
 // string can carry (ErrTooLong): the ID, the kind, the queue name, and in
 // the header format a header's name.
 func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
+	msg, _, err := EncodeAppend(nil, env, o)
+	return msg, err
+}
+
+// BodySize is at least the length of the body Encode gives env, for
+// sizing the buffer of EncodeAppend.
+func BodySize(env *runtime.Envelope) int { return bodySize(env) }
+
+// EncodeAppend is Encode with the body appended to dst's spare capacity
+// when it has room for BodySize(env) bytes, so that the bodies of a batch
+// can share one allocation; without room, the body gets a buffer of its
+// own. It returns the buffer to append the next body to. The publishing's
+// body has no spare capacity. The header format (Options.HeaderFormat)
+// leaves dst alone.
+func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing, []byte, error) {
 	switch {
 	case env == nil:
-		return amqp.Publishing{}, fmt.Errorf("encode: nil envelope")
+		return amqp.Publishing{}, dst, fmt.Errorf("encode: nil envelope")
 	case len(env.ID) > MaxShortString:
-		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
 	case env.ID == "":
-		return amqp.Publishing{}, fmt.Errorf("encode job on queue %q: empty ID", env.Queue)
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job on queue %q: empty ID", env.Queue)
 	case env.Queue == "":
-		return amqp.Publishing{}, fmt.Errorf("encode job %q: empty queue", env.ID)
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q: empty queue", env.ID)
 	case len(env.Queue) > MaxShortString:
-		return amqp.Publishing{}, fmt.Errorf("encode job %q: %w", env.ID, tooLong("queue name", len(env.Queue)))
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q: %w", env.ID, tooLong("queue name", len(env.Queue)))
 	case len(env.Kind) > MaxShortString:
-		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue, tooLong("kind (type)", len(env.Kind)))
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue, tooLong("kind (type)", len(env.Kind)))
 	case env.Attempt < 1 || env.MaxAttempts < 1:
-		return amqp.Publishing{}, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
 	}
 	if o.HeaderFormat {
-		return encodeLegacy(env, o)
+		msg, err := encodeLegacy(env, o)
+		return msg, dst, err
 	}
 	var h amqp.Table
 	if o.DeadReason != "" {
@@ -171,6 +187,11 @@ func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 			h[HeaderLastError] = env.LastError
 		}
 	}
+	if n := bodySize(env); cap(dst)-len(dst) < n {
+		dst = make([]byte, 0, n) // the bodies before keep the old buffer
+	}
+	start := len(dst)
+	dst = appendBody(dst, env)
 	return amqp.Publishing{
 		Headers:      h,
 		ContentType:  ContentType,
@@ -179,8 +200,8 @@ func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 		MessageId:    env.ID,
 		Type:         env.Kind,
 		Timestamp:    env.EnqueuedAt,
-		Body:         appendBody(make([]byte, 0, bodySize(env)), env),
-	}, nil
+		Body:         dst[start:len(dst):len(dst)],
+	}, dst, nil
 }
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that

@@ -68,6 +68,52 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEncodeAppendSharesOneBuffer encodes a batch into one buffer sized by
+// BodySize, then into one too small: each body decodes to its envelope,
+// none has spare capacity that an append could spill into the next, and
+// the small buffer's bodies get buffers of their own.
+func TestEncodeAppendSharesOneBuffer(t *testing.T) {
+	envs := []*runtime.Envelope{sample(), {ID: "x", Queue: "q", Attempt: 1, MaxAttempts: 1}, sample()}
+	envs[2].ID, envs[2].Payload = "third", bytes.Repeat([]byte{0xc0}, 300)
+	size := 0
+	for _, env := range envs {
+		size += BodySize(env)
+	}
+	for name, buf := range map[string][]byte{"sized": make([]byte, 0, size), "small": make([]byte, 0, 8)} {
+		t.Run(name, func(t *testing.T) {
+			first := buf[:cap(buf)]
+			var msgs []amqp.Publishing
+			for _, env := range envs {
+				var (
+					p   amqp.Publishing
+					err error
+				)
+				p, buf, err = EncodeAppend(buf, env, Options{})
+				if err != nil {
+					t.Fatalf("EncodeAppend(%s): %v", env.ID, err)
+				}
+				if len(p.Body) != cap(p.Body) {
+					t.Errorf("body of %s: len %d, cap %d; want no spare capacity", env.ID, len(p.Body), cap(p.Body))
+				}
+				msgs = append(msgs, p)
+			}
+			for i, p := range msgs {
+				got, err := Decode(deliver(p))
+				if err != nil {
+					t.Fatalf("Decode(%s): %v", envs[i].ID, err)
+				}
+				if diff := cmp.Diff(envs[i], got); diff != "" {
+					t.Errorf("round trip of %s (-want +got):\n%s", envs[i].ID, diff)
+				}
+			}
+			shared := &msgs[0].Body[0] == &first[0] && &msgs[2].Body[0] == &first[len(msgs[0].Body)+len(msgs[1].Body)]
+			if want := name == "sized"; shared != want {
+				t.Errorf("bodies in the given buffer: %v, want %v", shared, want)
+			}
+		})
+	}
+}
+
 func TestEncodeProperties(t *testing.T) {
 	env := sample()
 	p, err := Encode(env, Options{Priority: 10})
