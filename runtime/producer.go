@@ -7,8 +7,6 @@ import (
 	"maps"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Producer enqueues jobs onto a backend.
@@ -142,14 +140,20 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 	if o.hasID {
 		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
 	}
+	if err := p.check(q, o); err != nil {
+		return nil, err
+	}
+	ids, err := newIDs(len(payloads))
+	if err != nil {
+		return nil, err
+	}
+	// One allocation for the batch's envelopes, as for its IDs.
+	all := make([]Envelope, len(payloads))
 	envs := make([]*Envelope, len(payloads))
-	ids := make([]string, len(payloads))
+	now := p.now().UTC()
 	for i, payload := range payloads {
-		env, err := p.envelope(q, o, payload)
-		if err != nil {
-			return nil, err
-		}
-		envs[i], ids[i] = env, env.ID
+		envs[i] = &all[i]
+		p.fill(envs[i], q, o, ids[i], payload, now)
 	}
 	errs := p.publisher()(ctx, envs, o.delay)
 	failed := false
@@ -194,24 +198,38 @@ func applyOptions(opts []EnqueueOption) enqueueOptions {
 
 // envelope checks the options against q and returns the envelope of one job.
 func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*Envelope, error) {
-	if o.hasPriority && (o.priority < 0 || o.priority > q.MaxPriority) {
-		return nil, fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
-	}
-	if o.delay < 0 {
-		return nil, fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)
-	}
-	if o.hasID && o.id == "" {
-		return nil, fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
+	if err := p.check(q, o); err != nil {
+		return nil, err
 	}
 	id := o.id
 	if !o.hasID {
-		u, err := uuid.NewV7()
-		if err != nil {
-			return nil, fmt.Errorf("queuey: job id: %w", err)
+		var err error
+		if id, err = newID(); err != nil {
+			return nil, err
 		}
-		id = u.String()
 	}
-	return &Envelope{
+	env := new(Envelope)
+	p.fill(env, q, o, id, payload, p.now().UTC())
+	return env, nil
+}
+
+// check refuses options that q cannot take.
+func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
+	if o.hasPriority && (o.priority < 0 || o.priority > q.MaxPriority) {
+		return fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
+	}
+	if o.delay < 0 {
+		return fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)
+	}
+	if o.hasID && o.id == "" {
+		return fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
+	}
+	return nil
+}
+
+// fill sets env to the first run of a job with ID id on q, enqueued at now.
+func (p *Producer) fill(env *Envelope, q QueueConfig, o enqueueOptions, id string, payload []byte, now time.Time) {
+	*env = Envelope{
 		ID:          id,
 		Queue:       q.Name,
 		Kind:        q.Kind,
@@ -219,7 +237,7 @@ func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*E
 		Attempt:     1,
 		MaxAttempts: q.MaxAttempts,
 		Priority:    uint8(o.priority),
-		EnqueuedAt:  p.now().UTC(),
+		EnqueuedAt:  now,
 		Headers:     maps.Clone(o.headers),
-	}, nil
+	}
 }
