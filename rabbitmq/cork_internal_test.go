@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"testing"
+	"time"
 )
 
 // writeLog is a net.Conn that records each write it is given.
@@ -69,4 +70,60 @@ func TestCorkConn(t *testing.T) {
 	var none *corkConn
 	none.cork()
 	none.uncork() // a channel on a connection dialled without one: no-op
+}
+
+// deadlineConn records the read deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	return nil
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+// TestCorkConnReadDeadline checks which read deadlines reach the socket: a
+// later one within deadlineSlack of the one set does not; a later one past
+// it, an earlier one, a cleared one, and any after SetDeadline do.
+func TestCorkConnReadDeadline(t *testing.T) {
+	sock := &deadlineConn{}
+	c := &corkConn{Conn: sock}
+	t0 := time.Unix(1_700_000_000, 0)
+	steps := []struct {
+		set    func() error
+		at     time.Time
+		pushed bool
+	}{
+		{nil, t0, true},
+		{nil, t0.Add(deadlineSlack / 2), false},
+		{nil, t0.Add(deadlineSlack - 1), false},
+		{nil, t0.Add(deadlineSlack), true},
+		{nil, t0, true}, // earlier
+		{nil, time.Time{}, true},
+		{nil, t0, true}, // after clearing
+		{func() error { return c.SetDeadline(t0.Add(-time.Minute)) }, t0.Add(-time.Minute), true},
+		{nil, t0.Add(-time.Minute + deadlineSlack/2), false},
+		{func() error { return c.SetDeadline(time.Time{}) }, time.Time{}, true},
+		{nil, t0, true},
+	}
+	for i, s := range steps {
+		before := len(sock.set)
+		set := s.set
+		if set == nil {
+			set = func() error { return c.SetReadDeadline(s.at) }
+		}
+		if err := set(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		pushed := len(sock.set) > before
+		if pushed != s.pushed {
+			t.Errorf("step %d (deadline %v): reached the socket %v, want %v", i, s.at, pushed, s.pushed)
+		}
+		if pushed && !sock.set[len(sock.set)-1].Equal(s.at) {
+			t.Errorf("step %d: socket deadline %v, want %v", i, sock.set[len(sock.set)-1], s.at)
+		}
+	}
 }
