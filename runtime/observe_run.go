@@ -6,8 +6,9 @@ import (
 )
 
 // observedRun carries one run from its start to its outcome for the
-// worker's observers. A nil *observedRun (no observers) does nothing, so
-// the runner calls it unconditionally.
+// worker's observers. One without observers (the zero value) does nothing,
+// so the runner calls it unconditionally. It lives on the runner's stack:
+// nothing keeps a pointer to it past the run.
 type observedRun struct {
 	observers []Observer
 	ctx       context.Context // as the observers' Start returned it
@@ -16,13 +17,14 @@ type observedRun struct {
 	reported  bool
 }
 
-// observe tells the worker's observers that env's run starts on delivery d
-// and returns the run's handle with the context the run should use.
-func (c *queueRunner) observe(base context.Context, d Delivery, env *Envelope) (*observedRun, context.Context) {
+// observe tells the worker's observers that env's run starts on delivery d,
+// sets r, which must be zero, to the run's handle, and returns the context
+// the run should use.
+func (c *queueRunner) observe(r *observedRun, base context.Context, d Delivery, env *Envelope) context.Context {
 	if len(c.w.observers) == 0 {
-		return nil, base
+		return base
 	}
-	r := &observedRun{
+	*r = observedRun{
 		observers: c.w.observers,
 		ctx:       base,
 		started:   time.Now(),
@@ -46,12 +48,12 @@ func (c *queueRunner) observe(base context.Context, d Delivery, env *Envelope) (
 	if rd, ok := d.(Redelivery); ok && rd.Redelivered() {
 		r.tell(OutcomeRedelivered)
 	}
-	return r, r.ctx
+	return r.ctx
 }
 
 // ran records the handler's result and how long it took.
 func (r *observedRun) ran(err error) {
-	if r == nil {
+	if r.observers == nil {
 		return
 	}
 	r.out.HandlerDuration = time.Since(r.started)
@@ -60,7 +62,7 @@ func (r *observedRun) ran(err error) {
 
 // settled reports kind when err (the settle's error) is nil, and returns err.
 func (r *observedRun) settled(err error, kind OutcomeKind, delay time.Duration, reason string) error {
-	if r == nil || err != nil {
+	if r.observers == nil || err != nil {
 		return err
 	}
 	r.out.Delay, r.out.Reason = delay, reason
@@ -71,7 +73,7 @@ func (r *observedRun) settled(err error, kind OutcomeKind, delay time.Duration, 
 // unsettled reports a run whose outcome was not recorded: requeued when
 // requeueErr is nil, abandoned otherwise (or when requeued is false).
 func (r *observedRun) unsettled(settleErr error, requeued bool, requeueErr error) {
-	if r == nil {
+	if r.observers == nil {
 		return
 	}
 	r.out.SettleErr = settleErr
@@ -88,7 +90,7 @@ func (r *observedRun) unsettled(settleErr error, requeued bool, requeueErr error
 // abandonIfUnreported reports OutcomeAbandoned when nothing settled the run,
 // so that every started run gets exactly one settled outcome.
 func (r *observedRun) abandonIfUnreported() {
-	if r != nil && !r.reported {
+	if r.observers != nil && !r.reported {
 		r.tell(OutcomeAbandoned)
 	}
 }

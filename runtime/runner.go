@@ -391,7 +391,8 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
-	run, ctx := c.observe(base, d, env)
+	var run observedRun
+	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
 	err := c.call(ctx, env)
 	run.ran(err)
@@ -402,7 +403,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if base.Err() != nil {
 		return // shutdown timeout: leave the job for redelivery
 	}
-	serr := c.settle(base, ctx, d, env, err, run)
+	serr := c.settle(base, ctx, d, env, err, &run)
 	if serr == nil {
 		if c.settleFailures.Load() != 0 {
 			c.settleFailures.Store(0)
