@@ -21,14 +21,18 @@ func (pc *pubChannel) loop(returns, paired <-chan amqp.Return, closes <-chan *am
 				returns = nil
 				continue
 			}
-			pc.onReturn(r)
+			matched := pc.pair(&r)
 			// The reader now hands r over again, and reads on only once
 			// it is taken; it never closes paired before returns. (Were
 			// pairing r to take more than amqp091-go's five seconds, the
 			// reader would give this hand-over up, and the next return
 			// would be lost: pairing takes pc.mu, which nothing holds for
-			// long.)
+			// long, and anything slower, such as logging, waits until
+			// after.)
 			<-paired
+			if !matched {
+				pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
+			}
 		case e, ok := <-closes:
 			closes = nil
 			generic := true

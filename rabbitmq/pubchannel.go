@@ -248,9 +248,16 @@ func (pc *pubChannel) settle(ctx context.Context, w *waiter, key string) error {
 	select {
 	case <-w.dc.Done():
 	case <-ctx.Done():
-		pc.mu.Lock()
-		pc.forget(w.seq, w)
-		pc.mu.Unlock()
+		// The broker still owes this publish its confirm, and maybe a
+		// return, which must not be paired with a later publish: it stays
+		// on the books until the confirm comes or the channel closes
+		// (amqp091-go settles every deferred confirmation either way).
+		go func() {
+			<-w.dc.Done()
+			pc.mu.Lock()
+			pc.forget(w.seq, w)
+			pc.mu.Unlock()
+		}()
 		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
 	}
 	pc.mu.Lock()

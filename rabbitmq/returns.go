@@ -10,13 +10,6 @@ import (
 // on every publish, so the common case goes without.
 const seqHeader = "x-queuey-publish-seq"
 
-func (pc *pubChannel) onReturn(r amqp.Return) {
-	if pc.pair(&r) {
-		return
-	}
-	pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
-}
-
 // pair hands return r to the publish in flight it belongs to, and reports
 // whether there was one.
 func (pc *pubChannel) pair(r *amqp.Return) bool {
@@ -30,7 +23,7 @@ func (pc *pubChannel) pair(r *amqp.Return) bool {
 	} else if seq, ok := pc.ids[r.MessageId]; ok && r.MessageId != "" {
 		pc.pending[seq].ret = r
 		return true
-	} else if len(pc.pending) == 1 {
+	} else if pc.solo && len(pc.pending) == 1 {
 		for _, w := range pc.pending {
 			w.ret = r
 		}

@@ -1,0 +1,61 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/brokertest"
+)
+
+// TestGivenUpPublishKeepsItsReturn: a publish whose caller stops waiting
+// (its context ends) before the broker's answer still owns the return the
+// broker sends it. Were it taken off the books at once, its return would
+// be paired with the next publish on the channel, which would then fail as
+// unroutable though the broker stored it.
+func TestGivenUpPublishKeepsItsReturn(t *testing.T) {
+	brokertest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	conn, err := dialConnection(ctx, []string{brokertest.URL()}, "queuey pubchannel test", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(conn, 1, log)
+	defer p.wait()
+	defer conn.close()
+	ch, err := conn.channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := p.slots[0].get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := fmt.Sprintf("queuey-test.no-such-queue.%d", time.Now().UnixNano())
+	for i := range 20 {
+		gone, giveUp := context.WithCancel(ctx)
+		w, err := pc.start(gone, "", missing, amqp.Publishing{MessageId: fmt.Sprintf("lost-%d", i)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		giveUp()
+		if err := pc.await(gone, w, missing); err == nil {
+			t.Fatalf("round %d: publish to a missing queue succeeded", i)
+		}
+		if err := pc.publish(ctx, "", q.Name, amqp.Publishing{MessageId: fmt.Sprintf("kept-%d", i)}, true); err != nil {
+			t.Fatalf("round %d: publish to %s after one given up: %v (unroutable: %v)", i, q.Name, err, errors.Is(err, ErrUnroutable))
+		}
+	}
+}
