@@ -87,11 +87,13 @@ func (c *deadlineConn) SetDeadline(t time.Time) error { return c.SetReadDeadline
 
 // TestCorkConnReadDeadline checks which read deadlines reach the socket: a
 // later one within deadlineSlack of the one set does not; a later one past
-// it, an earlier one, a cleared one, and any after SetDeadline do.
+// it, an earlier one, a cleared one, and any after SetDeadline do. Close to
+// a deadline the slack shrinks to a quarter of the time left.
 func TestCorkConnReadDeadline(t *testing.T) {
 	sock := &deadlineConn{}
 	c := &corkConn{Conn: sock}
-	t0 := time.Unix(1_700_000_000, 0)
+	t0 := time.Now().Add(30 * time.Second) // as a 10s heartbeat asks
+	t1 := time.Now().Add(2 * time.Second)  // as a 1s heartbeat would
 	steps := []struct {
 		set    func() error
 		at     time.Time
@@ -104,10 +106,12 @@ func TestCorkConnReadDeadline(t *testing.T) {
 		{nil, t0, true}, // earlier
 		{nil, time.Time{}, true},
 		{nil, t0, true}, // after clearing
-		{func() error { return c.SetDeadline(t0.Add(-time.Minute)) }, t0.Add(-time.Minute), true},
-		{nil, t0.Add(-time.Minute + deadlineSlack/2), false},
+		{func() error { return c.SetDeadline(t0.Add(time.Minute)) }, t0.Add(time.Minute), true},
+		{nil, t0.Add(time.Minute + deadlineSlack/2), false},
 		{func() error { return c.SetDeadline(time.Time{}) }, time.Time{}, true},
-		{nil, t0, true},
+		{nil, t1, true},
+		{nil, t1.Add(100 * time.Millisecond), false},
+		{nil, t1.Add(900 * time.Millisecond), true}, // past a quarter of the time left
 	}
 	for i, s := range steps {
 		before := len(sock.set)
