@@ -288,14 +288,18 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	errs := make([]error, len(envs))
 	msgs := make([]outMsg, 0, len(envs))
 	idx := make([]int, 0, len(envs))
-	// The bodies share one buffer, which lives until the last confirm.
-	size := 0
-	for _, env := range envs {
-		if env != nil {
-			size += codec.BodySize(env)
+	// The bodies share one buffer, which lives until the last confirm (the
+	// header format puts none in it).
+	var bodies []byte
+	if !b.opts.HeaderEnvelopes {
+		size := 0
+		for _, env := range envs {
+			if env != nil {
+				size += codec.BodySize(env)
+			}
 		}
+		bodies = make([]byte, 0, size)
 	}
-	bodies := make([]byte, 0, size)
 	for i, env := range envs {
 		switch {
 		case env == nil:
