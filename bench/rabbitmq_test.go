@@ -79,11 +79,12 @@ var (
 	wire   = flag.Bool("wire", false, "run each side through an AMQP frame counter and log its traffic per job")
 )
 
-// levels are the max_priority values each comparison runs queuey at: 1,
-// the fewest levels with which a deferred job still returns ahead of the
-// backlog, and 10, the annotation's default. The plain loop's queue has no
-// priorities.
-var levels = []int{1, 10}
+// levels are the max_priority values each comparison runs queuey at: 0,
+// no priorities, the same queue as the plain loop's (a deferred job then
+// returns behind the backlog); 1, the fewest levels with which a deferred
+// job still returns ahead of it; and 10, the annotation's default. The
+// plain loop's queue has no priorities.
+var levels = []int{0, 1, 10}
 
 // BenchmarkSync: 64 goroutines each calling Enqueue and waiting for its
 // confirm, against the plain loop keeping 64 confirms in flight.
@@ -108,6 +109,9 @@ func compareLevels(b *testing.B, name string, window int, shape func(*e2e.Queuey
 				p := plain(name, window)
 				p.MaxPriority = level
 				return p
+			}
+			if level == 0 {
+				like = nil // the plain loop's own queue
 			}
 			compare(b, fmt.Sprintf("%s, max_priority=%d", name, level),
 				func(name string) e2e.Plain { return plain(name, window) }, like,
@@ -157,6 +161,9 @@ func plain(name string, window int) e2e.Plain {
 }
 
 func queuey(name string, maxPriority int) e2e.Queuey {
+	if maxPriority == 0 {
+		maxPriority = -1 // e2e.Queuey's zero is the annotation's default
+	}
 	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, MaxPriority: maxPriority, Meter: broker}
 }
 

@@ -31,28 +31,31 @@ func amqpPeers() []peer {
 	}
 	var peers []peer
 	// 10 is the annotation's default; 1 is the fewest levels with which a
-	// deferred job still returns ahead of the backlog.
-	for _, level := range []int{10, 1} {
+	// deferred job still returns ahead of the backlog; at 0 the queue is
+	// the plain loop's, and a deferred job returns behind the backlog.
+	for _, level := range []int{10, 1, 0} {
 		peers = append(peers,
 			peer{"queuey", fmt.Sprintf("sync: %d goroutines calling EnqueueX, max_priority=%d", producers, level), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 				c := q(jobs, round)
-				c.Producers, c.MaxPriority = producers, level
+				c.Producers, c.MaxPriority = producers, e2eLevel(level)
 				return c.Run(ctx)
 			}},
 			peer{"queuey", fmt.Sprintf("batch: EnqueueManyX of %d, max_priority=%d", batch, level), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 				c := q(jobs, round)
-				c.Batch, c.MaxPriority = batch, level
+				c.Batch, c.MaxPriority = batch, e2eLevel(level)
 				return c.Run(ctx)
 			}},
 		)
 	}
 	// Tuned as river is: river's own benchmark runs 2,000 workers; queuey
 	// and the plain loop get a prefetch of 1,000.
-	peers = append(peers, peer{"queuey", fmt.Sprintf("tuned: batch of %d, prefetch %d, max_priority=1", batch, tunedPrefetch), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
-		c := q(jobs, round)
-		c.Batch, c.MaxPriority, c.Prefetch = batch, 1, tunedPrefetch
-		return c.Run(ctx)
-	}})
+	for _, level := range []int{1, 0} {
+		peers = append(peers, peer{"queuey", fmt.Sprintf("tuned: batch of %d, prefetch %d, max_priority=%d", batch, tunedPrefetch, level), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
+			c := q(jobs, round)
+			c.Batch, c.MaxPriority, c.Prefetch = batch, e2eLevel(level), tunedPrefetch
+			return c.Run(ctx)
+		}})
+	}
 	return append(peers, []peer{
 		{"amqp091-go", fmt.Sprintf("plain loop, %d confirms in flight", producers), func(ctx context.Context, jobs, round int) (e2e.Span, error) {
 			return plain(jobs, round, producers).Run(ctx)
@@ -66,4 +69,13 @@ func amqpPeers() []peer {
 			return p.Run(ctx)
 		}},
 	}...)
+}
+
+// e2eLevel is max_priority level as e2e.Queuey takes it, whose zero is the
+// annotation's default.
+func e2eLevel(level int) int {
+	if level == 0 {
+		return -1
+	}
+	return level
 }
