@@ -22,7 +22,8 @@ const bodyLen = PayloadSize - 8
 // NewJob returns the job every run enqueues.
 func NewJob() Job { return Job{Body: strings.Repeat("x", bodyLen)} }
 
-// Payload returns NewJob's msgpack encoding: what the plain loop sends.
+// Payload returns NewJob's msgpack encoding: what the plain loop sends for
+// each job, and the payload of the peers that take one.
 func Payload() []byte {
 	b, err := msgpack.Marshal(new(NewJob()))
 	if err != nil {

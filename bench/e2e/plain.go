@@ -32,9 +32,9 @@ type Plain struct {
 }
 
 // Run publishes p.Jobs persistent, mandatory, confirmed messages from one
-// goroutine with up to p.Window confirms in flight, while one consumer
-// decodes and acks each, and measures from the first publish until the
-// last delivery is acked.
+// goroutine with up to p.Window confirms in flight, each job encoded as it
+// is published, while one consumer decodes and acks each, and measures
+// from the first publish until the last delivery is acked.
 func (p Plain) Run(ctx context.Context) (Span, error) {
 	pubConn, err := amqp.Dial(p.URL)
 	if err != nil {
@@ -127,7 +127,9 @@ func (p Plain) declare(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Return
 // publish publishes p.Jobs persistent, mandatory messages on pch with up
 // to p.Window confirms in flight, and returns once all are confirmed.
 func (p Plain) publish(ctx context.Context, pch *amqp.Channel, returns <-chan amqp.Return) error {
-	body := Payload()
+	// Each job is encoded as it is published, as queuey's Enqueue does
+	// and as a user's loop would, and decoded as it is handled.
+	job := NewJob()
 	window := make([]*amqp.DeferredConfirmation, 0, p.Window)
 	confirm := func(dc *amqp.DeferredConfirmation) error {
 		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
@@ -141,6 +143,10 @@ func (p Plain) publish(ctx context.Context, pch *amqp.Channel, returns <-chan am
 				return err
 			}
 			window = window[1:]
+		}
+		body, err := msgpack.Marshal(&job)
+		if err != nil {
+			return err
 		}
 		msg := amqp.Publishing{
 			ContentType:  "application/msgpack",
