@@ -112,7 +112,9 @@
 //     flight on a channel at once; a basic.return (which the broker sends
 //     before that publish's basic.ack) is paired with exactly its publish by
 //     message id, or by an x-queuey-publish-seq header when another publish
-//     with the same id is in flight, and reported as ErrUnroutable.
+//     with the same id is in flight, and reported as ErrUnroutable. A
+//     publish whose caller stopped waiting keeps its place until its
+//     confirm comes, so that its return is never taken for another's.
 //     PublishBatch (runtime.EnqueueMany) puts a batch on one channel with up
 //     to 1,024 awaiting their confirms, writes its publishes to the socket
 //     64 at a time, and reports each publish on its own.
@@ -206,7 +208,8 @@
 // and a consumer whose channel close gets no answer within 500ms drops its
 // connection's socket; closing the backend waits at most a second per
 // connection. A stalled connection is otherwise found dead by its
-// heartbeat (10s, so within about 30s).
+// heartbeat (10s: the client gives up on a broker it has heard nothing
+// from for 14–15s).
 //
 // amqp091-go's own recovery (Config.Recovery) is not used: it redials only
 // the URL the connection was opened with, after a fixed interval (5s by
