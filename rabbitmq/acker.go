@@ -66,6 +66,9 @@ type acker struct {
 	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
 	err     error               // why acks can no longer be sent
 	closing bool
+	// gathering says the gathering timer runs: it will flush what
+	// waits, so an ack below the threshold need not wake the flusher.
+	gathering bool
 
 	kick chan struct{}
 	done chan struct{}
@@ -102,8 +105,14 @@ func (a *acker) ack(tag uint64) error {
 		return err
 	}
 	a.waiting[tag] = struct{}{}
+	// The flusher is woken only to start the gathering timer or to send
+	// at the threshold: waking it for every ack, only for it to go on
+	// waiting, cost the client about a microsecond a job.
+	wake := !a.gathering || len(a.waiting) >= a.threshold
 	a.mu.Unlock()
-	a.wake()
+	if wake {
+		a.wake()
+	}
 	return nil
 }
 
@@ -197,13 +206,13 @@ func (a *acker) run(closed <-chan *amqp.Error) {
 	straggle := time.NewTimer(ackStragglerDelay)
 	straggle.Stop()
 	defer straggle.Stop()
-	gathering, armed := false, false
+	armed := false
 	for {
 		force, due := false, false
 		select {
 		case <-a.kick:
 		case <-gather.C:
-			due, gathering = true, false
+			due = true
 		case <-straggle.C:
 			force, armed = true, false
 		case e := <-closed:
@@ -215,18 +224,25 @@ func (a *acker) run(closed <-chan *amqp.Error) {
 			return
 		}
 		a.mu.Lock()
+		if due {
+			a.gathering = false
+		}
 		closing := a.closing
 		waiting := len(a.waiting)
-		a.mu.Unlock()
 		if !due && !force && !closing && waiting < a.threshold {
 			// Let more handlers finish first, so that one ack covers
 			// them all.
-			if waiting > 0 && !gathering {
+			start := waiting > 0 && !a.gathering
+			if start {
+				a.gathering = true
+			}
+			a.mu.Unlock()
+			if start {
 				gather.Reset(ackGatherDelay)
-				gathering = true
 			}
 			continue
 		}
+		a.mu.Unlock()
 		left := a.flush(force || closing)
 		if closing {
 			return

@@ -180,3 +180,66 @@ func TestAckerStopsWhenTheChannelCloses(t *testing.T) {
 		t.Errorf("ack after the channel closed = %v, want one wrapping amqp.ErrClosed", err)
 	}
 }
+
+// TestAckerWakesItsFlusherOnlyWhenNeeded: an ack wakes the flusher when no
+// gathering timer runs (to start one) or when the threshold is reached;
+// below it, while the timer runs, the timer's flush will send it.
+func TestAckerWakesItsFlusherOnlyWhenNeeded(t *testing.T) {
+	a := makeAcker(&frames{}, 8) // threshold 4
+	woken := func() bool {
+		select {
+		case <-a.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	mustAck(t, a, 1)
+	if !woken() {
+		t.Fatal("first ack with no gathering timer did not wake the flusher")
+	}
+	a.mu.Lock()
+	a.gathering = true // as the flusher does when it starts the timer
+	a.mu.Unlock()
+	for _, tag := range []uint64{2, 3} {
+		mustAck(t, a, tag)
+		if woken() {
+			t.Fatalf("ack %d below the threshold, timer running: woke the flusher", tag)
+		}
+	}
+	mustAck(t, a, 4)
+	if !woken() {
+		t.Fatal("ack reaching the threshold did not wake the flusher")
+	}
+}
+
+// frameFeed hands each ack sent to a channel.
+type frameFeed chan ackFrame
+
+func (f frameFeed) Ack(tag uint64, multiple bool) error {
+	f <- ackFrame{tag, multiple}
+	return nil
+}
+
+// TestAckerGatheredAcksGoOut runs the flusher: acks below the threshold,
+// which do not wake it once its timer runs, all go out when the timer
+// fires, in one multiple ack.
+func TestAckerGatheredAcksGoOut(t *testing.T) {
+	feed := make(frameFeed, 16)
+	a := newAcker(feed, 100, nil) // threshold 50
+	defer a.close()
+	mustAck(t, a, 1, 2, 3, 4, 5)
+	var got []ackFrame
+	timeout := time.After(wait)
+	for len(got) == 0 || got[len(got)-1].tag < 5 {
+		select {
+		case fr := <-feed:
+			got = append(got, fr)
+		case <-timeout:
+			t.Fatalf("sent %v within %v, want acks up to 5", got, wait)
+		}
+	}
+	if got[len(got)-1] != (ackFrame{5, true}) {
+		t.Fatalf("sent %v, want the last to be a multiple ack of 5", got)
+	}
+}
