@@ -1,6 +1,9 @@
 package rabbitmq
 
 import (
+	"errors"
+	"fmt"
+
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -30,4 +33,67 @@ func (pc *pubChannel) pair(r *amqp.Return) bool {
 		return true
 	}
 	return false
+}
+
+// loop pairs returns with the publishes in flight until the channel's
+// notification channels are closed, and records why the channel ended.
+// Confirms do not pass through it: each publish waits for its own (see
+// pubChannel.settle).
+func (pc *pubChannel) loop(returns, paired <-chan amqp.Return, closes <-chan *amqp.Error) {
+	defer close(pc.done)
+	cause := errors.New("channel closed")
+	for returns != nil {
+		select {
+		case r, ok := <-returns:
+			if !ok {
+				returns = nil
+				continue
+			}
+			matched := pc.pair(&r)
+			// The reader now hands r over again, and reads on only once
+			// it is taken; it never closes paired before returns. (Were
+			// pairing r to take more than amqp091-go's five seconds, the
+			// reader would give this hand-over up, and the next return
+			// would be lost: pairing takes pc.mu, which nothing holds for
+			// long, and anything slower, such as logging, waits until
+			// after.)
+			<-paired
+			if !matched {
+				pc.log.Error("queuey: basic.return matches no publish in flight", "queue", r.RoutingKey, "reply", r.ReplyText)
+			}
+		case e, ok := <-closes:
+			closes = nil
+			generic := true
+			if ok && e != nil {
+				cause, generic = brokerError("channel closed", e), false
+			}
+			pc.mu.Lock()
+			pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause), generic)
+			pc.mu.Unlock()
+		}
+	}
+	// The notification channels are closed: the close notification, if
+	// any, was sent before.
+	generic := true
+	if closes != nil {
+		select {
+		case e, ok := <-closes:
+			if ok && e != nil {
+				cause, generic = brokerError("channel closed", e), false
+			}
+		default:
+		}
+	}
+	pc.mu.Lock()
+	pc.breakWith(fmt.Errorf("%w: %w", ErrNotConfirmed, cause), generic)
+	pc.mu.Unlock()
+}
+
+// forget removes the publish seq, waiting on w, from the books. pc.mu must
+// be held.
+func (pc *pubChannel) forget(seq uint64, w *waiter) {
+	delete(pc.pending, seq)
+	if w.id != "" && pc.ids[w.id] == seq {
+		delete(pc.ids, w.id)
+	}
 }
