@@ -57,8 +57,15 @@ type Backend struct {
 
 // encode is codec.Encode in the format o.HeaderEnvelopes chooses.
 func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
+	msg, _, err := b.encodeAppend(nil, env, o)
+	return msg, err
+}
+
+// encodeAppend is codec.EncodeAppend in the format o.HeaderEnvelopes
+// chooses.
+func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
 	o.HeaderFormat = b.opts.HeaderEnvelopes
-	return codec.Encode(env, o)
+	return codec.EncodeAppend(dst, env, o)
 }
 
 // Dial connects to the broker at url with two connections, one for
@@ -311,7 +318,7 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 				msg amqp.Publishing
 				err error
 			)
-			msg, bodies, err = codec.EncodeAppend(bodies, env, codec.Options{Priority: env.Priority, HeaderFormat: b.opts.HeaderEnvelopes})
+			msg, bodies, err = b.encodeAppend(bodies, env, codec.Options{Priority: env.Priority})
 			if err != nil {
 				errs[i] = err
 				continue

@@ -273,33 +273,30 @@ func (pc *pubChannel) settle(ctx context.Context, w *waiter, key string) error {
 		// amqp091-go marks the channel closed, and closes its return
 		// notifications, which ends the loop, before it settles what is
 		// in flight on it: the loop has recorded why, or is about to.
-		select {
-		case <-pc.done:
-		case <-ctx.Done():
-			return fmt.Errorf("publish to %q: %w: channel closed", key, ErrNotConfirmed)
-		}
-		pc.mu.Lock()
-		defer pc.mu.Unlock()
-		return fmt.Errorf("publish to %q: %w", key, pc.broken)
+		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
 	default:
 		return fmt.Errorf("publish to %q: %w", key, ErrNacked)
 	}
 }
 
 // reason returns why the channel takes no more publishes. When all that is
-// known is that it was closed, by the broker or with its connection, it
-// waits (bounded by ctx) for the loop to end: by then the close
-// notification has said why.
+// known is that it was closed, by the broker or with its connection, or
+// nothing is recorded yet (a publish that saw the close first), it waits
+// (bounded by ctx) for the loop to end: by then the close notification has
+// said why.
 func (pc *pubChannel) reason(ctx context.Context) error {
 	pc.mu.Lock()
 	err, generic := pc.broken, pc.generic
 	pc.mu.Unlock()
-	if !generic {
+	if err != nil && !generic {
 		return err
 	}
 	select {
 	case <-pc.done:
 	case <-ctx.Done():
+		if err == nil {
+			return fmt.Errorf("%w: channel closed", ErrNotConfirmed)
+		}
 		return err
 	}
 	pc.mu.Lock()
