@@ -2,16 +2,12 @@ package rabbitmq
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-
-	"github.com/queuey/queuey/internal/brokertest"
 )
 
 // TestBatchWaitingOutABlockLeavesTheConnectionUncorked: a batch that meets
@@ -26,27 +22,10 @@ import (
 // channel is already open; a channel.open on the same connection stands
 // for the frames that must get through.
 func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
-	brokertest.Require(t)
-	url := brokertest.URL()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	conn, err := dialConnection(ctx, []string{url}, "queuey cork test", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPublisher(conn, 1, log)
-	defer p.wait()
-	defer conn.close()
-	ch, err := conn.channel(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.publish(ctx, q.Name, amqp.Publishing{MessageId: "first"}); err != nil {
+	conn, p, queue := publishTestbed(ctx, t, "queuey cork test")
+	if err := p.publish(ctx, queue, amqp.Publishing{MessageId: "first"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,8 +36,8 @@ func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
 	done := make(chan []error, 1)
 	go func() {
 		done <- p.publishBatch(ctx, []outMsg{
-			{key: q.Name, msg: amqp.Publishing{MessageId: "a"}},
-			{key: q.Name, msg: amqp.Publishing{MessageId: "b"}},
+			{key: queue, msg: amqp.Publishing{MessageId: "a"}},
+			{key: queue, msg: amqp.Publishing{MessageId: "b"}},
 		})
 	}()
 	// Until the batch is parked on the block, wherever it waits for it.

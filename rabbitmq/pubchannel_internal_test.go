@@ -20,25 +20,9 @@ import (
 // be paired with the next publish on the channel, which would then fail as
 // unroutable though the broker stored it.
 func TestGivenUpPublishKeepsItsReturn(t *testing.T) {
-	brokertest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	conn, err := dialConnection(ctx, []string{brokertest.URL()}, "queuey pubchannel test", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPublisher(conn, 1, log)
-	defer p.wait()
-	defer conn.close()
-	ch, err := conn.channel(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p, queue := publishTestbed(ctx, t, "queuey pubchannel test")
 	pc, err := p.slots[0].get(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +38,34 @@ func TestGivenUpPublishKeepsItsReturn(t *testing.T) {
 		if err := pc.await(gone, w, missing); err == nil {
 			t.Fatalf("round %d: publish to a missing queue succeeded", i)
 		}
-		if err := pc.publish(ctx, "", q.Name, amqp.Publishing{MessageId: fmt.Sprintf("kept-%d", i)}, true); err != nil {
-			t.Fatalf("round %d: publish to %s after one given up: %v (unroutable: %v)", i, q.Name, err, errors.Is(err, ErrUnroutable))
+		if err := pc.publish(ctx, "", queue, amqp.Publishing{MessageId: fmt.Sprintf("kept-%d", i)}, true); err != nil {
+			t.Fatalf("round %d: publish to %s after one given up: %v (unroutable: %v)", i, queue, err, errors.Is(err, ErrUnroutable))
 		}
 	}
+}
+
+// publishTestbed dials a connection named name to the test broker, with a
+// publisher of one channel on it, and declares a server-named exclusive
+// queue; the connection closes, and the publisher's loops end, when the
+// test does.
+func publishTestbed(ctx context.Context, t *testing.T, name string) (*connection, *publisher, string) {
+	t.Helper()
+	brokertest.Require(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	conn, err := dialConnection(ctx, []string{brokertest.URL()}, name, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(conn, 1, log)
+	t.Cleanup(p.wait)
+	t.Cleanup(func() { _ = conn.close() })
+	ch, err := conn.channel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, p, q.Name
 }
