@@ -9,13 +9,13 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/rabbitmq"
@@ -38,10 +38,13 @@ const (
 // exporter that drops it, metrics aggregated by the SDK for a Prometheus
 // reader. Each op is one run of 20,000 jobs each way, off then on;
 // overhead-% is the median over the ops of how many fewer jobs a second
-// the instrumented run handled than the one before it, jobs/s the mean rates,
-// and cpu-µs/job the CPU this process spent per job each way. Each run
-// carries the pprof label side=off or side=on, so that a -cpuprofile splits
-// them (go tool pprof -tagfocus side=on).
+// the instrumented run handled than the one before it, jobs/s the mean
+// rates. Per job and each way, it reports the medians of this process's
+// CPU (cpu-µs, the garbage collector's included), the broker's
+// (broker-µs), heap allocations and bytes, and garbage collections per
+// thousand jobs: on a shared machine those move less than the rates. Each
+// run carries the pprof label side=off or side=on, so that a -cpuprofile
+// splits them (go tool pprof -tagfocus side=on).
 //
 //	go test -run '^$' -bench 'Overhead$' -benchtime 9x ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
@@ -57,16 +60,25 @@ func BenchmarkOverheadSampled(b *testing.B) {
 	benchOverhead(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))
 }
 
+// BenchmarkOverheadUnsampled is BenchmarkOverhead with no trace sampled:
+// metrics and trace context for every job, and no span recorded. It is
+// what the instrumentation costs every job whatever the sampling.
+//
+//	go test -run '^$' -bench 'OverheadUnsampled' -benchtime 9x ./otelqueuey/
+func BenchmarkOverheadUnsampled(b *testing.B) {
+	benchOverhead(b, sdktrace.NeverSample())
+}
+
 func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 	b.Run("memory", func(b *testing.B) {
-		compareOverhead(b, sampler, 1, func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, sampler, 1, e2e.Meter{}, func(b *testing.B) (runtime.Backend, string, func()) {
 			be := runtime.NewMemoryBackend()
 			return be, "bench", func() { be.Close() }
 		})
 	})
 	b.Run("rabbitmq", func(b *testing.B) {
 		url := brokertest.Require(b)
-		compareOverhead(b, sampler, benchInFlight, func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, sampler, benchInFlight, e2e.BrokerMeter(url), func(b *testing.B) (runtime.Backend, string, func()) {
 			be, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{Logger: quietLog()})
 			if err != nil {
 				b.Fatal(err)
@@ -80,8 +92,8 @@ func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 type openFunc func(b *testing.B) (be runtime.Backend, queue string, close func())
 
 // compareOverhead runs the jobs off and on alternately, enqueueing from
-// enqueuers goroutines, spans sampled by sampler.
-func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, open openFunc) {
+// enqueuers goroutines, spans sampled by sampler, measured by meter.
+func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, meter e2e.Meter, open openFunc) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	defer tp.Shutdown(context.Background())
 	mp, _, err := otelqueuey.NewPrometheus()
@@ -94,36 +106,59 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, open
 		b.Fatal(err)
 	}
 	defer inst.Close()
-	var off, on, offCPU, onCPU time.Duration
+	var off, on []e2e.Span
 	var overheads []float64 // % fewer jobs/s, one per pair of runs, off then on
 	for b.Loop() {
-		var offWall, onWall, cpu time.Duration
+		var s e2e.Span
 		pprof.Do(context.Background(), pprof.Labels("side", "off"), func(context.Context) {
-			offWall, cpu = runBench(b, open, enqueuers, nil)
+			s = runBench(b, open, meter, enqueuers, nil)
 		})
-		off, offCPU = off+offWall, offCPU+cpu
+		off = append(off, s)
 		pprof.Do(context.Background(), pprof.Labels("side", "on"), func(context.Context) {
-			onWall, cpu = runBench(b, open, enqueuers, inst)
+			s = runBench(b, open, meter, enqueuers, inst)
 		})
-		on, onCPU = on+onWall, onCPU+cpu
-		overheads = append(overheads, 100*(onWall.Seconds()-offWall.Seconds())/onWall.Seconds())
+		on = append(on, s)
+		overheads = append(overheads, 100*(1-s.Rate()/off[len(off)-1].Rate()))
 	}
-	n := float64(b.N * benchJobs)
-	b.ReportMetric(n/off.Seconds(), "off-jobs/s")
-	b.ReportMetric(n/on.Seconds(), "on-jobs/s")
-	slices.Sort(overheads)
-	b.ReportMetric(overheads[len(overheads)/2], "overhead-%")
-	b.ReportMetric(float64(offCPU.Microseconds())/n, "off-cpu-µs/job")
-	b.ReportMetric(float64(onCPU.Microseconds())/n, "on-cpu-µs/job")
+	b.ReportMetric(median(overheads), "overhead-%")
+	for _, side := range []struct {
+		name  string
+		spans []e2e.Span
+	}{{"off", off}, {"on", on}} {
+		var jobs int
+		var wall time.Duration
+		for _, s := range side.spans {
+			jobs, wall = jobs+s.Jobs, wall+s.Elapsed
+		}
+		b.ReportMetric(float64(jobs)/wall.Seconds(), side.name+"-jobs/s")
+		perJob := func(f func(e2e.Span) float64) float64 {
+			v := make([]float64, len(side.spans))
+			for i, s := range side.spans {
+				v[i] = f(s) / float64(s.Jobs)
+			}
+			return median(v)
+		}
+		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.ClientCPU.Nanoseconds()) / 1e3 }), side.name+"-cpu-µs/job")
+		if len(meter.Servers) > 0 {
+			b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.ServerCPU.Nanoseconds()) / 1e3 }), side.name+"-broker-µs/job")
+		}
+		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.Mallocs) }), side.name+"-allocs/job")
+		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.AllocBytes) }), side.name+"-B/job")
+		b.ReportMetric(perJob(func(s e2e.Span) float64 { return 1000 * float64(s.GCs) }), side.name+"-gc/kjob")
+	}
 	b.ReportMetric(0, "ns/op") // the rates say it
 }
 
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 // runBench times benchJobs enqueues and runs on a fresh queue, instrumented
-// by inst unless it is nil, and returns the wall time and the CPU time this
-// process spent (on a shared machine the CPU time is the steadier figure;
-// it leaves out the broker's). The worker has handled a warm-up job before
-// the clock starts.
-func runBench(b *testing.B, open openFunc, enqueuers int, inst *otelqueuey.Instrumentation) (wall, cpu time.Duration) {
+// by inst unless it is nil, and returns what meter measured. The worker
+// has handled a warm-up job before the clock starts.
+func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst *otelqueuey.Instrumentation) e2e.Span {
 	be, name, closeBackend := open(b)
 	defer closeBackend()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
@@ -159,7 +194,7 @@ func runBench(b *testing.B, open openFunc, enqueuers int, inst *otelqueuey.Instr
 	}
 	waitBench(b, ctx, warm, "warm-up job")
 
-	start, startCPU := time.Now(), processCPU(b)
+	mark := meter.Start()
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range enqueuers {
@@ -174,16 +209,7 @@ func runBench(b *testing.B, open openFunc, enqueuers int, inst *otelqueuey.Instr
 	}
 	wg.Wait()
 	waitBench(b, ctx, all, fmt.Sprintf("%d jobs", benchJobs))
-	return time.Since(start), processCPU(b) - startCPU
-}
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return mark.Stop(benchJobs)
 }
 
 func waitBench(b *testing.B, ctx context.Context, done <-chan struct{}, what string) {

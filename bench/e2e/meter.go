@@ -21,8 +21,11 @@ type Span struct {
 	// ServerCPU is the CPU of the Meter's server processes; zero when none
 	// were named or /proc could not be read.
 	ServerCPU time.Duration
-	// Mallocs is how many heap objects this process allocated.
-	Mallocs uint64
+	// Mallocs is how many heap objects this process allocated, and
+	// AllocBytes how many bytes they took.
+	Mallocs, AllocBytes uint64
+	// GCs is how many garbage collections this process finished.
+	GCs uint32
 	// Syscalls is how many read and write system calls this process made
 	// (/proc/self/io; zero where it cannot be read): each is a kernel
 	// crossing here and, for a socket, a wake-up at the other end.
@@ -66,7 +69,7 @@ type Mark struct {
 	at      time.Time
 	client  time.Duration
 	server  map[int]time.Duration // CPU by pid
-	mallocs uint64
+	heap    heapStats
 	calls   uint64
 	started uint64
 }
@@ -76,18 +79,21 @@ func (m Meter) Start() Mark {
 	// The servers are read first, so that reading /proc does not count
 	// as the client's CPU.
 	server := serverCPU(m.Servers)
-	return Mark{m: m, mallocs: mallocs(), calls: syscalls(), started: goroutinesCreated(), client: rusage(), server: server, at: time.Now()}
+	return Mark{m: m, heap: readHeap(), calls: syscalls(), started: goroutinesCreated(), client: rusage(), server: server, at: time.Now()}
 }
 
 // Stop ends the span begun at k; jobs is how many jobs it carried. A
 // server process started during the span counts with all its CPU; one
 // that ended during it is not counted.
 func (k Mark) Stop(jobs int) Span {
+	heap := readHeap()
 	s := Span{
 		Jobs:       jobs,
 		Elapsed:    time.Since(k.at),
 		ClientCPU:  rusage() - k.client,
-		Mallocs:    mallocs() - k.mallocs,
+		Mallocs:    heap.Mallocs - k.heap.Mallocs,
+		AllocBytes: heap.TotalAlloc - k.heap.TotalAlloc,
+		GCs:        heap.NumGC - k.heap.NumGC,
 		Syscalls:   syscalls() - k.calls,
 		Goroutines: goroutinesCreated() - k.started,
 	}
@@ -97,10 +103,16 @@ func (k Mark) Stop(jobs int) Span {
 	return s
 }
 
-func mallocs() uint64 {
+// heapStats is the part of runtime.MemStats a Span reports.
+type heapStats struct {
+	Mallocs, TotalAlloc uint64
+	NumGC               uint32
+}
+
+func readHeap() heapStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.Mallocs
+	return heapStats{Mallocs: ms.Mallocs, TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC}
 }
 
 // goroutinesCreated is how many goroutines this process has started.
