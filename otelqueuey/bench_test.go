@@ -38,11 +38,12 @@ const (
 // exporter that drops it, metrics aggregated by the SDK for a Prometheus
 // reader. Each op is one run of 20,000 jobs each way, off then on;
 // overhead-% is the median over the ops of how many fewer jobs a second
-// the instrumented run handled than the one before it, jobs/s the mean
-// rates. Per job and each way, it reports the medians of this process's
+// the instrumented run handled than the one before it, added-cpu-µs/job
+// the median of how much more CPU a job took this process in it, and
+// jobs/s the mean rates. Per job and each way, it reports the medians of this process's
 // CPU (cpu-µs, the garbage collector's included), the broker's
-// (broker-µs), heap allocations and bytes, and garbage collections per
-// thousand jobs: on a shared machine those move less than the rates. Each
+// (broker-µs), heap allocations and bytes, garbage collections per
+// thousand jobs and the CPU they took (gc-µs, part of cpu-µs): on a shared machine those move less than the rates. Each
 // run carries the pprof label side=off or side=on, so that a -cpuprofile
 // splits them (go tool pprof -tagfocus side=on).
 //
@@ -121,6 +122,11 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, mete
 		overheads = append(overheads, 100*(1-s.Rate()/off[len(off)-1].Rate()))
 	}
 	b.ReportMetric(median(overheads), "overhead-%")
+	added := make([]float64, len(on)) // client µs a job, one per pair
+	for i := range on {
+		added[i] = on[i].PerJob(on[i].ClientCPU) - off[i].PerJob(off[i].ClientCPU)
+	}
+	b.ReportMetric(median(added), "added-cpu-µs/job")
 	for _, side := range []struct {
 		name  string
 		spans []e2e.Span
@@ -145,6 +151,7 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, mete
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.Mallocs) }), side.name+"-allocs/job")
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.AllocBytes) }), side.name+"-B/job")
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return 1000 * float64(s.GCs) }), side.name+"-gc/kjob")
+		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.GCCPU.Nanoseconds()) / 1e3 }), side.name+"-gc-µs/job")
 	}
 	b.ReportMetric(0, "ns/op") // the rates say it
 }

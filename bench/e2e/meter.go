@@ -24,8 +24,11 @@ type Span struct {
 	// Mallocs is how many heap objects this process allocated, and
 	// AllocBytes how many bytes they took.
 	Mallocs, AllocBytes uint64
-	// GCs is how many garbage collections this process finished.
-	GCs uint32
+	// GCs is how many garbage collections this process finished, and
+	// GCCPU the CPU they took (the runtime's estimate: mark workers,
+	// assists and pauses), part of ClientCPU.
+	GCs   uint32
+	GCCPU time.Duration
 	// Syscalls is how many read and write system calls this process made
 	// (/proc/self/io; zero where it cannot be read): each is a kernel
 	// crossing here and, for a socket, a wake-up at the other end.
@@ -94,6 +97,7 @@ func (k Mark) Stop(jobs int) Span {
 		Mallocs:    heap.Mallocs - k.heap.Mallocs,
 		AllocBytes: heap.TotalAlloc - k.heap.TotalAlloc,
 		GCs:        heap.NumGC - k.heap.NumGC,
+		GCCPU:      heap.GCCPU - k.heap.GCCPU,
 		Syscalls:   syscalls() - k.calls,
 		Goroutines: goroutinesCreated() - k.started,
 	}
@@ -103,16 +107,23 @@ func (k Mark) Stop(jobs int) Span {
 	return s
 }
 
-// heapStats is the part of runtime.MemStats a Span reports.
+// heapStats is what a Span reports of the heap and its collector.
 type heapStats struct {
 	Mallocs, TotalAlloc uint64
 	NumGC               uint32
+	GCCPU               time.Duration
 }
 
 func readHeap() heapStats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return heapStats{Mallocs: ms.Mallocs, TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC}
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	var gc time.Duration
+	if s[0].Value.Kind() == metrics.KindFloat64 {
+		gc = time.Duration(s[0].Value.Float64() * float64(time.Second))
+	}
+	return heapStats{Mallocs: ms.Mallocs, TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC, GCCPU: gc}
 }
 
 // goroutinesCreated is how many goroutines this process has started.
