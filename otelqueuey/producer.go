@@ -49,10 +49,7 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 					attrs = append(append(append(attrs, ja.send...), batch...), semconv.MessagingMessageID(env.ID))
 					span.SetAttributes(attrs...)
 				}
-				if env.Headers == nil {
-					env.Headers = make(map[string]string, 2)
-				}
-				in.prop.Inject(sctx, propagation.MapCarrier(env.Headers))
+				in.prop.Inject(sctx, headerCarrier{env})
 				spans[i] = span
 			}
 			errs := next(ctx, envs, delay)
@@ -73,3 +70,25 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 		}
 	}
 }
+
+// headerCarrier carries trace context in an envelope's headers. It makes
+// the header map only when a propagator sets a header, so that a job
+// without trace context to carry (tracing off, or no valid span) keeps no
+// headers, and costs no map to make, store and decode.
+type headerCarrier struct{ env *runtime.Envelope }
+
+var _ propagation.TextMapCarrier = headerCarrier{}
+
+// Get returns the value of header key, or "" when it has none.
+func (c headerCarrier) Get(key string) string { return c.env.Headers[key] }
+
+// Set sets header key to value.
+func (c headerCarrier) Set(key, value string) {
+	if c.env.Headers == nil {
+		c.env.Headers = make(map[string]string, 2)
+	}
+	c.env.Headers[key] = value
+}
+
+// Keys returns the header names.
+func (c headerCarrier) Keys() []string { return propagation.MapCarrier(c.env.Headers).Keys() }
