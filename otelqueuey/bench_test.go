@@ -14,6 +14,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/brokertest"
@@ -70,6 +72,16 @@ func BenchmarkOverheadUnsampled(b *testing.B) {
 	benchOverhead(b, sdktrace.NeverSample())
 }
 
+// BenchmarkOverheadMetrics is BenchmarkOverhead with metrics alone: the
+// tracer provider is OpenTelemetry's no-op one, so no span is made and no
+// trace context travels.
+//
+//	go test -run '^$' -bench 'OverheadMetrics' -benchtime 9x ./otelqueuey/
+func BenchmarkOverheadMetrics(b *testing.B) {
+	benchOverhead(b, nil)
+}
+
+// benchOverhead compares on both backends; a nil sampler means no tracing.
 func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 	b.Run("memory", func(b *testing.B) {
 		compareOverhead(b, sampler, 1, e2e.Meter{}, func(b *testing.B) (runtime.Backend, string, func()) {
@@ -93,10 +105,15 @@ func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 type openFunc func(b *testing.B) (be runtime.Backend, queue string, close func())
 
 // compareOverhead runs the jobs off and on alternately, enqueueing from
-// enqueuers goroutines, spans sampled by sampler, measured by meter.
+// enqueuers goroutines, spans sampled by sampler (none made when it is
+// nil), measured by meter.
 func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, meter e2e.Meter, open openFunc) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	defer tp.Shutdown(context.Background())
+	var tp trace.TracerProvider = noop.NewTracerProvider()
+	if sampler != nil {
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		defer sdk.Shutdown(context.Background())
+		tp = sdk
+	}
 	mp, _, err := otelqueuey.NewPrometheus()
 	if err != nil {
 		b.Fatal(err)
