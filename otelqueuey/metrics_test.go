@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
@@ -114,5 +117,76 @@ func TestCountersEndToEnd(t *testing.T) {
 	}
 	if got := tel.counts(t); !maps.Equal(got, want) {
 		t.Errorf("metrics %v, want %v", got, want)
+	}
+}
+
+// TestCountsPerQueueAndKind enqueues, from several goroutines at once,
+// jobs of three queues, one of them carrying two kinds, and checks that
+// each queue and kind has its own count and that each producer span names
+// its own queue and kind: the attributes of a queue and kind are made once
+// and found again, whichever goroutine saw them first.
+func TestCountsPerQueueAndKind(t *testing.T) {
+	tel := newTelemetry(t, otelqueuey.Config{})
+	publish := tel.inst.ProducerMiddleware()(func(_ context.Context, envs []*runtime.Envelope, _ time.Duration) []error {
+		return make([]error, len(envs))
+	})
+	type qk struct{ queue, kind string }
+	jobs := []qk{{"a", "ping"}, {"b", "ping"}, {"shared", "ping"}, {"shared", "pong"}}
+	const goroutines, each = 8, 25
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each * len(jobs) {
+				j := jobs[(g+i)%len(jobs)]
+				env := &runtime.Envelope{ID: "job", Queue: j.queue, Kind: j.kind}
+				if errs := publish(context.Background(), []*runtime.Envelope{env}, 0); errs[0] != nil {
+					t.Error(errs[0])
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	var rm metricdata.ResourceMetrics
+	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[qk]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "queuey.jobs.enqueued" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				q, _ := dp.Attributes.Value("queue")
+				k, _ := dp.Attributes.Value("kind")
+				got[qk{q.AsString(), k.AsString()}] += dp.Value
+			}
+		}
+	}
+	want := map[qk]int64{}
+	for _, j := range jobs {
+		want[j] = goroutines * each
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("queuey.jobs.enqueued by queue and kind = %v, want %v", got, want)
+	}
+	spans := tel.spans.Ended()
+	if len(spans) != goroutines*each*len(jobs) {
+		t.Fatalf("%d producer spans, want %d", len(spans), goroutines*each*len(jobs))
+	}
+	for _, s := range spans {
+		var q, k string
+		for _, a := range s.Attributes() {
+			switch a.Key {
+			case "messaging.destination.name":
+				q = a.Value.AsString()
+			case "queuey.job.kind":
+				k = a.Value.AsString()
+			}
+		}
+		if s.Name() != "send "+q || !slices.Contains(jobs, qk{q, k}) {
+			t.Fatalf("span %q has destination %q and kind %q", s.Name(), q, k)
+		}
 	}
 }
