@@ -24,7 +24,7 @@ type jobAttrs struct {
 	processName string
 	process     []attribute.KeyValue // every attribute of a consumer span but the job's own
 
-	counts [numCounts]atomic.Int64
+	counts [numCounters]atomic.Int64
 }
 
 type jobKey struct{ queue, kind string }

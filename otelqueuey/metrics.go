@@ -39,10 +39,14 @@ const (
 	cRequeued
 	cAbandoned
 	cRedelivered
-	numCounters // the counters above; in-flight follows
-	cInFlight   = numCounters
-	numCounts   = numCounters + 1
+	numCounters // the counters above
 )
+
+// settledCounts are the counts of the settled outcomes: every run that
+// started and is no longer in flight is in exactly one of them, so the
+// in-flight gauge is started less their sum, and a run costs no count of
+// its own going in and out of flight.
+var settledCounts = [...]count{cSucceeded, cRetried, cDeferred, cDeadLettered, cRequeued, cAbandoned}
 
 // The counters and the in-flight gauge are observable instruments over
 // atomic counts kept per queue and kind: counting a job is an atomic add,
@@ -116,7 +120,7 @@ func counterOf(k runtime.OutcomeKind) count {
 // scrape shows no series of an outcome that never happened), and in-flight
 // once a run started.
 func (in *Instrumentation) observeCounts(m metric.Meter) (metric.Registration, error) {
-	insts := make([]metric.Observable, 0, numCounts)
+	insts := make([]metric.Observable, 0, numCounters+1)
 	for _, c := range in.m.counters {
 		insts = append(insts, c)
 	}
@@ -129,8 +133,15 @@ func (in *Instrumentation) observeCounts(m metric.Meter) (metric.Registration, e
 					o.ObserveInt64(inst, n, ja.observe)
 				}
 			}
-			if ja.counts[cStarted].Load() != 0 {
-				o.ObserveInt64(in.m.inFlight, ja.counts[cInFlight].Load(), ja.observe)
+			// The settled counts are read before started: a run is
+			// counted started before it is counted settled, so this
+			// order never sees more runs settled than started.
+			var settled int64
+			for _, c := range settledCounts {
+				settled += ja.counts[c].Load()
+			}
+			if started := ja.counts[cStarted].Load(); started != 0 {
+				o.ObserveInt64(in.m.inFlight, started-settled, ja.observe)
 			}
 			return true
 		})

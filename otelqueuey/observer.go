@@ -36,7 +36,8 @@ func outcomeAttr(k runtime.OutcomeKind) attribute.KeyValue {
 
 // Start implements runtime.Observer: it starts the run's consumer span
 // ("process <queue>") as a child of the trace context in env's headers,
-// counts the run as started and in flight, and records its queue latency.
+// counts the run as started (and so in flight), and records its queue
+// latency.
 //
 // The span's attributes are set when it ends, all at once with the
 // outcome, rather than given to the start: that copies them once per span
@@ -48,7 +49,6 @@ func (in *Instrumentation) Start(ctx context.Context, env *runtime.Envelope) con
 	ja := in.job(env.Queue, env.Kind)
 	ctx, _ = in.tracer.Start(ctx, ja.processName, consumerStart...)
 	ja.counts[cStarted].Add(1)
-	ja.counts[cInFlight].Add(1)
 	if !env.EnqueuedAt.IsZero() {
 		in.m.latency.Record(noExemplar, max(time.Since(env.EnqueuedAt), 0).Seconds(), ja.record...)
 	}
@@ -68,7 +68,6 @@ func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 		span.AddEvent("redelivered")
 		return
 	}
-	ja.counts[cInFlight].Add(-1)
 	in.m.duration.Record(noExemplar, o.HandlerDuration.Seconds(), ja.record...)
 	failed := o.Err != nil && o.Kind != runtime.OutcomeDeferred
 	if failed {
