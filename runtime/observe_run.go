@@ -42,8 +42,17 @@ func (c *queueRunner) observe(r *observedRun, base context.Context, d Delivery, 
 	if !env.EnqueuedAt.IsZero() {
 		r.out.QueueLatency = max(r.started.Sub(env.EnqueuedAt), 0)
 	}
+	seen := env
+	if env.Queue != r.out.Queue || env.Kind != r.out.JobKind {
+		// A job that names no kind, or another queue: its observers see
+		// the queue and kind its outcome will carry, so that what they
+		// keep by queue and kind at the start they find at the end.
+		c := *env
+		c.Queue, c.Kind = r.out.Queue, r.out.JobKind
+		seen = &c
+	}
 	for _, o := range r.observers {
-		r.ctx = o.Start(r.ctx, env)
+		r.ctx = o.Start(r.ctx, seen)
 	}
 	if rd, ok := d.(Redelivery); ok && rd.Redelivered() {
 		r.tell(OutcomeRedelivered)

@@ -99,6 +99,9 @@ type Observer interface {
 	// would get. The context it returns is the handler's (and its
 	// middleware's), and the one Outcome is called with: the place for a
 	// span. Return ctx itself to add nothing. Start must not modify env.
+	// env's Queue and Kind are those the run's Outcome carries: the
+	// queue's name, and the job's kind or, when it names none, the
+	// queue's.
 	Start(ctx context.Context, env *Envelope) context.Context
 	// Outcome is called once with the run's settled outcome, after the
 	// backend recorded it, and before that with OutcomeRedelivered when the

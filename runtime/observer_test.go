@@ -14,8 +14,12 @@ import (
 
 type runKey struct{}
 
+// started is what a recorder's Start saw of a run's job.
+type started struct{ id, queue, kind string }
+
 // recorder is an Observer that passes every outcome on, after checking that
-// it comes with the context Start returned for the same job.
+// it comes with the context Start returned for the same job, and names the
+// queue and kind Start saw.
 type recorder struct {
 	outs chan runtime.Outcome
 	bad  chan string
@@ -26,12 +30,16 @@ func newRecorder() *recorder {
 }
 
 func (r *recorder) Start(ctx context.Context, env *runtime.Envelope) context.Context {
-	return context.WithValue(ctx, runKey{}, env.ID)
+	return context.WithValue(ctx, runKey{}, started{env.ID, env.Queue, env.Kind})
 }
 
 func (r *recorder) Outcome(ctx context.Context, o runtime.Outcome) {
-	if id, _ := ctx.Value(runKey{}).(string); id != o.JobID {
-		r.bad <- "outcome of " + o.JobID + " told with the context of " + id
+	s, _ := ctx.Value(runKey{}).(started)
+	switch {
+	case s.id != o.JobID:
+		r.bad <- "outcome of " + o.JobID + " told with the context of " + s.id
+	case s.queue != o.Queue || s.kind != o.JobKind:
+		r.bad <- "outcome of " + o.JobID + " names queue " + o.Queue + " and kind " + o.JobKind + "; its start named " + s.queue + " and " + s.kind
 	}
 	r.outs <- o
 }
@@ -67,7 +75,7 @@ func TestObserverOutcomes(t *testing.T) {
 	var deferred sync.Map // job IDs deferred once
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
 		info, _ := runtime.InfoFromContext(ctx)
-		if ctx.Value(runKey{}) != info.ID {
+		if s, _ := ctx.Value(runKey{}).(started); s.id != info.ID {
 			foreignCtx.Add(1)
 		}
 		switch {
@@ -271,5 +279,39 @@ func TestObserverAbandoned(t *testing.T) {
 		if o := rec.next(t); o.Kind != want {
 			t.Fatalf("outcome = %+v, want %v", o, want)
 		}
+	}
+}
+
+// TestObserverStartNamesTheOutcomesKind enqueues a job that names no kind
+// (a producer middleware clears it): it is dead-lettered, and its observer
+// is told the same queue and kind at the start of the run as in its
+// outcome, the queue's kind standing in for the missing one.
+func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { _ = b.Close() })
+	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
+	rec := newRecorder()
+	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+	p := producerOf(t, b, q)
+	p.Use(func(next runtime.PublishFunc) runtime.PublishFunc {
+		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error {
+			for _, env := range envs {
+				env.Kind = ""
+			}
+			return next(ctx, envs, delay)
+		}
+	})
+	if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, w)
+	if o := rec.next(t); o.Kind != runtime.OutcomeDeadLettered || o.JobKind != "ping" || o.Queue != "obs" {
+		t.Fatalf("outcome = %+v, want dead_lettered, of kind ping on queue obs", o)
+	}
+	select {
+	case msg := <-rec.bad:
+		t.Fatal(msg)
+	default:
 	}
 }
