@@ -26,8 +26,9 @@
 // job keeps its headers, every run of one job is a child of the same
 // producer span, in one trace. A job enqueued from inside a handler gets a
 // producer span that is a child of that handler's consumer span. A job
-// whose producer span has no valid trace context (with a no-op tracer
-// provider, say) gets no header from this package, not even an empty map.
+// with nothing for the propagator to carry (no valid trace context, as
+// with a no-op tracer provider, and no baggage) gets no header from this
+// package, not even an empty map.
 //
 // Metrics (OpenTelemetry names; the Prometheus exporter adds the unit and
 // _total suffixes), each with the attributes queue and kind:

@@ -3,6 +3,7 @@ package otelqueuey
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -46,7 +47,15 @@ const (
 // started and is no longer in flight is in exactly one of them, so the
 // in-flight gauge is started less their sum, and a run costs no count of
 // its own going in and out of flight.
-var settledCounts = [...]count{cSucceeded, cRetried, cDeferred, cDeadLettered, cRequeued, cAbandoned}
+var settledCounts = func() []count {
+	var cs []count
+	for k := runtime.OutcomeKind(0); k <= runtime.OutcomeRedelivered; k++ {
+		if c := counterOf(k); k.Settled() && !slices.Contains(cs, c) {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}()
 
 // The counters and the in-flight gauge are observable instruments over
 // atomic counts kept per queue and kind: counting a job is an atomic add,

@@ -123,7 +123,7 @@ func TestCountersEndToEnd(t *testing.T) {
 // TestCountsPerQueueAndKind enqueues, from several goroutines at once,
 // jobs of three queues, one of them carrying two kinds, and checks that
 // each queue and kind has its own count and that each producer span names
-// its own queue and kind: the attributes of a queue and kind are made once
+// its job's queue and kind: the attributes of a queue and kind are made once
 // and found again, whichever goroutine saw them first.
 func TestCountsPerQueueAndKind(t *testing.T) {
 	tel := newTelemetry(t, otelqueuey.Config{})
@@ -138,7 +138,7 @@ func TestCountsPerQueueAndKind(t *testing.T) {
 		wg.Go(func() {
 			for i := range each * len(jobs) {
 				j := jobs[(g+i)%len(jobs)]
-				env := &runtime.Envelope{ID: "job", Queue: j.queue, Kind: j.kind}
+				env := &runtime.Envelope{ID: j.queue + "/" + j.kind, Queue: j.queue, Kind: j.kind}
 				if errs := publish(context.Background(), []*runtime.Envelope{env}, 0); errs[0] != nil {
 					t.Error(errs[0])
 				}
@@ -176,17 +176,19 @@ func TestCountsPerQueueAndKind(t *testing.T) {
 		t.Fatalf("%d producer spans, want %d", len(spans), goroutines*each*len(jobs))
 	}
 	for _, s := range spans {
-		var q, k string
+		var q, k, id string
 		for _, a := range s.Attributes() {
 			switch a.Key {
 			case "messaging.destination.name":
 				q = a.Value.AsString()
 			case "queuey.job.kind":
 				k = a.Value.AsString()
+			case "messaging.message.id":
+				id = a.Value.AsString()
 			}
 		}
-		if s.Name() != "send "+q || !slices.Contains(jobs, qk{q, k}) {
-			t.Fatalf("span %q has destination %q and kind %q", s.Name(), q, k)
+		if s.Name() != "send "+q || id != q+"/"+k || !slices.Contains(jobs, qk{q, k}) {
+			t.Fatalf("span %q of job %q has destination %q and kind %q", s.Name(), id, q, k)
 		}
 	}
 }

@@ -64,8 +64,8 @@ func (in *Instrumentation) Outcome(ctx context.Context, o runtime.Outcome) {
 	span := trace.SpanFromContext(ctx)
 	ja := in.job(o.Queue, o.JobKind)
 	ja.counts[counterOf(o.Kind)].Add(1)
-	if o.Kind == runtime.OutcomeRedelivered {
-		span.AddEvent("redelivered")
+	if !o.Kind.Settled() { // a redelivery: an event, and the run goes on
+		span.AddEvent(o.Kind.String())
 		return
 	}
 	in.m.duration.Record(noExemplar, o.HandlerDuration.Seconds(), ja.record...)

@@ -72,8 +72,8 @@ func (in *Instrumentation) ProducerMiddleware() runtime.ProducerMiddleware {
 }
 
 // headerCarrier carries trace context in an envelope's headers. It makes
-// the header map only when a propagator sets a header, so that a job
-// without trace context to carry (tracing off, or no valid span) keeps no
+// the header map only when a propagator sets a header, so that a job with
+// nothing to carry (tracing off or no valid span, and no baggage) keeps no
 // headers, and costs no map to make, store and decode.
 type headerCarrier struct{ env *runtime.Envelope }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/baggage"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -18,8 +20,9 @@ import (
 
 // TestProducerHeaders checks what the producer middleware puts in a job's
 // headers: the W3C traceparent of the job's producer span, sampled or
-// not, beside the headers the job already had; and nothing at all, not
-// even an empty map, when there is no trace context to carry.
+// not, and the enqueue's baggage, beside the headers the job already had;
+// and nothing at all, not even an empty map, when there is nothing to
+// carry.
 func TestProducerHeaders(t *testing.T) {
 	sdk := func(s sdktrace.Sampler) trace.TracerProvider {
 		return sdktrace.NewTracerProvider(sdktrace.WithSampler(s))
@@ -28,14 +31,17 @@ func TestProducerHeaders(t *testing.T) {
 		name    string
 		tp      trace.TracerProvider
 		headers map[string]string // the job's own
+		bag     bool              // whether the enqueue's context has baggage
 		want    []string          // header names after the middleware
-		flags   string            // the traceparent's last field
+		sampled bool              // the traceparent's sampled flag
 	}{
-		{"sampled", sdk(sdktrace.AlwaysSample()), nil, []string{"traceparent"}, "01"},
-		{"unsampled", sdk(sdktrace.NeverSample()), nil, []string{"traceparent"}, "00"},
-		{"beside the job's own", sdk(sdktrace.AlwaysSample()), map[string]string{"tenant": "a"}, []string{"tenant", "traceparent"}, "01"},
-		{"tracing off", noop.NewTracerProvider(), nil, nil, ""},
-		{"tracing off, the job's own", noop.NewTracerProvider(), map[string]string{"tenant": "a"}, []string{"tenant"}, ""},
+		{"sampled", sdk(sdktrace.AlwaysSample()), nil, false, []string{"traceparent"}, true},
+		{"unsampled", sdk(sdktrace.NeverSample()), nil, false, []string{"traceparent"}, false},
+		{"beside the job's own", sdk(sdktrace.AlwaysSample()), map[string]string{"tenant": "a"}, false, []string{"tenant", "traceparent"}, true},
+		{"with baggage", sdk(sdktrace.AlwaysSample()), nil, true, []string{"baggage", "traceparent"}, true},
+		{"tracing off", noop.NewTracerProvider(), nil, false, nil, false},
+		{"tracing off, the job's own", noop.NewTracerProvider(), map[string]string{"tenant": "a"}, false, []string{"tenant"}, false},
+		{"tracing off, baggage", noop.NewTracerProvider(), nil, true, []string{"baggage"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inst, err := otelqueuey.New(otelqueuey.Config{TracerProvider: c.tp})
@@ -49,7 +55,19 @@ func TestProducerHeaders(t *testing.T) {
 				return make([]error, len(envs))
 			})
 			env := &runtime.Envelope{ID: "job-1", Queue: "q", Kind: "ping", Headers: c.headers}
-			if errs := publish(context.Background(), []*runtime.Envelope{env}, 0); errs[0] != nil {
+			ctx := context.Background()
+			if c.bag {
+				m, err := baggage.NewMember("tenant", "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				bag, err := baggage.New(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx = baggage.ContextWithBaggage(ctx, bag)
+			}
+			if errs := publish(ctx, []*runtime.Envelope{env}, 0); errs[0] != nil {
 				t.Fatal(errs[0])
 			}
 			names := slices.Sorted(maps.Keys(got.Headers))
@@ -62,12 +80,16 @@ func TestProducerHeaders(t *testing.T) {
 			if c.headers != nil && got.Headers["tenant"] != "a" {
 				t.Fatalf("the job's own header: got %q, want %q", got.Headers["tenant"], "a")
 			}
-			if c.flags == "" {
+			if c.bag && got.Headers["baggage"] != "tenant=a" {
+				t.Fatalf("baggage header = %q, want %q", got.Headers["baggage"], "tenant=a")
+			}
+			tp, ok := got.Headers["traceparent"]
+			if !ok {
 				return
 			}
-			tp := got.Headers["traceparent"]
-			if len(tp) != 55 || tp[:3] != "00-" || tp[53:] != c.flags {
-				t.Fatalf("traceparent = %q, want version 00 and flags %s", tp, c.flags)
+			flags, err := strconv.ParseUint(tp[max(len(tp)-2, 0):], 16, 8)
+			if len(tp) != 55 || tp[:3] != "00-" || err != nil || flags&1 == 1 != c.sampled {
+				t.Fatalf("traceparent = %q, want version 00 and sampled %v", tp, c.sampled)
 			}
 		})
 	}
