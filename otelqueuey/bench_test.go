@@ -49,49 +49,64 @@ const (
 // run carries the pprof label side=off or side=on, so that a -cpuprofile
 // splits them (go tool pprof -tagfocus side=on).
 //
-//	go test -run '^$' -bench 'Overhead$' -benchtime 9x ./otelqueuey/
+//	go test -run '^$' -bench 'Overhead$' -benchtime 30x ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
-	benchOverhead(b, sdktrace.AlwaysSample())
+	benchOverhead(b, setup{sampler: sdktrace.AlwaysSample()})
 }
 
 // BenchmarkOverheadSampled is BenchmarkOverhead with one trace in ten
 // sampled (ParentBased(TraceIDRatioBased(0.1))): metrics and trace
 // context for every job, spans recorded for a tenth of them.
 //
-//	go test -run '^$' -bench 'OverheadSampled' -benchtime 9x ./otelqueuey/
+//	go test -run '^$' -bench 'OverheadSampled' -benchtime 30x ./otelqueuey/
 func BenchmarkOverheadSampled(b *testing.B) {
-	benchOverhead(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))
+	benchOverhead(b, setup{sampler: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))})
 }
 
 // BenchmarkOverheadUnsampled is BenchmarkOverhead with no trace sampled:
 // metrics and trace context for every job, and no span recorded. It is
 // what the instrumentation costs every job whatever the sampling.
 //
-//	go test -run '^$' -bench 'OverheadUnsampled' -benchtime 9x ./otelqueuey/
+//	go test -run '^$' -bench 'OverheadUnsampled' -benchtime 30x ./otelqueuey/
 func BenchmarkOverheadUnsampled(b *testing.B) {
-	benchOverhead(b, sdktrace.NeverSample())
+	benchOverhead(b, setup{sampler: sdktrace.NeverSample()})
 }
 
 // BenchmarkOverheadMetrics is BenchmarkOverhead with metrics alone: the
 // tracer provider is OpenTelemetry's no-op one, so no span is made and no
 // trace context travels.
 //
-//	go test -run '^$' -bench 'OverheadMetrics' -benchtime 9x ./otelqueuey/
+//	go test -run '^$' -bench 'OverheadMetrics' -benchtime 30x ./otelqueuey/
 func BenchmarkOverheadMetrics(b *testing.B) {
-	benchOverhead(b, nil)
+	benchOverhead(b, setup{})
 }
 
-// benchOverhead compares on both backends; a nil sampler means no tracing.
-func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
+// BenchmarkOverheadControl runs both sides of every pair with telemetry
+// off: what it reports as overhead is the method's own lean, which the
+// other runs' figures are to be read against.
+//
+//	go test -run '^$' -bench 'OverheadControl' -benchtime 30x ./otelqueuey/
+func BenchmarkOverheadControl(b *testing.B) {
+	benchOverhead(b, setup{control: true})
+}
+
+// setup is the telemetry of the "on" side of an overhead run.
+type setup struct {
+	sampler sdktrace.Sampler // nil: OpenTelemetry's no-op tracer provider
+	control bool             // the "on" side runs without telemetry too
+}
+
+// benchOverhead compares on both backends.
+func benchOverhead(b *testing.B, set setup) {
 	b.Run("memory", func(b *testing.B) {
-		compareOverhead(b, sampler, 1, e2e.Meter{}, func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, set, 1, e2e.Meter{}, func(b *testing.B) (runtime.Backend, string, func()) {
 			be := runtime.NewMemoryBackend()
 			return be, "bench", func() { be.Close() }
 		})
 	})
 	b.Run("rabbitmq", func(b *testing.B) {
 		url := brokertest.Require(b)
-		compareOverhead(b, sampler, benchInFlight, e2e.BrokerMeter(url), func(b *testing.B) (runtime.Backend, string, func()) {
+		compareOverhead(b, set, benchInFlight, e2e.BrokerMeter(url), func(b *testing.B) (runtime.Backend, string, func()) {
 			be, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{Logger: quietLog()})
 			if err != nil {
 				b.Fatal(err)
@@ -105,14 +120,21 @@ func benchOverhead(b *testing.B, sampler sdktrace.Sampler) {
 type openFunc func(b *testing.B) (be runtime.Backend, queue string, close func())
 
 // compareOverhead runs the jobs off and on alternately, enqueueing from
-// enqueuers goroutines, spans sampled by sampler (none made when it is
-// nil), measured by meter.
-func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, meter e2e.Meter, open openFunc) {
+// enqueuers goroutines, the "on" side as set says, measured by meter.
+func compareOverhead(b *testing.B, set setup, enqueuers int, meter e2e.Meter, open openFunc) {
 	var tp trace.TracerProvider = noop.NewTracerProvider()
-	if sampler != nil {
-		sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	flush := func() {}
+	if set.sampler != nil {
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(set.sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 		defer sdk.Shutdown(context.Background())
 		tp = sdk
+		// The spans of a run are exported within it, not during the
+		// next one.
+		flush = func() {
+			if err := sdk.ForceFlush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	mp, _, err := otelqueuey.NewPrometheus()
 	if err != nil {
@@ -129,11 +151,15 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, mete
 	for b.Loop() {
 		var s e2e.Span
 		pprof.Do(context.Background(), pprof.Labels("side", "off"), func(context.Context) {
-			s = runBench(b, open, meter, enqueuers, nil)
+			s = runBench(b, open, meter, enqueuers, nil, nil)
 		})
 		off = append(off, s)
 		pprof.Do(context.Background(), pprof.Labels("side", "on"), func(context.Context) {
-			s = runBench(b, open, meter, enqueuers, inst)
+			if set.control {
+				s = runBench(b, open, meter, enqueuers, nil, nil)
+			} else {
+				s = runBench(b, open, meter, enqueuers, inst, flush)
+			}
 		})
 		on = append(on, s)
 		overheads = append(overheads, 100*(1-s.Rate()/off[len(off)-1].Rate()))
@@ -162,7 +188,7 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, mete
 			return median(v)
 		}
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.ClientCPU.Nanoseconds()) / 1e3 }), side.name+"-cpu-µs/job")
-		if len(meter.Servers) > 0 {
+		if slices.ContainsFunc(side.spans, func(s e2e.Span) bool { return s.ServerCPU > 0 }) {
 			b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.ServerCPU.Nanoseconds()) / 1e3 }), side.name+"-broker-µs/job")
 		}
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.Mallocs) }), side.name+"-allocs/job")
@@ -176,13 +202,17 @@ func compareOverhead(b *testing.B, sampler sdktrace.Sampler, enqueuers int, mete
 func median(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
 	return v[len(v)/2]
 }
 
 // runBench times benchJobs enqueues and runs on a fresh queue, instrumented
 // by inst unless it is nil, and returns what meter measured. The worker
-// has handled a warm-up job before the clock starts.
-func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst *otelqueuey.Instrumentation) e2e.Span {
+// has handled a warm-up job before the clock starts; flush, unless nil,
+// is called before it stops.
+func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst *otelqueuey.Instrumentation, flush func()) e2e.Span {
 	be, name, closeBackend := open(b)
 	defer closeBackend()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
@@ -233,6 +263,9 @@ func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst 
 	}
 	wg.Wait()
 	waitBench(b, ctx, all, fmt.Sprintf("%d jobs", benchJobs))
+	if flush != nil {
+		flush()
+	}
 	return mark.Stop(benchJobs)
 }
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"net/url"
 	"os"
-	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -25,8 +24,9 @@ type Span struct {
 	// AllocBytes how many bytes they took.
 	Mallocs, AllocBytes uint64
 	// GCs is how many garbage collections this process finished, and
-	// GCCPU the CPU they took (the runtime's estimate: mark workers,
-	// assists and pauses), part of ClientCPU.
+	// GCCPU the CPU the collector took: the runtime's estimate of its mark
+	// assists, dedicated mark workers and pauses, from wall-clock time; it
+	// leaves out mark work on otherwise idle processors.
 	GCs   uint32
 	GCCPU time.Duration
 	// Syscalls is how many read and write system calls this process made
@@ -114,16 +114,44 @@ type heapStats struct {
 	GCCPU               time.Duration
 }
 
+// heapSamples are read by readHeap, in this order, without stopping the
+// world as runtime.ReadMemStats does. Allocations count tiny ones one by
+// one, as MemStats.Mallocs does. The collector's CPU leaves out mark work
+// done on otherwise idle processors.
+var heapSamples = []string{
+	"/gc/heap/allocs:objects",
+	"/gc/heap/tiny/allocs:objects",
+	"/gc/heap/allocs:bytes",
+	"/gc/cycles/total:gc-cycles",
+	"/cpu/classes/gc/mark/assist:cpu-seconds",
+	"/cpu/classes/gc/mark/dedicated:cpu-seconds",
+	"/cpu/classes/gc/pause:cpu-seconds",
+}
+
 func readHeap() heapStats {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	var gc time.Duration
-	if s[0].Value.Kind() == metrics.KindFloat64 {
-		gc = time.Duration(s[0].Value.Float64() * float64(time.Second))
+	s := make([]metrics.Sample, len(heapSamples))
+	for i, name := range heapSamples {
+		s[i].Name = name
 	}
-	return heapStats{Mallocs: ms.Mallocs, TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC, GCCPU: gc}
+	metrics.Read(s)
+	u := func(i int) uint64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return s[i].Value.Uint64()
+	}
+	var gc float64
+	for _, x := range s[4:] {
+		if x.Value.Kind() == metrics.KindFloat64 {
+			gc += x.Value.Float64()
+		}
+	}
+	return heapStats{
+		Mallocs:    u(0) + u(1),
+		TotalAlloc: u(2),
+		NumGC:      uint32(u(3)),
+		GCCPU:      time.Duration(gc * float64(time.Second)),
+	}
 }
 
 // goroutinesCreated is how many goroutines this process has started.
