@@ -47,9 +47,9 @@ func (c *queueRunner) observe(r *observedRun, base context.Context, d Delivery, 
 		// A job that names no kind, or another queue: its observers see
 		// the queue and kind its outcome will carry, so that what they
 		// keep by queue and kind at the start they find at the end.
-		c := *env
-		c.Queue, c.Kind = r.out.Queue, r.out.JobKind
-		seen = &c
+		named := *env
+		named.Queue, named.Kind = r.out.Queue, r.out.JobKind
+		seen = &named
 	}
 	for _, o := range r.observers {
 		r.ctx = o.Start(r.ctx, seen)
