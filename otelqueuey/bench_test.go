@@ -42,12 +42,14 @@ const (
 // overhead-% is the median over the ops of how many fewer jobs a second
 // the instrumented run handled than the one before it, added-cpu-µs/job
 // the median of how much more CPU a job took this process in it, and
-// jobs/s the mean rates. Per job and each way, it reports the medians of this process's
-// CPU (cpu-µs, the garbage collector's included), the broker's
-// (broker-µs), heap allocations and bytes, garbage collections per
-// thousand jobs and the CPU they took (gc-µs, part of cpu-µs): on a shared machine those move less than the rates. Each
-// run carries the pprof label side=off or side=on, so that a -cpuprofile
-// splits them (go tool pprof -tagfocus side=on).
+// jobs/s the mean rates. Per job and each way, it reports the medians of
+// this process's CPU (cpu-µs, the garbage collector's included), the
+// broker's (broker-µs, where it runs on this machine), heap allocations
+// and bytes, garbage collections per thousand jobs and the collector's
+// CPU (gc-µs, the runtime's estimate; see e2e.Span.GCCPU): on a shared
+// machine those move less than the rates. Each run carries the pprof
+// label side=off or side=on, so that a -cpuprofile splits them (go tool
+// pprof -tagfocus side=on).
 //
 //	go test -run '^$' -bench 'Overhead$' -benchtime 30x ./otelqueuey/
 func BenchmarkOverhead(b *testing.B) {
@@ -164,12 +166,12 @@ func compareOverhead(b *testing.B, set setup, enqueuers int, meter e2e.Meter, op
 		on = append(on, s)
 		overheads = append(overheads, 100*(1-s.Rate()/off[len(off)-1].Rate()))
 	}
-	b.ReportMetric(median(overheads), "overhead-%")
+	b.ReportMetric(e2e.Median(overheads), "overhead-%")
 	added := make([]float64, len(on)) // client µs a job, one per pair
 	for i := range on {
 		added[i] = on[i].PerJob(on[i].ClientCPU) - off[i].PerJob(off[i].ClientCPU)
 	}
-	b.ReportMetric(median(added), "added-cpu-µs/job")
+	b.ReportMetric(e2e.Median(added), "added-cpu-µs/job")
 	for _, side := range []struct {
 		name  string
 		spans []e2e.Span
@@ -181,11 +183,7 @@ func compareOverhead(b *testing.B, set setup, enqueuers int, meter e2e.Meter, op
 		}
 		b.ReportMetric(float64(jobs)/wall.Seconds(), side.name+"-jobs/s")
 		perJob := func(f func(e2e.Span) float64) float64 {
-			v := make([]float64, len(side.spans))
-			for i, s := range side.spans {
-				v[i] = f(s) / float64(s.Jobs)
-			}
-			return median(v)
+			return e2e.MedianOf(side.spans, func(s e2e.Span) float64 { return f(s) / float64(s.Jobs) })
 		}
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.ClientCPU.Nanoseconds()) / 1e3 }), side.name+"-cpu-µs/job")
 		if slices.ContainsFunc(side.spans, func(s e2e.Span) bool { return s.ServerCPU > 0 }) {
@@ -197,15 +195,6 @@ func compareOverhead(b *testing.B, set setup, enqueuers int, meter e2e.Meter, op
 		b.ReportMetric(perJob(func(s e2e.Span) float64 { return float64(s.GCCPU.Nanoseconds()) / 1e3 }), side.name+"-gc-µs/job")
 	}
 	b.ReportMetric(0, "ns/op") // the rates say it
-}
-
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if len(v)%2 == 0 {
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return v[len(v)/2]
 }
 
 // runBench times benchJobs enqueues and runs on a fresh queue, instrumented

@@ -22,11 +22,11 @@ func summarize(peers []peer, spans [][]e2e.Span) []row {
 	for i, p := range peers {
 		rows[i] = row{
 			peer:     p,
-			median:   median(spans[i], e2e.Span.Rate),
+			median:   e2e.MedianOf(spans[i], e2e.Span.Rate),
 			min:      minOf(spans[i], e2e.Span.Rate),
 			max:      -minOf(spans[i], func(s e2e.Span) float64 { return -s.Rate() }),
-			clientUS: median(spans[i], func(s e2e.Span) float64 { return s.PerJob(s.ClientCPU) }),
-			serverUS: median(spans[i], func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) }),
+			clientUS: e2e.MedianOf(spans[i], func(s e2e.Span) float64 { return s.PerJob(s.ClientCPU) }),
+			serverUS: e2e.MedianOf(spans[i], func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) }),
 		}
 	}
 	return rows
@@ -39,14 +39,6 @@ func values(spans []e2e.Span, f func(e2e.Span) float64) []float64 {
 	}
 	slices.Sort(v)
 	return v
-}
-
-func median(spans []e2e.Span, f func(e2e.Span) float64) float64 {
-	v := values(spans, f)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func minOf(spans []e2e.Span, f func(e2e.Span) float64) float64 { return values(spans, f)[0] }
