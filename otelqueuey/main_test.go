@@ -48,30 +48,38 @@ func newTelemetry(t *testing.T, cfg otelqueuey.Config) *telemetry {
 	return tel
 }
 
-// counts returns every counter and up-down counter by name, summed over its
-// attributes, and every histogram's count as name+"#count".
-func (tel *telemetry) counts(t *testing.T) map[string]int64 {
+// metrics collects every metric from tel's reader.
+func (tel *telemetry) metrics(t *testing.T) []metricdata.Metrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int64{}
+	var ms []metricdata.Metrics
 	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					got[m.Name] += dp.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					got[m.Name+"#count"] += int64(dp.Count)
-				}
-			case metricdata.Gauge[int64]:
-				for _, dp := range d.DataPoints {
-					got[m.Name] += dp.Value
-				}
+		ms = append(ms, sm.Metrics...)
+	}
+	return ms
+}
+
+// counts returns every counter and up-down counter by name, summed over its
+// attributes, and every histogram's count as name+"#count".
+func (tel *telemetry) counts(t *testing.T) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	for _, m := range tel.metrics(t) {
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			for _, dp := range d.DataPoints {
+				got[m.Name] += dp.Value
+			}
+		case metricdata.Histogram[float64]:
+			for _, dp := range d.DataPoints {
+				got[m.Name+"#count"] += int64(dp.Count)
+			}
+		case metricdata.Gauge[int64]:
+			for _, dp := range d.DataPoints {
+				got[m.Name] += dp.Value
 			}
 		}
 	}

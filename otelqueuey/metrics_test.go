@@ -147,21 +147,15 @@ func TestCountsPerQueueAndKind(t *testing.T) {
 	}
 	wg.Wait()
 
-	var rm metricdata.ResourceMetrics
-	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	got := map[qk]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "queuey.jobs.enqueued" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				q, _ := dp.Attributes.Value("queue")
-				k, _ := dp.Attributes.Value("kind")
-				got[qk{q.AsString(), k.AsString()}] += dp.Value
-			}
+	for _, m := range tel.metrics(t) {
+		if m.Name != "queuey.jobs.enqueued" {
+			continue
+		}
+		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			q, _ := dp.Attributes.Value("queue")
+			k, _ := dp.Attributes.Value("kind")
+			got[qk{q.AsString(), k.AsString()}] += dp.Value
 		}
 	}
 	want := map[qk]int64{}
