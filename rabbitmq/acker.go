@@ -66,6 +66,7 @@ type acker struct {
 	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
 	err     error               // why acks can no longer be sent
 	closing bool
+	held    bool // acks wait for unhold (close sends them anyway)
 	// gathering says the gathering timer runs: it will flush what
 	// waits, so an ack below the threshold need not wake the flusher.
 	gathering bool
@@ -227,6 +228,10 @@ func (a *acker) run(closed <-chan *amqp.Error) {
 		if due {
 			a.gathering = false
 		}
+		if a.held && !a.closing {
+			a.mu.Unlock()
+			continue
+		}
 		closing := a.closing
 		waiting := len(a.waiting)
 		if !due && !force && !closing && waiting < a.threshold {
@@ -310,6 +315,37 @@ func (a *acker) flush(force bool) (left bool) {
 		a.mu.Unlock()
 	}
 	return left
+}
+
+// hold keeps acks from going out until unhold: settles are recorded, and
+// the broker, which sends a consumer no more than its prefetch unacked,
+// sends no delivery for them meanwhile.
+func (a *acker) hold() {
+	a.mu.Lock()
+	a.held = true
+	a.mu.Unlock()
+}
+
+// unhold lets the acks held back go out.
+func (a *acker) unhold() {
+	a.mu.Lock()
+	a.held = false
+	a.gathering = false
+	a.mu.Unlock()
+	a.wake()
+}
+
+// settledOnWire returns how many delivery tags are settled towards the
+// broker: acked, nacked or rejected (or about to be, in a flush under
+// way).
+func (a *acker) settledOnWire() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.low - 1
+	for _, r := range a.ranges {
+		n += r.hi - r.lo + 1
+	}
+	return n
 }
 
 // close sends every ack still waiting and stops the flusher. Call it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -95,6 +96,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		ctx:     sctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
+		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
 		acks:    newAcker(ch, q.Prefetch, ch.NotifyClose(make(chan *amqp.Error, 1))),
 	}
@@ -116,6 +118,12 @@ type subscription struct {
 	tag     string
 	out     chan runtime.Delivery
 	acks    *acker
+
+	// lastTag is the delivery tag of the latest delivery; got tells a
+	// stopping consumer of each delivery once stopping is set.
+	lastTag  atomic.Uint64
+	stopping atomic.Bool
+	got      chan struct{}
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -146,6 +154,15 @@ func (s *subscription) Stop() error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
+	// The client library drops a delivery that reaches it after the
+	// cancel's answer, and the broker can send one then (a quorum queue
+	// does, for what it sent as the cancel came); that job would go back
+	// with the channel's close, counted as a run that never happened. So
+	// acks are held back until the cancel is answered, and the cancel
+	// waits until the broker has no prefetch left to send with.
+	s.acks.hold()
+	defer s.acks.unhold()
+	s.awaitPrefetchSpent()
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.tag, false) }, nil)
@@ -153,6 +170,41 @@ func (s *subscription) Stop() error {
 		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
 	}
 	return nil
+}
+
+// Bounds on the wait of a stopping consumer for the deliveries its
+// prefetch lets the broker send: it ends once spentQuiet passes without
+// one, or after spentMax.
+const (
+	spentQuiet = 50 * time.Millisecond
+	spentMax   = time.Second
+)
+
+// awaitPrefetchSpent waits, acks held back, until the broker cannot send
+// this consumer another delivery: as many are unsettled as the prefetch
+// allows. On a queue with fewer jobs than that, it waits until none has
+// come for spentQuiet.
+func (s *subscription) awaitPrefetchSpent() {
+	s.stopping.Store(true)
+	quiet := time.NewTimer(spentQuiet)
+	defer quiet.Stop()
+	limit := time.NewTimer(spentMax)
+	defer limit.Stop()
+	for {
+		if s.lastTag.Load()-s.acks.settledOnWire() >= uint64(s.q.Prefetch) {
+			return
+		}
+		select {
+		case <-s.got:
+			quiet.Reset(spentQuiet)
+		case <-quiet.C:
+			return
+		case <-limit.C:
+			return
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // Bounds on waiting for the broker's answer when a consumer stops or
@@ -227,6 +279,13 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 				s.ended(closes)
 				return
 			}
+			s.lastTag.Store(m.DeliveryTag)
+			if s.stopping.Load() {
+				select {
+				case s.got <- struct{}{}:
+				default:
+				}
+			}
 			env, err := codec.Decode(&m)
 			if err != nil {
 				kept := m // the rare paths keep the delivery: only they copy it to the heap
@@ -239,7 +298,7 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 					continue
 				}
 			}
-			d := &delivery{s: s, tag: m.DeliveryTag, env: env, redelivered: s.redeliveryOf(&m, env)}
+			d := &delivery{s: s, tag: m.DeliveryTag, env: env, priority: m.Priority, redelivered: s.redeliveryOf(&m, env)}
 			select {
 			case s.out <- d:
 			case <-s.ctx.Done():
@@ -431,7 +490,8 @@ type delivery struct {
 	s           *subscription
 	tag         uint64
 	env         *runtime.Envelope
-	redelivered bool // see redeliveryOf
+	priority    uint8 // the message's priority on the wire
+	redelivered bool  // see redeliveryOf
 }
 
 func (d *delivery) Envelope() *runtime.Envelope { return d.env }
@@ -457,6 +517,33 @@ func (d *delivery) Requeue(context.Context) error {
 	}
 	d.s.acks.settled(d.tag)
 	return nil
+}
+
+// Release puts back a delivery no handler started without counting a run.
+// A nack would put it back at its place but mark it redelivered (and, on
+// a quorum queue, count a delivery), which the next consumer would take
+// for a crashed run; so a copy of the job, as it came, is published to
+// the queue (confirmed) and the delivery acked after. The copy goes to the
+// queue's tail at its priority. When the publish fails, the delivery is
+// left unsettled and goes back with the channel's close, counted.
+func (d *delivery) Release(ctx context.Context) error {
+	next := d.env.Clone()
+	if d.redelivered {
+		// The job is still a redelivery of a crashed run, which its
+		// next delivery reports.
+		if next.Headers == nil {
+			next.Headers = make(map[string]string, 1)
+		}
+		next.Headers[headerRedelivered] = "1"
+	}
+	msg, err := d.s.b.encode(next, codec.Options{Priority: d.priority})
+	if err == nil {
+		err = d.s.b.pub.publish(ctx, d.s.q.Name, msg)
+	}
+	if err != nil {
+		return fmt.Errorf("release job %q: %w", next.ID, err)
+	}
+	return d.Ack(ctx)
 }
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {

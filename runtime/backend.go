@@ -98,8 +98,14 @@ type Delivery interface {
 	// Ack settles the delivery as done.
 	Ack(ctx context.Context) error
 	// Requeue puts the delivery back on its queue unchanged, to be
-	// delivered again.
+	// delivered again; the delivery counts as a run that did not finish.
 	Requeue(ctx context.Context) error
+	// Release gives back a delivery that no handler started (a worker
+	// stopping or pausing took it from the subscription but never ran
+	// it): it goes back to its queue without counting a run, so its next
+	// delivery is not taken for a redelivery of a crashed run. It may go
+	// back behind jobs that came after it.
+	Release(ctx context.Context) error
 	// Retry publishes next to come back to its queue after delay at
 	// next.Priority, then acks this delivery. The wait is WaitDelay(delay):
 	// at least one granularity.

@@ -133,6 +133,11 @@ func (d *memDelivery) Requeue(ctx context.Context) error {
 	})
 }
 
+// Release puts d back at its place without counting a return.
+func (d *memDelivery) Release(ctx context.Context) error {
+	return d.settle(func(q *memQueue) { heap.Push(&q.ready, d.msg) })
+}
+
 func (d *memDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {
 	return d.wait(ctx, next, delay, false)
 }

@@ -224,18 +224,14 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		}
 	case stopPaused:
 		c.w.log.Info("queuey: queue paused; jobs running finish, no new ones start", "queue", c.queue.Name)
-		if err := sub.Stop(); err != nil {
-			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
-		}
+		h.stop(ctx)
 		select {
 		case <-finished:
 		case <-ctx.Done():
 			c.awaitShutdown(finished, cancelHandlers)
 		}
 	case stopCtx:
-		if err := sub.Stop(); err != nil {
-			c.w.log.Warn("queuey: stop consumer", "queue", c.queue.Name, "error", err)
-		}
+		h.stop(ctx)
 		c.awaitShutdown(finished, cancelHandlers)
 	}
 	gate.close()
@@ -265,6 +261,89 @@ type handlers struct {
 	slots    chan struct{} // one per handler goroutine (running or waiting for its next delivery), and one dispatch holds while it waits for a delivery
 	done     chan struct{} // closed when dispatch returns: waiting goroutines end
 	wg       sync.WaitGroup
+
+	mu        sync.Mutex
+	unstarted []Delivery // taken from the subscription after the stop began, never run
+	drained   bool       // stop has drained the subscription: keep releases at once
+}
+
+// releaseTimeout bounds how long a stopping subscription waits for the
+// deliveries still coming to it, and for their releases.
+const releaseTimeout = 5 * time.Second
+
+// keep records d, taken from the subscription but not to be run, for stop
+// to release; once stop has drained the subscription, it releases d at
+// once.
+func (h *handlers) keep(d Delivery) {
+	h.mu.Lock()
+	if !h.drained {
+		h.unstarted = append(h.unstarted, d)
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	h.release(ctx, d)
+}
+
+// takeKept returns the deliveries kept so far and forgets them; with
+// drained, later ones are released by keep itself.
+func (h *handlers) takeKept(drained bool) []Delivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	kept := h.unstarted
+	h.unstarted = nil
+	h.drained = h.drained || drained
+	return kept
+}
+
+func (h *handlers) release(ctx context.Context, d Delivery) {
+	if err := d.Release(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		h.c.w.log.Warn("queuey: release of a job never started failed; it goes back counted as a run", "queue", h.c.queue.Name, "job_id", d.Envelope().ID, "error", err)
+	}
+}
+
+// stop stops the subscription and releases every delivery no handler
+// started: those taken and kept, and those still coming (the broker's
+// prefetch). A released job goes back to its queue without a run counted
+// against it, so stopping or pausing a worker burns no attempt of a job it
+// never ran. Deliveries it cannot release (the subscription did not stop
+// in time, or a release failed) stay unsettled and go back when the
+// subscription closes, counted as a run.
+func (h *handlers) stop(ctx context.Context) {
+	c := h.c
+	if err := h.sub.Stop(); err != nil {
+		c.w.log.Warn("queuey: stop consumer; jobs it fetched and never started go back counted as a run", "queue", c.queue.Name, "error", err)
+		return
+	}
+	// The releases outlive ctx, which ends at shutdown; they are
+	// bounded on their own.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	deliveries := h.sub.Deliveries()
+	for {
+		for _, d := range h.takeKept(false) {
+			h.release(rctx, d)
+		}
+		select {
+		case d, ok := <-deliveries:
+			if ok {
+				h.release(rctx, d)
+				continue
+			}
+			// Handler goroutines that take a delivery as the stream
+			// ends release it themselves from now on.
+			for _, d := range h.takeKept(true) {
+				h.release(rctx, d)
+			}
+			cancel()
+			return
+		case <-rctx.Done():
+			cancel()
+			c.w.log.Warn("queuey: consumer did not stop in time; jobs it fetched and never started go back counted as a run", "queue", c.queue.Name, "timeout", releaseTimeout)
+			return
+		}
+	}
 }
 
 // linger is how long a handler goroutine with nothing to do waits for the
@@ -301,7 +380,8 @@ func (h *handlers) dispatch() int {
 				return stopEnded
 			}
 			if h.ctx.Err() != nil || isClosed(h.paused) {
-				<-h.slots // left unsettled: redelivered after Close
+				h.keep(d)
+				<-h.slots
 				if h.ctx.Err() != nil {
 					return stopCtx
 				}
@@ -351,8 +431,12 @@ func (h *handlers) run(d Delivery) {
 				return
 			}
 		}
-		if !ok || h.ctx.Err() != nil || isClosed(h.paused) {
-			return // left unsettled: redelivered after Close
+		if !ok {
+			return
+		}
+		if h.ctx.Err() != nil || isClosed(h.paused) {
+			h.keep(next)
+			return
 		}
 		d = next
 	}
