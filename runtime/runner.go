@@ -540,7 +540,36 @@ func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return c.handler(ctx, env)
+	return vetHandlerError(c.handler(ctx, env))
+}
+
+// vetHandlerError returns err, which a handler returned, or an error that
+// says why it cannot be read as an outcome: a nil *DeferError (a typed
+// nil, not Defer(d)), or an error whose methods (Error, Unwrap, Is, As)
+// panic. What settles a job calls those methods; read once here, under
+// recover, they cannot crash the worker later. Either way the run counts
+// as failed, like a handler that panicked.
+func vetHandlerError(err error) (vetted error) {
+	if err == nil {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			vetted = fmt.Errorf("handler returned an error of type %T whose methods panicked: %v", err, r)
+		}
+	}()
+	var de *DeferError
+	if errors.As(err, &de) && de == nil {
+		return fmt.Errorf("handler returned a nil %T, not runtime.Defer(d)", de)
+	}
+	var pe *PermanentError
+	if errors.As(err, &pe) && pe == nil {
+		return fmt.Errorf("handler returned a nil %T, not runtime.Permanent(err)", pe)
+	}
+	_ = err.Error()
+	_ = errors.As(err, new(*DecodeError))
+	_ = errors.As(err, new(*KindError))
+	return err
 }
 
 // settle applies the handler's outcome to d, through the backend with ctx;
@@ -560,7 +589,7 @@ func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envel
 		decodeErr *DecodeError
 		kindErr   *KindError
 	)
-	if errors.As(herr, &deferErr) {
+	if errors.As(herr, &deferErr) && !IsPermanent(herr) {
 		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
 		if !refusedWait(err) {
 			if err == nil {

@@ -299,3 +299,52 @@ func testWaitRefusals(t *testing.T, f Features, nb func(*testing.T) runtime.Back
 	}
 	wantContains(t, dl[0].Reason, "delay too long", "dead-letter reason")
 }
+
+// panickyError is an error whose Error method panics.
+type panickyError struct{}
+
+func (panickyError) Error() string { panic("Error() exploded") }
+
+// testHostileErrors: a handler's error that cannot be read as an outcome (a
+// nil *DeferError, an error whose Error method panics) fails the run like
+// a panic, and the worker goes on; Permanent(Defer(d)) dead-letters at once
+// instead of deferring.
+func testHostileErrors(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.MaxAttempts = 2 })
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		r := runOf(ctx, j)
+		runs <- r
+		switch {
+		case j.N == 1 && r.Attempt == 1:
+			var nilDefer *runtime.DeferError
+			return nilDefer
+		case j.N == 2 && r.Attempt == 1:
+			return panickyError{}
+		case j.N == 3:
+			return runtime.Permanent(runtime.Defer(time.Hour))
+		}
+		return nil
+	})
+	h.enqueue(job{N: 1})
+	h.enqueue(job{N: 2})
+	h.enqueue(job{N: 3})
+	seen := map[int][]int{}
+	for len(seen[1]) < 2 || len(seen[2]) < 2 || len(seen[3]) < 1 {
+		r := recv(t, runs, fmt.Sprintf("the runs so far: %v", seen))
+		seen[r.N] = append(seen[r.N], r.Attempt)
+	}
+	for _, n := range []int{1, 2} {
+		if got := seen[n]; got[0] != 1 || got[1] != 2 {
+			t.Errorf("job %d ran at attempts %v, want 1 then 2 (a failed run, retried)", n, got)
+		}
+	}
+	dl := h.deadLetters(1)
+	if dl[0].Envelope == nil || dl[0].Envelope.Attempt != 1 {
+		t.Fatalf("dead letter %+v, want job 3 dead-lettered after its first run", dl[0])
+	}
+	wantContains(t, dl[0].Reason, "permanent", "dead-letter reason of Permanent(Defer(1h))")
+	if got := seen[3]; len(got) != 1 {
+		t.Errorf("job 3 ran %d times, want once", len(got))
+	}
+}

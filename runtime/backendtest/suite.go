@@ -27,6 +27,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"RetryCountAndBackoff", true, testRetryBackoff},
 		{"RetryThenSuccess", true, testRetryThenSuccess},
 		{"PanicRetries", true, testPanicRetries},
+		{"HostileHandlerErrors", true, testHostileErrors},
 		{"DeferBurnsNoAttempt", true, testDeferNoAttempt},
 		{"DeferReturnsAheadOfBacklog", true, testDeferAhead},
 		{"DeferZeroWaitsOneGranularity", true, testDeferZero},
