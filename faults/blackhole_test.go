@@ -18,11 +18,14 @@ import (
 // holeProxy forwards TCP connections to an upstream address until it is
 // told to black-hole them: from then on, what either side sends is read
 // and dropped, and the connections stay open, as on a network that lost
-// its route. It is a few dozen lines, so the suite carries it instead of a
-// proxy library and its dependencies.
+// its route. With a latency, every byte reaches the other side that long
+// after it was sent, each way, in order: a slow link. It is a few dozen
+// lines, so the suite carries it instead of a proxy library and its
+// dependencies.
 type holeProxy struct {
 	l        net.Listener
 	upstream string
+	latency  time.Duration
 	holed    atomic.Bool
 	mu       sync.Mutex
 	conns    []net.Conn
@@ -31,11 +34,18 @@ type holeProxy struct {
 
 func startProxy(t *testing.T, upstream string) *holeProxy {
 	t.Helper()
+	return startSlowProxy(t, upstream, 0)
+}
+
+// startSlowProxy starts a proxy that delays what it forwards by latency,
+// each way.
+func startSlowProxy(t *testing.T, upstream string, latency time.Duration) *holeProxy {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &holeProxy{l: l, upstream: upstream}
+	p := &holeProxy{l: l, upstream: upstream, latency: latency}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -60,9 +70,19 @@ func (p *holeProxy) accept() {
 	}
 }
 
+// chunk is bytes read from one side, due on the other at due.
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
 // pipe copies src to dst until either closes, dropping everything once the
-// proxy is black-holed.
+// proxy is black-holed, and delaying it by the proxy's latency.
 func (p *holeProxy) pipe(dst io.Writer, src io.Reader) {
+	if p.latency > 0 {
+		p.slowPipe(dst, src)
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -70,6 +90,37 @@ func (p *holeProxy) pipe(dst io.Writer, src io.Reader) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// slowPipe is pipe with the proxy's latency: a reader queues what it reads
+// with the time it is due, and the writer writes each chunk then, in order.
+func (p *holeProxy) slowPipe(dst io.Writer, src io.Reader) {
+	chunks := make(chan chunk, 1<<14)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for c := range chunks {
+			if d := time.Until(c.due); d > 0 {
+				time.Sleep(d) // the link's latency
+			}
+			if _, err := dst.Write(c.b); err != nil {
+				for range chunks {
+				}
+				return
+			}
+		}
+	})
+	defer wg.Wait()
+	defer close(chunks)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.holed.Load() {
+			chunks <- chunk{b: append([]byte(nil), buf[:n]...), due: time.Now().Add(p.latency)}
 		}
 		if err != nil {
 			return

@@ -43,7 +43,7 @@ type Backend struct {
 	decl     *declarer
 	holds    singleflight.Group // hold-queue declares in flight, by name
 	warned   sync.Map           // keys of warnings given once
-	leases   holdLeases         // when each hold queue was last declared
+	holdDecl holdDeclares       // which hold queues need a declare of their own
 	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer

@@ -39,11 +39,10 @@ func delayers(b *Backend) map[runtime.DelayMode]delayer {
 const holdDeclareTimeout = 30 * time.Second
 
 // queueDelayer holds each distinct delay in a hold queue whose queue-level
-// TTL dead-letters its messages back to q. The hold queue is declared
-// before a publish to it when the lease its last declare renewed (a classic
-// one's x-expires) is no longer fresh; see holdLeases. Quorum hold queues
-// have no lease, their number being bounded by a ladder of delays
-// (topology.QuorumRung), and are declared once.
+// TTL dead-letters its messages back to q. How a publish to a hold queue
+// keeps clear of the queue's expiry: see holdDeclares. Quorum hold queues
+// have no expiry, their number being bounded by a ladder of delays
+// (topology.QuorumRung).
 type queueDelayer struct {
 	b *Backend
 }
@@ -51,58 +50,70 @@ type queueDelayer struct {
 func (d queueDelayer) prepare(context.Context, runtime.QueueConfig) error { return nil }
 func (d queueDelayer) declare(context.Context, runtime.QueueConfig) error { return nil }
 
+// holdPublishTries bounds how many times a wait is published when its
+// hold queue is found gone each time.
+const holdPublishTries = 3
+
 func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	hold, err := d.b.holdQueue(q, kind, delay)
 	if err != nil {
 		return err
 	}
-	if !d.b.leases.fresh(hold, time.Now()) {
-		if err := d.declareHold(ctx, q, kind, hold); err != nil {
+	for range holdPublishTries {
+		if declared, _ := d.b.holdDecl.state(hold, time.Now()); !declared {
+			if err := d.declareHold(ctx, hold); err != nil {
+				return err
+			}
+		}
+		sent := time.Now()
+		if leaseOf(hold) > 0 {
+			// Whether to declare it first is known once the channel is
+			// held: opening a channel, or waiting for one, takes time.
+			stale := func() bool {
+				sent = time.Now()
+				_, fresh := d.b.holdDecl.state(hold, sent)
+				return !fresh
+			}
+			err = d.b.pub.publishHold(ctx, hold, msg, stale)
+		} else {
+			err = d.b.pub.publish(ctx, hold.Name, msg)
+		}
+		if err == nil {
+			d.b.holdDecl.took(hold, sent)
+			return nil
+		}
+		switch {
+		case errors.Is(err, ErrUnroutable), errors.Is(err, errHoldGone):
+			// Gone before the publish came (returned), or as it came
+			// (the declare after it failed): the message is not
+			// waiting there. Publish it again, after a declare.
+			d.b.holdDecl.stale(hold)
+		case errors.Is(err, errNotSent):
+			// Its channel died before it was sent (another wait's
+			// declare failed there, say): send it on another.
+		default:
+			d.b.holdDecl.forget(hold)
 			return err
 		}
-		return d.b.pub.publish(ctx, hold.Name, msg)
 	}
-	// The lease is fresh as far as this process knows; a hold queue
-	// deleted meanwhile returns the publish, which was then not enqueued
-	// anywhere: declare it and publish once more.
-	err = d.b.pub.publish(ctx, hold.Name, msg)
-	if !errors.Is(err, ErrUnroutable) {
-		return err
-	}
-	d.b.leases.forget(hold)
-	if err := d.declareHold(ctx, q, kind, hold); err != nil {
-		return err
-	}
-	return d.b.pub.publish(ctx, hold.Name, msg)
+	return err
 }
 
-// declareHold declares hold queue hold of q, which renews its lease, and
-// records when (holdLeases).
+// declareHold declares hold queue hold and waits for the broker's answer.
 //
-// Waits onto one hold queue share a declare that is in flight. The broker
-// renews the lease (2×TTL) when it handles the declare, at most a round
-// trip before a joining wait asked, and each wait publishes right after
-// the declare returns: its message leaves the hold queue one TTL later,
-// long before the lease can end. Under a burst of retries with one backoff
-// this is one declare instead of hundreds. The shared declare runs on a
-// context of its own, so that one caller giving up does not fail the
-// others; each caller still stops waiting when its own ctx ends.
-func (d queueDelayer) declareHold(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, hold topology.Queue) error {
+// Waits onto one hold queue share a declare that is in flight: under a
+// burst of retries with one backoff this is one declare instead of
+// hundreds. The shared declare runs on a context of its own, so that one
+// caller giving up does not fail the others; each caller still stops
+// waiting when its own ctx ends.
+func (d queueDelayer) declareHold(ctx context.Context, hold topology.Queue) error {
 	res := d.b.holds.DoChan(hold.Name, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
 		sent := time.Now()
-		declared := hold
 		err := d.b.decl.declare(dctx, hold)
-		if legacy, ok := d.b.legacyHold(q, kind, hold, err); ok && d.b.decl.declare(dctx, legacy) == nil {
-			d.b.warnOnce("hold:"+hold.Name, "queuey: a classic hold queue of a quorum queue exists from an earlier version; waits go there, unreplicated, until it expires on its own (two TTLs after its last use), after which a quorum hold queue replaces it",
-				"queue", q.Name, "hold_queue", hold.Name)
-			declared, err = legacy, nil
-		}
 		if err == nil {
-			// The lease is the declared queue's: an earlier version's
-			// classic hold queue expires, a quorum one does not.
-			d.b.leases.renewed(declared, sent)
+			d.b.holdDecl.took(hold, sent)
 		}
 		return nil, err
 	})

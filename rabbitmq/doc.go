@@ -33,7 +33,8 @@
 //	q                    durable; x-queue-type; x-max-priority = max_priority when > 0 on a classic queue;
 //	                     dead-letters to ""/q.dead (see Connection loss)
 //	q.dead               durable: jobs out of attempts, permanent failures, poison; quorum when q is
-//	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q; x-expires = 2×ttl
+//	q.retry.{ttl_ms}     durable classic; x-message-ttl = ttl; dead-letters to ""/q;
+//	                     x-expires = 2×ttl, and at least ttl + 1s
 //	q.deferred.{ttl_ms}  same as q.retry.{ttl_ms}
 //
 // A quorum q has quorum hold queues instead (see Quorum queues).
@@ -41,12 +42,14 @@
 // The suffixes are Options fields. In the default delay mode every wait
 // (retry, deferral, delayed enqueue) goes to a hold queue whose queue-level TTL is the wait, rounded
 // up to Options.Granularity (1s by default), so that every wait leaves in
-// publish order and on time. A classic hold queue is declared before a
-// publish to it unless this process declared it less than half a TTL ago
-// (a quarter of its x-expires lease of 2×TTL, so every wait leaves it well
-// before the lease can end); the declare renews the lease, and an idle
-// classic one deletes itself. A quorum hold queue has no lease and is
-// declared once per process. A publish onto a hold queue deleted meanwhile
+// publish order and on time. Every publish to a classic hold queue follows
+// a no-wait declare of it on the same channel, in one write: the broker
+// handles the declare, which renews the queue's lease (x-expires), right
+// before it takes the publish, so the lease runs from just before the
+// message entered the queue, however late the publish reached the broker,
+// and outlasts the message's TTL by a TTL or a second, whichever is longer.
+// An idle classic hold queue deletes itself. A quorum hold queue has no
+// lease and is declared once per process; a publish onto one deleted meanwhile
 // comes back unroutable, and the wait then declares it and publishes once
 // more. Waits above runtime.MaxDeferral after rounding
 // are refused with runtime.ErrDelayTooLong, never clamped, and a wait onto a

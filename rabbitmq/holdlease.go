@@ -7,91 +7,109 @@ import (
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
-// holdLeases remembers when each hold queue was last declared, so that a
-// wait declares its hold queue only when the lease that declare renewed is
-// no longer fresh, instead of before every publish.
+// holdDeclares remembers which hold queues this process has declared, and
+// when the broker last renewed each, so that a publish to a hold queue is
+// made in the way that finds it.
 //
-// A classic hold queue expires (x-expires, 2×TTL) once unused for its
-// lease, with whatever it holds: publishing to it does not renew the
-// lease, only a declare does. A message published at t leaves the queue at
-// t+TTL, so it is safe while t+TTL falls inside the lease. Declares are
-// recorded at the moment they were sent (the broker renews no earlier), and
-// a lease counts as fresh for a quarter of it (half a TTL): a message
-// published then leaves the queue at least half a TTL before the lease can
-// end. A hold queue without x-expires (a quorum one) never expires, so one
-// declare per process is enough.
+// A classic hold queue expires (x-expires, topology.HoldExpires) once
+// unused for that long, with whatever it holds; a publish to it does not
+// renew that lease, a declare does. So every publish to one is followed,
+// on the same channel, by a passive declare of it
+// (pubChannel.publishRenewing): the broker handles the two in that order,
+// and the lease the declare renews runs from just after the message
+// entered the queue, while the message leaves it one TTL after it entered,
+// a TTL or a second before the lease ends, however late the publish
+// reached the broker. A hold queue that was gone when the publish came
+// returns it (mandatory); one that expired between the publish and the
+// declare fails the declare; either way the message is not waiting there,
+// and the wait publishes it again, after a declare that makes the queue
+// exist. That declare goes on the same channel right before the publish
+// when this process has declared the queue before but has not renewed it
+// for half its lease (it may have expired); the first declare of a hold
+// queue in a process goes on a channel of its own (declarer), so that a
+// refusal closes no channel that carries waits.
 //
-// The cache is this process's view: a hold queue deleted by someone else
-// meanwhile makes the next publish to it unroutable, and the wait then
-// declares it and publishes again (queueDelayer.wait).
-type holdLeases struct {
-	mu       sync.Mutex
-	declared map[string]leaseEntry
-	sweepAt  int // size of declared at which stale entries are swept
+// A hold queue without x-expires (a quorum one) never expires: it is
+// declared once per process, then published to without a declare. The
+// cache is this process's view, so a publish that comes back unroutable
+// (the queue was deleted meanwhile) declares it and publishes again.
+type holdDeclares struct {
+	mu      sync.Mutex
+	used    map[string]holdUse
+	sweepAt int // size of used at which stale entries are swept
 }
 
-// leaseEntry is the last declare of one hold queue.
-type leaseEntry struct {
-	at      time.Time     // when the declare was sent
-	lease   time.Duration // x-expires
-	expires bool          // false: no x-expires, the queue stays
+// holdUse is what is known of one hold queue.
+type holdUse struct {
+	at    time.Time     // the last declare or publish that the broker took
+	lease time.Duration // x-expires; zero for none
 }
 
-// minSweep is the smallest size of holdLeases.declared that is swept.
+// minSweep is the smallest size of holdDeclares.used that is swept.
 const minSweep = 64
 
-// fresh reports whether q was declared recently enough, as of now, that a
-// publish to it needs no declare first.
-func (l *holdLeases) fresh(q topology.Queue, now time.Time) bool {
-	l.mu.Lock()
-	e, ok := l.declared[q.Name]
-	l.mu.Unlock()
-	return ok && (!e.expires || now.Sub(e.at) < e.lease/4)
+// leaseOf returns q's x-expires lease, zero when it has none.
+func leaseOf(q topology.Queue) time.Duration {
+	switch v := q.Args[topology.ArgExpires].(type) {
+	case int64:
+		return time.Duration(v) * time.Millisecond
+	case int32:
+		return time.Duration(v) * time.Millisecond
+	case int:
+		return time.Duration(v) * time.Millisecond
+	}
+	return 0
 }
 
-// renewed records that q was declared by a declare sent at at.
-func (l *holdLeases) renewed(q topology.Queue, at time.Time) {
+// state says whether this process has declared q, and whether the
+// broker renewed q's lease, as of now, recently enough that q most likely
+// exists (always, for a q without a lease).
+func (l *holdDeclares) state(q topology.Queue, now time.Time) (declared, fresh bool) {
+	l.mu.Lock()
+	e, ok := l.used[q.Name]
+	l.mu.Unlock()
+	return ok, ok && (e.lease == 0 || now.Sub(e.at) < e.lease/2)
+}
+
+// took records that the broker took a declare of q, or a publish to it,
+// sent at at.
+func (l *holdDeclares) took(q topology.Queue, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.declared == nil {
-		l.declared = make(map[string]leaseEntry)
+	if l.used == nil {
+		l.used = make(map[string]holdUse)
 	}
-	if prev, ok := l.declared[q.Name]; !ok || at.After(prev.at) {
-		lease, expires := leaseOf(q)
-		l.declared[q.Name] = leaseEntry{at: at, lease: lease, expires: expires}
+	if prev, ok := l.used[q.Name]; !ok || at.After(prev.at) {
+		l.used[q.Name] = holdUse{at: at, lease: leaseOf(q)}
 	}
-	if len(l.declared) < max(l.sweepAt, minSweep) {
+	if len(l.used) < max(l.sweepAt, minSweep) {
 		return
 	}
 	// Forget hold queues whose lease is over: they are declared again on
 	// their next use anyway. Those without a lease stay; their number is
-	// bounded
-	// (quorum hold queues).
-	for name, e := range l.declared {
-		if e.expires && at.Sub(e.at) >= e.lease {
-			delete(l.declared, name)
+	// bounded (quorum hold queues).
+	for name, e := range l.used {
+		if e.lease > 0 && at.Sub(e.at) >= e.lease {
+			delete(l.used, name)
 		}
 	}
-	l.sweepAt = 2 * len(l.declared)
+	l.sweepAt = 2 * len(l.used)
 }
 
-// forget drops what is known of q's lease, so that the next wait onto q
-// declares it.
-func (l *holdLeases) forget(q topology.Queue) {
+// stale marks q as not renewed lately: the next publish to it declares
+// it first, on its own channel.
+func (l *holdDeclares) stale(q topology.Queue) {
 	l.mu.Lock()
-	delete(l.declared, q.Name)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if e, ok := l.used[q.Name]; ok {
+		l.used[q.Name] = holdUse{lease: e.lease}
+	}
 }
 
-// leaseOf returns q's x-expires lease, and false when q has none.
-func leaseOf(q topology.Queue) (time.Duration, bool) {
-	switch v := q.Args[topology.ArgExpires].(type) {
-	case int64:
-		return time.Duration(v) * time.Millisecond, true
-	case int32:
-		return time.Duration(v) * time.Millisecond, true
-	case int:
-		return time.Duration(v) * time.Millisecond, true
-	}
-	return 0, false
+// forget drops what is known of q: the next publish to it declares it
+// first, on a channel of its own.
+func (l *holdDeclares) forget(q topology.Queue) {
+	l.mu.Lock()
+	delete(l.used, q.Name)
+	l.mu.Unlock()
 }

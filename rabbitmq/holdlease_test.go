@@ -8,12 +8,10 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// TestHoldQueueDeletedWhileLeaseFresh deletes a hold queue behind the
-// backend's back right after a wait declared it: the next wait, which
-// trusts the fresh lease and publishes without declaring, comes back
-// unroutable, so the backend declares the hold queue again and publishes
-// once more. Both jobs end up waiting in it; none is lost.
-func TestHoldQueueDeletedWhileLeaseFresh(t *testing.T) {
+// TestHoldQueueDeletedBetweenWaits deletes a hold queue behind the
+// backend's back right after a wait used it: the next wait, whose publish
+// follows a declare of the hold queue, finds it there again.
+func TestHoldQueueDeletedBetweenWaits(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q, p := jobQueue(t, b, ".deferred.60000")
 	hold := q.Name + ".deferred.60000"

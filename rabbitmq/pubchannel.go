@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
 // pubChannel is one confirm-mode channel. Publishes take pubMu only around
@@ -99,22 +100,91 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 // start publishes msg and returns the waiter of its confirm.
 func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*waiter, error) {
 	w := &waiter{}
-	if err := pc.startIn(ctx, w, exchange, key, msg, mandatory, false); err != nil {
+	if err := pc.startIn(ctx, w, exchange, key, msg, mandatory, false, nil); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
+
+// publishRenewing publishes msg to hold queue q through the default
+// exchange, mandatory, between two declares of q on the same channel, and
+// waits for every answer: when declareFirst says so once the channel is
+// held, a declare of q (creating it if it is gone), then the publish, then
+// a passive declare. The broker
+// handles a channel's frames in order, so the passive declare, which
+// renews q's lease (x-expires), comes right after the message entered q,
+// however long the publish took to reach the broker. A q that was gone
+// when the publish came returns it (ErrUnroutable); a q that expired
+// between the publish and the passive declare fails that declare
+// (errHoldGone), which closes the channel. The channel is held until the
+// declares are answered: the client library would put another publish's
+// frames around a declare's.
+func (pc *pubChannel) publishRenewing(ctx context.Context, q topology.Queue, msg amqp.Publishing, declareFirst func() bool) error {
+	if pc.sock != nil {
+		pc.sock.singles.Add(1)
+		defer pc.sock.singles.Add(-1)
+	}
+	declare := func(passive bool) error {
+		_, err := callCtx(ctx, func() (amqp.Queue, error) {
+			if passive {
+				return pc.ch.QueueDeclarePassive(q.Name, true, false, false, false, nil)
+			}
+			return pc.ch.QueueDeclare(q.Name, true, false, false, false, q.Args)
+		}, nil)
+		return err
+	}
+	before := func() error {
+		if declareFirst() {
+			return declare(false)
+		}
+		return nil
+	}
+	var derr error
+	after := func() { derr = declare(true) }
+	w := &waiter{}
+	if err := pc.startIn(ctx, w, "", q.Name, msg, true, false, &renewal{before: before, after: after}); err != nil {
+		return err
+	}
+	perr := pc.await(ctx, w, q.Name)
+	switch {
+	case isCode(derr, amqp.NotFound):
+		return fmt.Errorf("publish to %q: %w", q.Name, errHoldGone)
+	case errors.Is(perr, ErrUnroutable):
+		return perr
+	case derr != nil && perr == nil:
+		return brokerError(fmt.Sprintf("renew hold queue %q", q.Name), derr)
+	}
+	return perr
+}
+
+// renewal is what runs on the channel around a publish to a hold queue
+// (publishRenewing), the channel held and the connection uncorked: before
+// the publish, and after it.
+type renewal struct {
+	before func() error
+	after  func()
+}
+
+// errNotSent says that a publish was not sent: its channel had died
+// before it.
+var errNotSent = errors.New("not sent")
+
+// errHoldGone says that a hold queue expired between a publish to it and
+// the declare after it: the message may have gone with it.
+var errHoldGone = errors.New("hold queue expired as the wait was published")
 
 // errBlockedNow is startIn's answer, within a corked run, when the
 // connection is blocked by a resource alarm: the caller uncorks and waits
 // the block out before it goes on.
 var errBlockedNow = errors.New("connection blocked")
 
-// startIn is start, with w, which must be zero, as the waiter. In a corked
+// startIn is start, with w, which must be zero, as the waiter. With around,
+// its calls run before and after the publish, the channel held and the
+// connection uncorked (publishRenewing). In a corked
 // run (corked), it does not wait for a block of the connection to end,
 // which would hold the connection's other frames back with the cork: it
 // returns errBlockedNow instead.
-func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool) error {
+func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool, around *renewal) error {
 	// A field too long for the wire fails in the client library after the
 	// method frame went out, and the broker closes the whole connection:
 	// refuse it before it touches the channel.
@@ -139,7 +209,7 @@ func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key stri
 	if pc.broken != nil {
 		pc.mu.Unlock()
 		pc.unlock()
-		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+		return fmt.Errorf("publish to %q: %w: %w", key, errNotSent, pc.reason(ctx))
 	}
 	seq := pc.ch.GetNextPublishSeqNo()
 	w.seq = seq
@@ -172,6 +242,15 @@ func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key stri
 	if corked {
 		sock = nil // a nil *corkConn corks nothing
 	}
+	if around != nil {
+		if err := around.before(); err != nil {
+			pc.mu.Lock()
+			pc.forget(seq, w)
+			pc.mu.Unlock()
+			pc.unlock()
+			return fmt.Errorf("publish to %q: declare it first: %w", key, err)
+		}
+	}
 	sock.cork()
 	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err == nil && dc == nil {
@@ -201,6 +280,12 @@ func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key stri
 			_ = pc.ch.Close()
 		}
 		return brokerError(fmt.Sprintf("publish to %q", key), err)
+	}
+	if around != nil {
+		sock.uncork()
+		around.after()
+		pc.unlock()
+		return nil
 	}
 	pc.unlock()
 	if sock != nil && sock.singles.Load() > 1 {

@@ -20,7 +20,7 @@ func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, waiters []wai
 	pc.sock.cork()
 	defer pc.sock.uncork()
 	for ; i < hi; i++ {
-		err := pc.startIn(ctx, &waiters[i], "", msgs[i].key, msgs[i].msg, true, true)
+		err := pc.startIn(ctx, &waiters[i], "", msgs[i].key, msgs[i].msg, true, true, nil)
 		if errors.Is(err, errBlockedNow) {
 			return i
 		}

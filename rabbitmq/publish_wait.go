@@ -4,9 +4,12 @@ import (
 	"context"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
-// waitChannels is how many confirm-mode channels carry plugin waits.
+// waitChannels is how many confirm-mode channels carry waits: publishes
+// to hold queues and to delay exchanges.
 const waitChannels = 2
 
 // publishWait publishes a wait through the delayed-message-exchange plugin,
@@ -19,4 +22,19 @@ func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg a
 		return err
 	}
 	return pc.publish(ctx, exchange, key, msg, false)
+}
+
+// publishHold publishes msg to hold queue hold, mandatory and confirmed,
+// followed by a declare of hold on the same channel that renews its lease,
+// and, when declareFirst says so, after a declare that makes hold exist
+// (pubChannel.publishRenewing). It goes on the channels of waits: a
+// declare that fails closes the channel it came on, and enqueues do not
+// share those.
+func (p *publisher) publishHold(ctx context.Context, hold topology.Queue, msg amqp.Publishing, declareFirst func() bool) error {
+	s := p.waits[int(p.nextWait.Add(1))%len(p.waits)]
+	pc, err := s.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publishRenewing(ctx, hold, msg, declareFirst)
 }

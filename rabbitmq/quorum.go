@@ -23,24 +23,6 @@ func (b *Backend) holdQueue(q runtime.QueueConfig, kind topology.HoldKind, delay
 	return h, err
 }
 
-// legacyHold returns the classic hold queue that an earlier version of
-// this backend declared under the name of quorum hold queue h of q, when
-// h's declare was refused (err): a declare that matches it again is the
-// test that it is that queue. It keeps working (it dead-letters into q),
-// so waits go there, with a warning, until it expires on its own, two
-// TTLs after its last declare.
-func (b *Backend) legacyHold(q runtime.QueueConfig, kind topology.HoldKind, h topology.Queue, err error) (topology.Queue, bool) {
-	if q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
-		return h, false
-	}
-	ttl := time.Duration(h.Args[topology.ArgMessageTTL].(int32)) * time.Millisecond
-	classic, _, cerr := b.names.Hold(q.Name, kind, ttl, time.Millisecond)
-	if cerr != nil || classic.Name != h.Name {
-		return h, false
-	}
-	return classic, true
-}
-
 // deadQueue returns the dead-letter queue of q: quorum when q is.
 func (b *Backend) deadQueue(q runtime.QueueConfig) topology.Queue {
 	if q.QueueType == runtime.QueueQuorum {

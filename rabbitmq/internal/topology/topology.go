@@ -6,7 +6,7 @@
 //	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue;
 //	                   dead-letters to ""/q.dead (DeadLettered)
 //	q.dead             durable (the broker's default type); quorum when q is
-//	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires = 2×ttl
+//	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires (HoldExpires)
 //	q.deferred.{ttl_ms} same as q.retry.{ttl_ms}
 //
 // A quorum q has quorum hold queues instead (QuorumHold): at-least-once
@@ -189,9 +189,27 @@ func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration
 			ArgMessageTTL:           int32(ttl),
 			ArgDeadLetterExchange:   "",
 			ArgDeadLetterRoutingKey: name,
-			ArgExpires:              2 * ttl, // up to 2^32-2: past int32
+			ArgExpires:              HoldExpires(ttl),
 		}
 	})
+}
+
+// HoldMargin is the least time by which a classic hold queue's lease
+// (x-expires) outlasts the TTL of a message published into it.
+const HoldMargin = time.Second
+
+// HoldExpires is the x-expires, in milliseconds, of a classic hold queue
+// whose TTL is ttl milliseconds: twice the TTL, and at least the TTL plus
+// HoldMargin. The lease is renewed by the declare sent right before each
+// publish into the queue, and the message leaves the queue one TTL after
+// it entered, so the margin is what the broker has to take the publish
+// and run the message's TTL timer before the queue expires: one TTL is a
+// lot for a wait of an hour and nothing for a wait of a few milliseconds,
+// where the broker's timers run late by about as much. An idle hold queue
+// deletes itself one TTL, or HoldMargin, after its last use. It is up to
+// 2^32-2 (past int32) for the longest TTL, runtime.MaxDeferral.
+func HoldExpires(ttl int64) int64 {
+	return ttl + max(ttl, HoldMargin.Milliseconds())
 }
 
 // hold returns the hold queue of name of kind for delay, rounded with

@@ -76,13 +76,16 @@ func TestHold(t *testing.T) {
 		delay, gran time.Duration
 		wantName    string
 		wantTTL     int32
+		wantExpires int64
 	}{
-		{"retry exact", Names{}, Retry, 2 * time.Second, 0, "q.retry.2000", 2000},
-		{"deferred rounds up", Names{}, Deferred, 1500 * time.Millisecond, time.Second, "q.deferred.2000", 2000},
-		{"tiny rounds to one unit", Names{}, Deferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000},
-		{"finer granularity", Names{}, Retry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300},
-		{"custom suffix", Names{RetrySuffix: "-wait"}, Retry, time.Minute, 0, "q-wait.60000", 60000},
-		{"longest accepted", Names{}, Deferred, runtime.MaxDeferral.Truncate(time.Millisecond), time.Millisecond, "q.deferred.2147483647", 2147483647},
+		{"retry exact", Names{}, Retry, 2 * time.Second, 0, "q.retry.2000", 2000, 4000},
+		{"deferred rounds up", Names{}, Deferred, 1500 * time.Millisecond, time.Second, "q.deferred.2000", 2000, 4000},
+		{"tiny rounds to one unit", Names{}, Deferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000, 2000},
+		{"finer granularity", Names{}, Retry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300, 2600},
+		{"below the margin", Names{}, Retry, 300 * time.Millisecond, 100 * time.Millisecond, "q.retry.300", 300, 1300},
+		{"a millisecond", Names{}, Deferred, time.Millisecond, time.Millisecond, "q.deferred.1", 1, 1001},
+		{"custom suffix", Names{RetrySuffix: "-wait"}, Retry, time.Minute, 0, "q-wait.60000", 60000, 120000},
+		{"longest accepted", Names{}, Deferred, runtime.MaxDeferral.Truncate(time.Millisecond), time.Millisecond, "q.deferred.2147483647", 2147483647, 4294967294},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, d, err := tc.names.Hold("q", tc.kind, tc.delay, tc.gran)
@@ -100,7 +103,7 @@ func TestHold(t *testing.T) {
 				"x-message-ttl":             tc.wantTTL,
 				"x-dead-letter-exchange":    "",
 				"x-dead-letter-routing-key": "q",
-				"x-expires":                 2 * int64(tc.wantTTL),
+				"x-expires":                 tc.wantExpires,
 			}
 			if diff := cmp.Diff(want, got.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
