@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuey/queuey/runtime"
@@ -112,10 +115,12 @@ func (c *showCmd) Run(r *run) error {
 	return nil
 }
 
-// selector is how redrive and purge pick letters.
+// selector is how redrive and purge pick letters. Each --id is one ID as
+// it is (sep:"none", where kong would split on commas): a job ID may hold
+// commas.
 type selector struct {
 	All bool     `name:"all" help:"Every dead letter of the queue."`
-	IDs []string `name:"id" placeholder:"ID" help:"This job ID (repeat for more)."`
+	IDs []string `name:"id" sep:"none" placeholder:"ID" help:"This job ID, as it is, commas included (repeat --id for more)."`
 	Yes bool     `name:"yes" short:"y" help:"Do not ask for confirmation."`
 }
 
@@ -175,8 +180,11 @@ func (c *redriveCmd) Run(r *run) error {
 	if err != nil {
 		return err
 	}
-	if len(res.Refused) > 0 || len(res.NotFound) > 0 {
-		return fmt.Errorf("dead redrive %s: %d refused, %d not found", c.Queue, len(res.Refused), len(res.NotFound))
+	if len(res.NotFound) > 0 {
+		return notFoundError("dead redrive", c.Queue, len(res.Refused), res.NotFound)
+	}
+	if len(res.Refused) > 0 {
+		return fmt.Errorf("dead redrive %s: %d refused", c.Queue, len(res.Refused))
 	}
 	return nil
 }
@@ -221,7 +229,26 @@ func (c *purgeCmd) Run(r *run) error {
 		}
 	}
 	if len(res.NotFound) > 0 {
-		return fmt.Errorf("dead purge %s: %d not found", c.Queue, len(res.NotFound))
+		return notFoundError("dead purge", c.Queue, 0, res.NotFound)
 	}
 	return nil
+}
+
+// notFoundError is the error of a re-drive or purge (cmd) of queue when
+// IDs asked for match no dead letter: it names each, quoted, so that an
+// ID with a comma or a space reads as one. refused counts letters a
+// re-drive kept besides.
+func notFoundError(cmd, queue string, refused int, ids []string) error {
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = strconv.Quote(id)
+	}
+	msg := fmt.Sprintf("%s %s: no dead letter has the ID %s", cmd, queue, strings.Join(quoted, ", "))
+	if len(ids) > 1 {
+		msg = fmt.Sprintf("%s %s: no dead letter has any of the IDs %s", cmd, queue, strings.Join(quoted, ", "))
+	}
+	if refused > 0 {
+		msg += fmt.Sprintf("; %d refused", refused)
+	}
+	return errors.New(msg)
 }
