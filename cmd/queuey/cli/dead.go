@@ -38,7 +38,7 @@ func (c *lsCmd) Run(r *run) error {
 		return r.printJSON(list.Letters)
 	}
 	if len(list.Letters) == 0 {
-		fmt.Fprintf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
+		printf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
 		return nil
 	}
 	rows := make([][]string, 0, len(list.Letters))
@@ -50,9 +50,12 @@ func (c *lsCmd) Run(r *run) error {
 		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, clip(l.Reason, 70)})
 	}
 	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED (UTC)", "REASON"}, rows)
-	fmt.Fprintf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
+	printf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
 	if list.Next != "" {
-		fmt.Fprintf(r.env.Stdout, "; next page: queuey dead ls %s --limit %d --after %s", c.Queue, c.Limit, list.Next)
+		// A command to copy: its words are quoted for the shell, so
+		// that an ID holding a space, a quote or a semicolon runs
+		// nothing else.
+		fmt.Fprintf(r.env.Stdout, "; next page: queuey dead ls %s --limit %d --after %s", shellWord(c.Queue), c.Limit, shellWord(list.Next))
 	}
 	fmt.Fprintln(r.env.Stdout)
 	return nil
@@ -87,7 +90,11 @@ func (c *showCmd) Run(r *run) error {
 		add("body", fmt.Sprintf("%d bytes", len(l.Body)))
 		table(w, nil, rows)
 		if printable(l.Body) {
-			fmt.Fprintf(w, "%s\n", l.Body)
+			// Line by line, so that its lines stay lines and every
+			// other control is escaped.
+			for line := range strings.Lines(string(l.Body)) {
+				printf(w, "%s\n", strings.TrimSuffix(line, "\n"))
+			}
 		} else {
 			fmt.Fprint(w, hex.Dump(l.Body))
 		}
@@ -104,14 +111,15 @@ func (c *showCmd) Run(r *run) error {
 	}
 	table(w, nil, rows)
 	if l.PayloadError != "" {
-		fmt.Fprintf(w, "payload: cannot decode: %s\n", l.PayloadError)
+		printf(w, "payload: cannot decode: %s\n", l.PayloadError)
 		return nil
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, l.Payload, "", "  "); err != nil {
-		pretty.Write(l.Payload)
+		pretty.Reset()
+		pretty.WriteString(safe(string(l.Payload)))
 	}
-	fmt.Fprintf(w, "payload:\n%s\n", pretty.Bytes())
+	fmt.Fprintf(w, "payload:\n%s\n", jsonSafe(pretty.Bytes()))
 	return nil
 }
 
@@ -150,7 +158,7 @@ func (c *redriveCmd) Run(r *run) error {
 		return usagef("dead redrive: --reason and --kind filter on their own; do not combine them with --all or --id")
 	}
 	if c.All {
-		if err := r.confirm(c.Yes, "re-drive every dead letter", fmt.Sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
+		if err := r.confirm(c.Yes, "re-drive every dead letter", sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
 			return err
 		}
 	}
@@ -169,12 +177,12 @@ func (c *redriveCmd) Run(r *run) error {
 			return jerr
 		}
 	} else {
-		fmt.Fprintf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
+		printf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
 		for _, f := range res.Refused {
-			fmt.Fprintf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
+			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
 		}
 		for _, id := range res.NotFound {
-			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+			printf(r.env.Stdout, "not found: %s\n", id)
 		}
 	}
 	if err != nil {
@@ -202,9 +210,9 @@ func (c *purgeCmd) Run(r *run) error {
 	if sel.Empty() {
 		return usagef("dead purge %s: say which letters: --all or --id ID ...", c.Queue)
 	}
-	q := fmt.Sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
+	q := sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
 	if c.All {
-		q = fmt.Sprintf("Delete every dead letter of %s for good?", c.Queue)
+		q = sprintf("Delete every dead letter of %s for good?", c.Queue)
 	}
 	if err := r.confirm(c.Yes, "purge dead letters", q); err != nil {
 		return err
@@ -223,9 +231,9 @@ func (c *purgeCmd) Run(r *run) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
+		printf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
 		for _, id := range res.NotFound {
-			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+			printf(r.env.Stdout, "not found: %s\n", id)
 		}
 	}
 	if len(res.NotFound) > 0 {
