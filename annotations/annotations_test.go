@@ -96,7 +96,7 @@ type (
 	}
 }
 
-const scheduleAccepted = `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <Go duration>"`
+const scheduleAccepted = `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <whole seconds, at least 1s>" ("@every 90s")`
 
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -111,8 +111,14 @@ func TestErrors(t *testing.T) {
 		{"enum", "queue_type=quorom", `jobs.go:3:27: bad queue_type=quorom: want classic or quorum (did you mean quorum?)`},
 		{"concurrency", "prefetch=4 concurrency=5", `jobs.go:3:39: concurrency=5 is above prefetch=4; want 1..4`},
 		{"retry_max", "retry_max=500ms", `jobs.go:3:26: retry_max=500ms is below retry_base (default 1s); want at least 1s`},
-		{"schedule descriptor", "schedule=@fortnightly", `jobs.go:3:25: bad schedule=@fortnightly: want ` + scheduleAccepted},
-		{"schedule bad field", `schedule="61 * * * *"`, `jobs.go:3:25: bad schedule=61 * * * *: want ` + scheduleAccepted},
+		{"schedule descriptor", "schedule=@fortnightly", `jobs.go:3:25: bad schedule=@fortnightly: unrecognized descriptor: @fortnightly; want ` + scheduleAccepted},
+		{"schedule bad field", `schedule="61 * * * *"`, `jobs.go:3:25: bad schedule=61 * * * *: end of range (61) above maximum (59): 61; want ` + scheduleAccepted},
+		{"schedule every fraction", `schedule="@every 1500ms"`, `jobs.go:3:25: bad schedule=@every 1500ms: @every takes whole seconds, at least 1s: 1500ms would tick every 1s; want ` + scheduleAccepted},
+		{"schedule every zero", `schedule="@every 0s"`, `jobs.go:3:25: bad schedule=@every 0s: @every takes whole seconds, at least 1s: 0s would tick every 1s; want ` + scheduleAccepted},
+		{"schedule every negative", `schedule="@every -5s"`, `jobs.go:3:25: bad schedule=@every -5s: @every takes whole seconds, at least 1s: -5s would tick every 1s; want ` + scheduleAccepted},
+		{"schedule zone alone", `schedule=CRON_TZ=UTC`, `jobs.go:3:25: bad schedule=CRON_TZ=UTC: CRON_TZ=UTC is followed by no schedule; want ` + scheduleAccepted},
+		{"schedule zone local", `schedule="CRON_TZ=Local 0 6 * * *"`, `jobs.go:3:25: bad schedule=CRON_TZ=Local 0 6 * * *: CRON_TZ=Local names no IANA zone, such as Europe/Berlin or UTC; want ` + scheduleAccepted},
+		{"schedule never", `schedule="0 0 30 2 *"`, `jobs.go:3:25: bad schedule=0 0 30 2 *: no date matches it, so it never ticks; want ` + scheduleAccepted},
 		{"schedule unterminated", `schedule="0 6 * * *`, `jobs.go:3:25: unterminated or malformed quoted value "0 6 * * *; want a Go double-quoted string such as "0 6 * * *"`},
 		{"missed alone", "missed=skip", `jobs.go:3:23: missed=skip without schedule=; missed says what a schedule does with ticks it missed: add schedule= or drop missed=`},
 		{"missed enum", "schedule=@daily missed=skp", `jobs.go:3:39: bad missed=skp: want once or skip (did you mean skip?)`},

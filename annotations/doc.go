@@ -24,6 +24,7 @@
 //	delay         queue                          queue or plugin
 //	schedule      none                           a cron spec ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"),
 //	                                             a descriptor (@hourly, @daily, ...) or "@every <duration>"
+//	                                             of whole seconds, at least 1s (runtime.ParseSpec)
 //	missed        once (with schedule)           once or skip: what a schedule does with ticks it missed
 //
 // A value with spaces, such as a cron spec, is written in double quotes,

@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -52,6 +53,9 @@ type keySpec struct {
 	apply func(q *runtime.QueueConfig, v string) bool
 	// enum lists the accepted words of an enumerated key, for suggestions.
 	enum []string
+	// why, when set, says why a value apply refused is wrong, for
+	// messages; accepted alone says it for keys without it.
+	why func(v string) string
 }
 
 var maxDeferral = runtime.MaxDeferral.String()
@@ -89,11 +93,20 @@ var keySpecs = map[string]keySpec{
 	KeyDelay: enumKey([]string{string(runtime.DelayQueue), string(runtime.DelayPlugin)},
 		func(q *runtime.QueueConfig, v string) { q.Delay = runtime.DelayMode(v) }),
 	KeySchedule: {
-		accepted: `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <Go duration>"`,
+		accepted: `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <whole seconds, at least 1s>" ("@every 90s")`,
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			q.Schedule = v
 			_, err := runtime.ParseSpec(v)
 			return err == nil
+		},
+		// runtime.ParseSpec holds the rule; its reason goes into the
+		// message.
+		why: func(v string) string {
+			var se *runtime.SpecError
+			if _, err := runtime.ParseSpec(v); errors.As(err, &se) {
+				return se.Reason
+			}
+			return ""
 		},
 	},
 	KeyMissed: enumKey([]string{string(runtime.MissedRunOnce), string(runtime.MissedSkip)},

@@ -110,6 +110,9 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		given[s.key] = s
 		if !spec.apply(&q, s.value) {
 			msg := fmt.Sprintf("bad %s=%s: want %s", s.key, s.value, spec.accepted)
+			if spec.why != nil {
+				msg = fmt.Sprintf("bad %s=%s: %s; want %s", s.key, s.value, spec.why(s.value), spec.accepted)
+			}
 			if sug := suggest(s.value, spec.enum); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", sug)
 			}

@@ -188,8 +188,9 @@ func (q QueueConfig) Validate() error {
 		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), "a name of [A-Za-z0-9._-]")
 	}
 	if q.Schedule != "" {
-		if _, err := ParseSpec(q.Schedule); err != nil {
-			bad("Schedule", fmt.Sprintf("%q", q.Schedule), "a cron spec, a descriptor such as @hourly, or @every <duration>")
+		var se *SpecError
+		if _, err := ParseSpec(q.Schedule); errors.As(err, &se) {
+			bad("Schedule", fmt.Sprintf("%q (%s)", q.Schedule, se.Reason), specForms)
 		}
 	}
 	switch {

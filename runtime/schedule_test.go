@@ -19,7 +19,11 @@ func TestParseSpec(t *testing.T) {
 		{"0 6 * * *", time.Date(2026, 3, 29, 6, 0, 0, 0, time.UTC)}, // UTC, whatever the machine's zone
 		{"@hourly", time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC)},
 		{"@every 90s", time.Date(2026, 3, 28, 23, 31, 30, 0, time.UTC)},
-		{"@every 500ms", at.Add(time.Second)}, // at least a second, by the library's rule
+		{"@every 1h30m", time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)},
+		{"@annually", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"0 0 29 2 *", time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC)},
+		{"TZ=Europe/Berlin 0 6 * * *", time.Date(2026, 3, 29, 4, 0, 0, 0, time.UTC)},
+		{"CRON_TZ=Europe/Berlin @daily", time.Date(2026, 3, 29, 22, 0, 0, 0, time.UTC)},
 		// 06:00 in Berlin is 04:00 UTC on 29 March 2026: summer time began
 		// at 01:00 UTC that day.
 		{"CRON_TZ=Europe/Berlin 0 6 * * *", time.Date(2026, 3, 29, 4, 0, 0, 0, time.UTC)},
@@ -42,10 +46,32 @@ func TestParseSpec(t *testing.T) {
 		{"61 * * * *", "above maximum"},
 		{"@fortnightly", "unrecognized descriptor"},
 		{"CRON_TZ=Mars/Olympus 0 6 * * *", "provided bad location"},
+		// The library reads these as an interval of one second, or
+		// drops the fraction.
+		{"@every 1500ms", "@every takes whole seconds, at least 1s: 1500ms would tick every 1s"},
+		{"@every 0s", "@every takes whole seconds, at least 1s: 0s would tick every 1s"},
+		{"@every -5s", "@every takes whole seconds, at least 1s: -5s would tick every 1s"},
+		{"@every 1m0.5s", "@every takes whole seconds, at least 1s: 1m0.5s would tick every 1m0s"},
+		// The library ignores a zone on an interval.
+		{"CRON_TZ=Europe/Berlin @every 1h", "a zone has no meaning for @every"},
+		// The library panics on a zone with no space after it.
+		{"CRON_TZ=UTC", "CRON_TZ=UTC is followed by no schedule"},
+		{"TZ=Europe/Berlin", "TZ=Europe/Berlin is followed by no schedule"},
+		{"CRON_TZ=UTC ", "CRON_TZ=UTC is followed by no schedule"},
+		// The library reads these as the zone of the time given: UTC.
+		{"CRON_TZ=Local 0 6 * * *", "CRON_TZ=Local names no IANA zone"},
+		{"CRON_TZ= 0 6 * * *", "CRON_TZ= names no IANA zone"},
+		// Dates that never come: the library parses them and never ticks.
+		{"0 0 30 2 *", "no date matches it, so it never ticks"},
+		{"CRON_TZ=Europe/Berlin 0 6 31 4,6 *", "no date matches it"},
 	} {
 		_, err := runtime.ParseSpec(c.spec)
 		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("ParseSpec(%q) = %v, want ErrInvalidOption saying %q", c.spec, err, c.says)
+		}
+		var se *runtime.SpecError
+		if !errors.As(err, &se) || se.Spec != c.spec || !strings.Contains(err.Error(), "want five cron fields") {
+			t.Errorf("ParseSpec(%q) = %#v, want a *SpecError of the spec saying what is accepted", c.spec, err)
 		}
 	}
 }
@@ -66,6 +92,11 @@ func TestPeriodicRefusals(t *testing.T) {
 		says    string
 	}{
 		{"bad spec", runtime.Schedule{Spec: "every hour"}, runtime.NewMemoryBackend(), `schedule of queue "sched.refusals"`},
+		{"every fraction", runtime.Schedule{Name: "half", Spec: "@every 1500ms"}, runtime.NewMemoryBackend(),
+			`schedule "half": spec "@every 1500ms": @every takes whole seconds, at least 1s: 1500ms would tick every 1s; want five cron fields`},
+		{"every zero", runtime.Schedule{Spec: "@every 0s"}, runtime.NewMemoryBackend(), `schedule "sched.refusals": spec "@every 0s": @every takes whole seconds, at least 1s`},
+		{"every negative", runtime.Schedule{Spec: "@every -5s"}, runtime.NewMemoryBackend(), `spec "@every -5s": @every takes whole seconds, at least 1s`},
+		{"zone alone", runtime.Schedule{Spec: "CRON_TZ=UTC"}, runtime.NewMemoryBackend(), `spec "CRON_TZ=UTC": CRON_TZ=UTC is followed by no schedule`},
 		{"bad name", runtime.Schedule{Name: "a b", Spec: "@hourly"}, runtime.NewMemoryBackend(), `schedule name "a b"`},
 		{"bad missed", runtime.Schedule{Spec: "@hourly", Missed: "twice"}, runtime.NewMemoryBackend(), `Missed "twice"`},
 		{"no leaser", runtime.Schedule{Spec: "@hourly"}, noLeaser{runtime.NewMemoryBackend()}, "does not implement runtime.Leaser"},
@@ -258,5 +289,27 @@ func TestPeriodicProducerMiddleware(t *testing.T) {
 	}
 	if info.Headers["stamped"] != "yes" || info.Headers[runtime.HeaderTick] == "" {
 		t.Errorf("tick job's headers %v, want stamped=yes and %s", info.Headers, runtime.HeaderTick)
+	}
+}
+
+// TestHandleScheduleRefused: a queue whose Schedule is an interval the
+// library would round makes Run fail, saying why and what is accepted,
+// instead of ticking every second.
+func TestHandleScheduleRefused(t *testing.T) {
+	for _, spec := range []string{"@every 1500ms", "@every 0s", "@every -5s"} {
+		t.Run(spec, func(t *testing.T) {
+			b := runtime.NewMemoryBackend()
+			defer b.Close()
+			q := runtime.QueueConfig{Name: "sched.refused", Kind: "ping", Schedule: spec}
+			w := runtime.NewWorker(b, quiet())
+			runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := w.Run(ctx)
+			want := `queue "sched.refused": Schedule = "` + spec + `" (@every takes whole seconds, at least 1s`
+			if !errors.Is(err, runtime.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "want five cron fields") {
+				t.Fatalf("Run = %v, want ErrInvalidConfig saying %q and what is accepted", err, want)
+			}
+		})
 	}
 }

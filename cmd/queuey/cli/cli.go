@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
@@ -152,7 +153,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "queuey: %v\n", err)
+		printf(env.Stderr, "queuey: %v\n", err)
 		fmt.Fprintln(env.Stderr, "run queuey --help for usage")
 		return ExitUsage
 	}
@@ -188,7 +189,13 @@ func report(env Env, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stderr, "queuey: %v\n", err)
+	// Line by line: an error may join several, one a line, and each
+	// line may quote text from the broker or its users.
+	lines := strings.Split(err.Error(), "\n")
+	for i, line := range lines {
+		lines[i] = safe(line)
+	}
+	fmt.Fprintf(env.Stderr, "queuey: %s\n", strings.Join(lines, "\n"))
 	var u usageError
 	if errors.As(err, &u) {
 		fmt.Fprintln(env.Stderr, "run queuey --help for usage")

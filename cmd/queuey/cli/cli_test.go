@@ -57,6 +57,23 @@ type job struct {
 // letters of failed jobs, and their IDs, oldest first.
 func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueConfig, []string) {
 	t.Helper()
+	b, q, p := memoryQueue(t)
+	var ids []string
+	for i := range n {
+		id, err := runtime.Enqueue(ctxT(t), p, q, job{To: "a@b.c", N: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	failAll(t, b, q, n, "550 mailbox does not exist")
+	return b, q, ids
+}
+
+// memoryQueue returns a memory backend with the queue "q" declared, and a
+// producer onto it.
+func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *runtime.Producer) {
+	t.Helper()
 	b := runtime.NewMemoryBackend()
 	b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { _ = b.Close() })
@@ -66,17 +83,16 @@ func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueC
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for i := range n {
-		id, err := runtime.Enqueue(ctxT(t), p, q, job{To: "a@b.c", N: i})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	return b, q, p
+}
+
+// failAll runs a worker on q whose handler fails every job for good with
+// reason, until q holds n dead letters.
+func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n int, reason string) {
+	t.Helper()
 	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
-		return runtime.Permanent(errors.New("550 mailbox does not exist"))
+		return runtime.Permanent(errors.New(reason))
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -101,7 +117,6 @@ func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueC
 	case <-time.After(wait):
 		t.Fatal("worker did not stop")
 	}
-	return b, q, ids
 }
 
 // memEnv is an environment whose backend is b.

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/queuey/queuey/internal/dashboard"
 	"github.com/queuey/queuey/runtime"
 )
@@ -46,9 +44,9 @@ func (c *dashboardCmd) Run(r *run) error {
 	if c.ReadOnly {
 		mode = ", read-only"
 	}
-	fmt.Fprintf(r.env.Stdout, "queuey dashboard: http://%s/ over %s%s (Ctrl-C stops)\n", ln.Addr(), dashboard.Redact(r.g.URL), mode)
+	printf(r.env.Stdout, "queuey dashboard: http://%s/ over %s%s (Ctrl-C stops)\n", ln.Addr(), dashboard.Redact(r.g.URL), mode)
 	if !loopback {
-		fmt.Fprintf(r.env.Stderr, "queuey dashboard: warning: %s is not a loopback address; whoever reaches it can re-drive and purge\n", c.Addr)
+		printf(r.env.Stderr, "queuey dashboard: warning: %s is not a loopback address; whoever reaches it can re-drive and purge\n", c.Addr)
 	}
 	return dashboard.Serve(r.ctx, ln, srv)
 }

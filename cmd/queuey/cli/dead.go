@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuey/queuey/runtime"
@@ -35,7 +38,7 @@ func (c *lsCmd) Run(r *run) error {
 		return r.printJSON(list.Letters)
 	}
 	if len(list.Letters) == 0 {
-		fmt.Fprintf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
+		printf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
 		return nil
 	}
 	rows := make([][]string, 0, len(list.Letters))
@@ -47,9 +50,12 @@ func (c *lsCmd) Run(r *run) error {
 		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, clip(l.Reason, 70)})
 	}
 	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED (UTC)", "REASON"}, rows)
-	fmt.Fprintf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
+	printf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
 	if list.Next != "" {
-		fmt.Fprintf(r.env.Stdout, "; next page: queuey dead ls %s --limit %d --after %s", c.Queue, c.Limit, list.Next)
+		// A command to copy: its words are quoted for the shell, so
+		// that an ID holding a space, a quote or a semicolon runs
+		// nothing else.
+		fmt.Fprintf(r.env.Stdout, "; next page: queuey dead ls %s --limit %d --after %s", shellWord(c.Queue), c.Limit, shellWord(list.Next))
 	}
 	fmt.Fprintln(r.env.Stdout)
 	return nil
@@ -84,7 +90,11 @@ func (c *showCmd) Run(r *run) error {
 		add("body", fmt.Sprintf("%d bytes", len(l.Body)))
 		table(w, nil, rows)
 		if printable(l.Body) {
-			fmt.Fprintf(w, "%s\n", l.Body)
+			// Line by line, so that its lines stay lines and every
+			// other control is escaped.
+			for line := range strings.Lines(string(l.Body)) {
+				printf(w, "%s\n", strings.TrimSuffix(line, "\n"))
+			}
 		} else {
 			fmt.Fprint(w, hex.Dump(l.Body))
 		}
@@ -101,21 +111,24 @@ func (c *showCmd) Run(r *run) error {
 	}
 	table(w, nil, rows)
 	if l.PayloadError != "" {
-		fmt.Fprintf(w, "payload: cannot decode: %s\n", l.PayloadError)
+		printf(w, "payload: cannot decode: %s\n", l.PayloadError)
 		return nil
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, l.Payload, "", "  "); err != nil {
-		pretty.Write(l.Payload)
+		pretty.Reset()
+		pretty.WriteString(safe(string(l.Payload)))
 	}
-	fmt.Fprintf(w, "payload:\n%s\n", pretty.Bytes())
+	fmt.Fprintf(w, "payload:\n%s\n", jsonSafe(pretty.Bytes()))
 	return nil
 }
 
-// selector is how redrive and purge pick letters.
+// selector is how redrive and purge pick letters. Each --id is one ID as
+// it is (sep:"none", where kong would split on commas): a job ID may hold
+// commas.
 type selector struct {
 	All bool     `name:"all" help:"Every dead letter of the queue."`
-	IDs []string `name:"id" placeholder:"ID" help:"This job ID (repeat for more)."`
+	IDs []string `name:"id" sep:"none" placeholder:"ID" help:"This job ID, as it is, commas included (repeat --id for more)."`
 	Yes bool     `name:"yes" short:"y" help:"Do not ask for confirmation."`
 }
 
@@ -145,7 +158,7 @@ func (c *redriveCmd) Run(r *run) error {
 		return usagef("dead redrive: --reason and --kind filter on their own; do not combine them with --all or --id")
 	}
 	if c.All {
-		if err := r.confirm(c.Yes, "re-drive every dead letter", fmt.Sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
+		if err := r.confirm(c.Yes, "re-drive every dead letter", sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
 			return err
 		}
 	}
@@ -164,19 +177,22 @@ func (c *redriveCmd) Run(r *run) error {
 			return jerr
 		}
 	} else {
-		fmt.Fprintf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
+		printf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
 		for _, f := range res.Refused {
-			fmt.Fprintf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
+			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
 		}
 		for _, id := range res.NotFound {
-			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+			printf(r.env.Stdout, "not found: %s\n", id)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	if len(res.Refused) > 0 || len(res.NotFound) > 0 {
-		return fmt.Errorf("dead redrive %s: %d refused, %d not found", c.Queue, len(res.Refused), len(res.NotFound))
+	if len(res.NotFound) > 0 {
+		return notFoundError("dead redrive", c.Queue, len(res.Refused), res.NotFound)
+	}
+	if len(res.Refused) > 0 {
+		return fmt.Errorf("dead redrive %s: %d refused", c.Queue, len(res.Refused))
 	}
 	return nil
 }
@@ -194,9 +210,9 @@ func (c *purgeCmd) Run(r *run) error {
 	if sel.Empty() {
 		return usagef("dead purge %s: say which letters: --all or --id ID ...", c.Queue)
 	}
-	q := fmt.Sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
+	q := sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
 	if c.All {
-		q = fmt.Sprintf("Delete every dead letter of %s for good?", c.Queue)
+		q = sprintf("Delete every dead letter of %s for good?", c.Queue)
 	}
 	if err := r.confirm(c.Yes, "purge dead letters", q); err != nil {
 		return err
@@ -215,13 +231,32 @@ func (c *purgeCmd) Run(r *run) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
+		printf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
 		for _, id := range res.NotFound {
-			fmt.Fprintf(r.env.Stdout, "not found: %s\n", id)
+			printf(r.env.Stdout, "not found: %s\n", id)
 		}
 	}
 	if len(res.NotFound) > 0 {
-		return fmt.Errorf("dead purge %s: %d not found", c.Queue, len(res.NotFound))
+		return notFoundError("dead purge", c.Queue, 0, res.NotFound)
 	}
 	return nil
+}
+
+// notFoundError is the error of a re-drive or purge (cmd) of queue when
+// IDs asked for match no dead letter: it names each, quoted, so that an
+// ID with a comma or a space reads as one. refused counts letters a
+// re-drive kept besides.
+func notFoundError(cmd, queue string, refused int, ids []string) error {
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = strconv.Quote(id)
+	}
+	msg := fmt.Sprintf("%s %s: no dead letter has the ID %s", cmd, queue, strings.Join(quoted, ", "))
+	if len(ids) > 1 {
+		msg = fmt.Sprintf("%s %s: no dead letter has any of the IDs %s", cmd, queue, strings.Join(quoted, ", "))
+	}
+	if refused > 0 {
+		msg += fmt.Sprintf("; %d refused", refused)
+	}
+	return errors.New(msg)
 }

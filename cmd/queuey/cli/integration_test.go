@@ -300,6 +300,44 @@ func TestBrokerPoison(t *testing.T) {
 	bq.dead(1)
 }
 
+// TestBrokerUntrustedPoison: a foreign message whose ID has a comma and
+// terminal escapes, and whose text body has a carriage return and other
+// controls that count as space: dead show prints the body's lines with
+// every control escaped, the refusal of its re-drive escapes the ID, and
+// --id purges exactly it, comma and all.
+func TestBrokerUntrustedPoison(t *testing.T) {
+	bq := newBrokerQueue(t)
+	ch := rawChannel(t, bq.url)
+	const id = "p1,p2\x1b[2J\x1b]0;owned\x07"
+	body := "line one\rline 1 forged\u0085\nline two\v\n"
+	for _, m := range []amqp.Publishing{{MessageId: id, Body: []byte(body)}, {MessageId: "p1", Body: []byte("x")}, {MessageId: "p2", Body: []byte("y")}} {
+		if err := ch.PublishWithContext(ctxT(t), "", bq.q.Name, true, false, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bq.work(func(ctx context.Context, j job) error { return nil })
+	bq.dead(3)
+	const idShown = `p1,p2\x1b[2J\x1b]0;owned\a`
+	r := bq.cli(ctxT(t), cli.Env{}, "dead", "show", bq.q.Name, id)
+	if c, ok := raw(r.out); ok || r.code != 0 || !strings.HasSuffix(r.out, "\nline one\\rline 1 forged\\u0085\nline two\\v\n") {
+		t.Errorf("dead show of poison: exit %d, raw %U, stdout:\n%s", r.code, c, r.out)
+	}
+	if got, _ := field(r.out, "id:"); got != idShown {
+		t.Errorf("dead show: id %q, want %q", got, idShown)
+	}
+	r = bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--id", id, "--yes")
+	if c, ok := raw(r.out + r.err); ok || r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+idShown+": poison") {
+		t.Errorf("redrive of poison: exit %d, raw %U\n%s%s", r.code, c, r.out, r.err)
+	}
+	r = bq.cli(ctxT(t), cli.Env{}, "dead", "purge", bq.q.Name, "--id", id, "--yes")
+	if r.code != 0 || !strings.Contains(r.out, "purged 1 dead letters") {
+		t.Fatalf("purge --id: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if got := ids(bq.ls()); !slices.Equal(got, []string{"p1", "p2"}) {
+		t.Errorf("left %q, want p1 and p2", got)
+	}
+}
+
 // TestBrokerPurge: purge removes what it says it removes.
 func TestBrokerPurge(t *testing.T) {
 	bq := newBrokerQueue(t)

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -42,9 +40,9 @@ func (r *run) setPaused(queue string, paused bool) error {
 		return r.printJSON(pauseResult{Queue: queue, Paused: paused})
 	}
 	if paused {
-		fmt.Fprintf(r.env.Stdout, "paused %s: workers take none of its jobs within a second; jobs running finish, enqueues go on\n", queue)
+		printf(r.env.Stdout, "paused %s: workers take none of its jobs within a second; jobs running finish, enqueues go on\n", queue)
 	} else {
-		fmt.Fprintf(r.env.Stdout, "resumed %s: workers take its jobs again within a second\n", queue)
+		printf(r.env.Stdout, "resumed %s: workers take its jobs again within a second\n", queue)
 	}
 	return nil
 }

@@ -128,7 +128,7 @@ func (r *run) queuesTable(rows []queueRow, notes []string) {
 	if len(notes) > 0 {
 		fmt.Fprintln(r.env.Stdout)
 		for _, n := range notes {
-			fmt.Fprintln(r.env.Stdout, "note:", n)
+			printf(r.env.Stdout, "note: %s\n", n)
 		}
 	}
 }
