@@ -43,6 +43,7 @@ type Backend struct {
 	decl     *declarer
 	holds    singleflight.Group // hold-queue declares in flight, by name
 	warned   sync.Map           // keys of warnings given once
+	copyRead sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
 	leases   holdLeases         // when each hold queue was last declared
 	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
