@@ -30,10 +30,12 @@ func deadLetters(b *testing.B) int {
 // BenchmarkAdmin measures the admin API on 100 queues and on a
 // dead-letter queue of n letters (see deadLetters):
 //
-//	QueueStats100 the stats of 100 queues in one call
-//	FirstPage     the oldest 50 letters (what a list view opens on)
-//	PageAtMiddle  the 50 letters after a cursor at position n/2
-//	ShowLast      one letter by ID, the last but one
+//	QueueStats100   the stats of 100 queues in one call
+//	FirstPage       the oldest 50 letters (what a list view opens on)
+//	PageAtMiddle    the 50 letters after a cursor at position n/2
+//	ShowLast        one letter by ID, the last but one
+//	QuorumFirstPage the oldest 50 letters of a quorum dead-letter queue of
+//	                n letters, which every read goes through whole
 //
 //	go test -run '^$' -bench Admin -benchtime 3x ./bench/
 //
@@ -93,6 +95,21 @@ func BenchmarkAdmin(b *testing.B) {
 		for b.Loop() {
 			if _, err := be.DeadLetter(ctx, q.Name, ids[n-2]); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	qq := runtime.DefaultQueueConfig(name + ".quorum")
+	qq.Kind, qq.QueueType, qq.MaxPriority = "benchJob", runtime.QueueQuorum, 0
+	names = append(names, qq.Name, qq.Name+".dead")
+	if _, err := runtime.NewProducer(ctx, be, qq); err != nil {
+		b.Fatal(err)
+	}
+	fillDead(b, ctx, be, qq, n)
+	b.Run("QuorumFirstPage", func(b *testing.B) {
+		for b.Loop() {
+			l, err := be.DeadLetters(ctx, qq.Name, runtime.DeadLetterPage{Limit: 50})
+			if err != nil || len(l.Letters) != 50 || l.Total != n {
+				b.Fatalf("%d letters of %d, %v", len(l.Letters), l.Total, err)
 			}
 		}
 	})

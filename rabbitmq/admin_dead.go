@@ -19,9 +19,10 @@ var (
 
 // DeadLetters returns a page of queue's dead letters, oldest first, and
 // leaves them all in place (see the package doc on reading dead letters).
-// A page costs reading the dead-letter queue from its head to the page's
-// last letter: the first pages are cheap, the page after position n reads
-// n letters first.
+// On a classic dead-letter queue a page costs reading it from its head to
+// the page's last letter: the first pages are cheap, the page after
+// position n reads n letters first. On a quorum one every page costs a
+// copy of every letter.
 func (b *Backend) DeadLetters(ctx context.Context, queue string, page runtime.DeadLetterPage) (runtime.DeadLetterList, error) {
 	limit := page.Limit
 	if limit <= 0 {
@@ -43,7 +44,7 @@ func (b *Backend) DeadLetters(ctx context.Context, queue string, page runtime.De
 		return runtime.DeadLetterList{}, err
 	}
 	list, err := collectPage(ctx, s, after, limit)
-	return list, errors.Join(err, s.close())
+	return list, errors.Join(err, s.close(ctx))
 }
 
 func collectPage(ctx context.Context, s *deadScan, after string, limit int) (runtime.DeadLetterList, error) {
@@ -59,6 +60,7 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (run
 			break
 		}
 		n++
+		s.keep(m)
 		info := s.letter(m)
 		if !found {
 			found = info.ID == after
@@ -77,7 +79,8 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (run
 }
 
 // DeadLetter returns the dead letter of queue with ID id and leaves it in
-// place. It reads the dead-letter queue from its head up to that letter.
+// place. It reads the dead-letter queue from its head up to that letter,
+// and on a quorum one on to its end, copying every letter.
 func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (runtime.DeadLetterInfo, error) {
 	s, err := b.scanDead(ctx, queue, 0)
 	if err != nil {
@@ -92,12 +95,13 @@ func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (runtime.Dea
 			if !ok {
 				return runtime.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", runtime.ErrDeadLetterNotFound, queue, id)
 			}
+			s.keep(m)
 			if info := s.letter(m); info.ID == id {
 				return info, nil
 			}
 		}
 	}()
-	return info, errors.Join(err, s.close())
+	return info, errors.Join(err, s.close(ctx))
 }
 
 // redriveBatchMax bounds how many re-driven letters are published at once
@@ -125,7 +129,7 @@ func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel runt
 	r := &redrive{b: b, s: s, sel: sel, res: &res, progress: progress, seen: map[string]bool{}, batch: 1}
 	err = r.run(ctx)
 	res.NotFound = sel.NotFound(r.seen)
-	return res, errors.Join(err, s.close())
+	return res, errors.Join(err, s.close(ctx))
 }
 
 // checkWorkQueue fails with runtime.ErrUnknownQueue when queue does not
@@ -168,16 +172,19 @@ func (r *redrive) run(ctx context.Context) error {
 		}
 		info := r.s.letter(m)
 		if !r.sel.Selects(info) {
+			r.s.keep(m)
 			continue
 		}
 		r.seen[info.ID] = true
 		if info.Poison {
+			r.s.keep(m)
 			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: runtime.PoisonRefusal})
 			r.report()
 			continue
 		}
 		env, err := codec.Decode(m)
 		if err != nil { // cannot happen: info says it decodes
+			r.s.keep(m)
 			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
 			r.report()
 			continue
@@ -185,6 +192,7 @@ func (r *redrive) run(ctx context.Context) error {
 		next := runtime.RedriveEnvelope(env, r.s.queue, time.Now())
 		msg, err := r.b.encode(next, codec.Options{Priority: next.Priority})
 		if err != nil {
+			r.s.keep(m)
 			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
 			r.report()
 			continue
@@ -199,9 +207,10 @@ func (r *redrive) run(ctx context.Context) error {
 	}
 }
 
-// flush publishes the pending letters, waits for their confirms, and acks
-// each confirmed one away from the dead-letter queue. It stops at the first
-// failure; the letters not confirmed stay dead.
+// flush publishes the pending letters, waits for their confirms, and
+// takes each confirmed one away from the dead-letter queue. It stops at
+// the first failure; the letters not confirmed stay dead, kept as the scan
+// closes.
 func (r *redrive) flush(ctx context.Context) error {
 	if len(r.msgs) == 0 {
 		return nil
@@ -215,7 +224,7 @@ func (r *redrive) flush(ctx context.Context) error {
 			}
 			continue
 		}
-		if aerr := r.s.ack(r.tags[i]); aerr != nil {
+		if aerr := r.s.take(r.tags[i]); aerr != nil {
 			// Published, not removed: the job is both re-driven and still
 			// dead, which a duplicate at worst.
 			return fmt.Errorf("re-drive of %q: job %s was put back but is still a dead letter too: %w", r.s.queue, r.ids[i], aerr)
@@ -263,17 +272,18 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel runtim
 			}
 			info := s.letter(m)
 			if !sel.Selects(info) {
+				s.keep(m)
 				continue
 			}
 			seen[info.ID] = true
-			if err := s.ack(m.DeliveryTag); err != nil {
+			if err := s.take(m.DeliveryTag); err != nil {
 				return err
 			}
 			res.Purged++
 		}
 	}()
 	res.NotFound = sel.NotFound(seen)
-	return res, errors.Join(err, s.close())
+	return res, errors.Join(err, s.close(ctx))
 }
 
 func (b *Backend) purgeAll(ctx context.Context, queue string) (runtime.PurgeResult, error) {

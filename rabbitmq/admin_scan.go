@@ -2,6 +2,8 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,18 +12,34 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
-// Reading a classic queue without removing what is read: AMQP 0-9-1 has no
-// peek. A scan consumes the dead-letter queue with manual acks and holds
-// every message it reads unacked; when it ends it nacks them all with
-// requeue, and RabbitMQ puts requeued messages of a classic queue back at
-// their original positions. So a scan costs one transfer of every message
-// from the head up to the last one it needs, and nothing is lost if the
-// scanner dies: the broker requeues the unacked messages of a closed
-// channel the same way. basic.nack, unlike basic.reject, does not count as
-// a failed delivery towards a quorum queue's delivery limit.
+// Reading a dead-letter queue without removing what is read: AMQP 0-9-1 has
+// no peek. A scan consumes the dead-letter queue from its head with manual
+// acks, and each letter it reads is either taken (acked away: re-driven or
+// purged) or kept. How a letter is kept depends on the queue's type:
+//
+//   - A classic queue: the scan holds every letter it reads unacked and,
+//     when it ends, nacks them all with requeue. RabbitMQ puts requeued
+//     messages of a classic queue back at their original positions, and
+//     does the same with the unacked messages of a reader whose channel
+//     closed, so a scan costs one transfer of every letter from the head
+//     up to the last one it needs, and nothing is lost if the scanner dies.
+//   - A quorum queue counts every message that goes back to it, by nack,
+//     reject, or a closed channel's return, as a delivery
+//     (x-delivery-count, one per return on RabbitMQ 3.10), and
+//     drops or dead-letters a message delivered more often than its
+//     delivery limit (a delivery-limit policy, x-delivery-limit, or
+//     RabbitMQ 4's default of 20). A queue argument cannot lift a policy's
+//     limit, the lower one applies; and a dead-letter queue dead-lettering
+//     into itself is a cycle, which the broker drops or leaves stuck. So a
+//     scan of a quorum queue gives nothing back (see keeper): it keeps a
+//     letter by publishing a copy of it at the tail of the queue and acking
+//     the original once the copy is confirmed, and it goes through the
+//     whole queue, the letters after the last one it needs included, so
+//     that the letters end in the order they began.
 //
 // The consumer is exclusive, so two scans of one queue (two operators, a
 // dashboard and a command) take turns instead of each seeing only the
@@ -44,20 +62,31 @@ var ErrBusy = errors.New("rabbitmq: dead-letter queue in use by another reader")
 // the broker has not finished letting go.
 var errScanHeld = errors.New("dead-letter queue has a consumer")
 
-// deadScan reads a dead-letter queue from its head.
+// deadScan reads a dead-letter queue from its head. Every letter next
+// returns is then either kept (keep) or taken (take); close keeps those
+// left undecided.
 type deadScan struct {
+	b           *Backend
 	queue, dead string
 	ch          *amqp.Channel
+	consumer    string // consumer tag
 	deliveries  <-chan amqp.Delivery
-	depth       int // messages in the queue when the scan began
-	want        int // messages the scan reads at most
-	read        int
-	unacked     map[uint64]bool // delivery tags read and not acked
+	depth       int  // messages in the queue when the scan began
+	want        int  // messages the scan reads at most
+	read        int  // messages read
+	ended       bool // the queue had no more for the scan
+	dry         bool // ended because no message came for scanIdle
+	// unacked holds the delivery tags read and not acked from a classic
+	// queue.
+	unacked map[uint64]bool
+	// keeper keeps the letters of a quorum queue; nil for a classic one.
+	keeper *keeper
 }
 
 // scanDead starts a scan of queue's dead-letter queue that reads at most
-// window messages (all it holds when window is zero or less). The caller
-// must close it.
+// window messages (all it holds when window is zero or less) from a
+// classic one, and every message from a quorum one. The caller must close
+// it.
 func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
 	if b.opts.NoDeadLetterQueues {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
@@ -65,10 +94,10 @@ func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*dead
 	if b.isClosed() {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, runtime.ErrClosed)
 	}
-	s := &deadScan{queue: queue, dead: b.names.Dead(queue).Name, unacked: map[uint64]bool{}}
+	s := &deadScan{b: b, queue: queue, dead: b.names.Dead(queue).Name, unacked: map[uint64]bool{}}
 	deadline := time.Now().Add(busyWait)
 	for {
-		err := s.open(ctx, b, window)
+		err := s.open(ctx, window)
 		if err == nil {
 			return s, nil
 		}
@@ -86,8 +115,8 @@ func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*dead
 	}
 }
 
-func (s *deadScan) open(ctx context.Context, b *Backend, window int) error {
-	ch, err := b.conConn.channel(ctx)
+func (s *deadScan) open(ctx context.Context, window int) error {
+	ch, err := s.b.conConn.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
@@ -107,38 +136,88 @@ func (s *deadScan) open(ctx context.Context, b *Backend, window int) error {
 		_ = ch.Close()
 		return errScanHeld
 	}
+	classic, err := s.b.isClassic(ctx, s.dead)
+	if err != nil {
+		_ = ch.Close()
+		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
+	}
 	s.depth = q.Messages
 	s.want = s.depth
-	if window > 0 {
+	if window > 0 && classic {
 		s.want = min(window, s.depth)
 	}
 	if s.want == 0 {
 		_ = ch.Close()
 		return nil
 	}
-	// Every message read stays unacked until the scan ends, so the
-	// prefetch must let all of them through; 0 is unlimited.
-	prefetch := s.want
-	if prefetch > 65535 {
-		prefetch = 0
+	var prefetch int
+	if classic {
+		// Every message read stays unacked until the scan ends, so the
+		// prefetch must let all of them through; 0 is unlimited.
+		prefetch = s.want
+		if prefetch > 65535 {
+			prefetch = 0
+		}
+	} else {
+		prefetch = min(s.want, keepPrefetch)
 	}
 	if err := ch.Qos(prefetch, 0, false); err != nil {
 		_ = ch.Close()
 		return brokerError(fmt.Sprintf("dead letters of %q: set prefetch", s.queue), err)
 	}
-	d, err := ch.Consume(s.dead, "", false, true, false, false, nil)
+	var token [8]byte
+	_, _ = rand.Read(token[:])
+	s.consumer = "queuey-dead-read-" + hex.EncodeToString(token[:])
+	d, err := ch.Consume(s.dead, s.consumer, false, true, false, false, nil)
 	if err != nil {
 		_ = ch.Close()
 		return err
 	}
 	s.ch, s.deliveries = ch, d
+	if !classic {
+		s.keeper = newKeeper(s, prefetch)
+	}
 	return nil
+}
+
+// isClassic reports whether dead-letter queue dead, which exists, is a
+// classic queue as the backend declares it (no arguments): a declare of
+// one is then answered as it was made. Any other queue, a quorum one
+// above all, is refused with PRECONDITION_FAILED, which the broker logs as
+// an error. A queue refused, or that the backend has no right to declare,
+// is read as a quorum queue is, which loses nothing whatever its type. The declare comes after a passive
+// declare found the queue, so it creates nothing unless the queue is
+// deleted in between. A queue found not classic is remembered as such for
+// the backend's life, so that the broker logs one refusal per queue: were
+// it deleted and declared classic again, it would only be read at a
+// quorum queue's cost.
+func (b *Backend) isClassic(ctx context.Context, dead string) (bool, error) {
+	if _, ok := b.copyRead.Load(dead); ok {
+		return false, nil
+	}
+	err := b.decl.declare(ctx, topology.Queue{Name: dead, Args: amqp.Table{topology.ArgQueueType: string(runtime.QueueClassic)}})
+	switch {
+	case err == nil:
+		return true, nil
+	case isCode(err, amqp.PreconditionFailed):
+		b.copyRead.Store(dead, struct{}{})
+		return false, nil
+	case isCode(err, amqp.AccessRefused): // no right to declare it: its type is unknown
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // next returns the next message, or false once the scan has read all it
 // wants or the queue has no more.
 func (s *deadScan) next(ctx context.Context) (*amqp.Delivery, bool, error) {
-	if s.read >= s.want {
+	if s.keeper != nil {
+		if err := s.keeper.flush(ctx, false); err != nil {
+			return nil, false, err
+		}
+	}
+	if s.ended || s.read >= s.want {
 		return nil, false, nil
 	}
 	idle := time.NewTimer(scanIdle)
@@ -148,29 +227,60 @@ func (s *deadScan) next(ctx context.Context) (*amqp.Delivery, bool, error) {
 		if !ok {
 			return nil, false, fmt.Errorf("dead letters of %q: the channel reading %q closed", s.queue, s.dead)
 		}
+		if s.keeper != nil && s.keeper.ownCopy(&m) {
+			// Fewer messages than counted: someone took some, and the
+			// scan has come round to its own copies.
+			s.ended = true
+			return nil, false, nil
+		}
 		s.read++
-		s.unacked[m.DeliveryTag] = true
+		if s.keeper != nil {
+			s.keeper.add(&m)
+		} else {
+			s.unacked[m.DeliveryTag] = true
+		}
 		return &m, true, nil
 	case <-idle.C:
+		s.ended, s.dry = true, true
 		return nil, false, nil // fewer messages than counted: someone took some
 	case <-ctx.Done():
 		return nil, false, fmt.Errorf("dead letters of %q: %w", s.queue, ctx.Err())
 	}
 }
 
-// ack removes message tag from the dead-letter queue.
-func (s *deadScan) ack(tag uint64) error {
+// keep leaves message m, read by next, in the dead-letter queue, in its
+// place.
+func (s *deadScan) keep(m *amqp.Delivery) {
+	if s.keeper != nil {
+		s.keeper.keep(m.DeliveryTag)
+	}
+}
+
+// take removes message tag, read by next, from the dead-letter queue.
+func (s *deadScan) take(tag uint64) error {
+	if s.keeper != nil {
+		return s.keeper.take(tag)
+	}
 	if err := s.ch.Ack(tag, false); err != nil {
-		return brokerError(fmt.Sprintf("dead letters of %q: remove a letter from %q", s.queue, s.dead), err)
+		return s.ackError(err)
 	}
 	delete(s.unacked, tag)
 	return nil
 }
 
-// close puts every message read and not acked back where it was.
-func (s *deadScan) close() error {
+func (s *deadScan) ackError(err error) error {
+	return brokerError(fmt.Sprintf("dead letters of %q: remove a letter from %q", s.queue, s.dead), err)
+}
+
+// close ends the scan and keeps every message read and not taken in its
+// place. A scan of a quorum queue first reads and keeps the rest of the
+// queue, unless ctx has ended (see keeper.finish).
+func (s *deadScan) close(ctx context.Context) error {
 	if s.ch == nil {
 		return nil
+	}
+	if s.keeper != nil {
+		return s.keeper.finish(ctx)
 	}
 	var err error
 	if len(s.unacked) > 0 {

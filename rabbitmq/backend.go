@@ -44,6 +44,7 @@ type Backend struct {
 	holds    singleflight.Group // hold-queue declares in flight, by name
 	warned   sync.Map           // keys of warnings given once
 	holdDecl holdDeclares       // which hold queues need a declare of their own
+	copyRead sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
 	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer

@@ -388,11 +388,8 @@ const (
 )
 
 // poisonCopy is the publish that moves invalid message m of queue to its
-// dead-letter queue: every property and header of m, plus the reason and
-// the queue in headers, persistent. Two properties move to headers: the
-// expiration, which would make the dead letter expire, and the user id,
-// which the broker checks against the publishing connection's user and
-// refuses (closing the channel) when another user set it.
+// dead-letter queue: a copy of m (see republish) with the reason and the
+// queue in headers.
 func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
 	h := make(amqp.Table, len(m.Headers)+4)
 	for k, v := range m.Headers {
@@ -400,6 +397,15 @@ func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
 	}
 	h[codec.HeaderDeadReason] = reason
 	h[codec.HeaderQueue] = queue
+	return republish(m, h)
+}
+
+// republish is the publish of a copy of m with headers h instead of m's:
+// every property of m, persistent. Two properties move to h: the
+// expiration, which would make the copy expire, and the user id, which the
+// broker checks against the publishing connection's user and refuses
+// (closing the channel) when another user set it.
+func republish(m *amqp.Delivery, h amqp.Table) amqp.Publishing {
 	if m.Expiration != "" {
 		h[headerOriginalExpiration] = m.Expiration
 	}
