@@ -12,7 +12,7 @@
 //
 // Keys, with their defaults and accepted values:
 //
-//	name          <package>.<snake_case(Type)>   [A-Za-z0-9._-]+, at most 255 bytes
+//	name          <package>.<snake_case(Type)>   [A-Za-z0-9._-]+, at most 235 bytes (200 with schedule)
 //	prefetch      10                             1..65535
 //	concurrency   = prefetch                     1..prefetch
 //	max_priority  10                             0..255 (0 declares no priority)

@@ -2,11 +2,11 @@ package annotations
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -33,16 +33,9 @@ var Keys = []string{
 	KeySchedule, KeyMissed,
 }
 
-// MaxNameLen is the longest queue name accepted, AMQP's limit on a queue
-// name.
-const MaxNameLen = 255
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// validName reports whether s is an acceptable queue name.
-func validName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
-
-const acceptedName = "a queue name of [A-Za-z0-9._-]+, at most 255 bytes"
+// acceptedName says what a queue name is: runtime's rule, which
+// QueueConfig.Validate applies too.
+var acceptedName = names.QueueRule
 
 // A keySpec reads one key's value into a config.
 type keySpec struct {
@@ -61,7 +54,7 @@ var keySpecs = map[string]keySpec{
 		accepted: acceptedName,
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			q.Name = v
-			return validName(v)
+			return names.Queue(v)
 		},
 	},
 	KeyPrefetch: intKey(1, runtime.MaxPrefetch, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),

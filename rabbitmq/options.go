@@ -3,9 +3,9 @@ package rabbitmq
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -95,9 +95,6 @@ type Options struct {
 // ManagementOff as Options.ManagementURL turns the management API off.
 const ManagementOff = "off"
 
-// suffixRE accepts queue-name suffixes and exchange names.
-var suffixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
 // withDefaults validates o and returns it with every zero field set to its
 // default.
 func (o Options) withDefaults() (Options, error) {
@@ -126,8 +123,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.ConnectionName = "queuey"
 	}
 	for field, v := range map[string]string{"RetrySuffix": o.RetrySuffix, "DeferredSuffix": o.DeferredSuffix, "DeadSuffix": o.DeadSuffix} {
-		if !suffixRE.MatchString(v) {
-			return o, fmt.Errorf("%w: rabbitmq.Options.%s = %q, want [A-Za-z0-9._-]+", runtime.ErrInvalidOption, field, v)
+		if !names.Valid(v) {
+			return o, fmt.Errorf("%w: rabbitmq.Options.%s = %q, want %s+", runtime.ErrInvalidOption, field, v, names.Chars)
 		}
 	}
 	if o.RetrySuffix == o.DeferredSuffix || o.RetrySuffix == o.DeadSuffix || o.DeferredSuffix == o.DeadSuffix {
@@ -139,8 +136,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)
 	}
-	if o.DelayExchange != "" && !suffixRE.MatchString(o.DelayExchange) {
-		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want [A-Za-z0-9._-]+ (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange)
+	if o.DelayExchange != "" && (!names.Valid(o.DelayExchange) || len(o.DelayExchange) > names.MaxShortString) {
+		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want %s+, at most %d bytes (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange, names.Chars, names.MaxShortString)
 	}
 	for i, n := range o.Nodes {
 		if err := checkURL(fmt.Sprintf("rabbitmq.Options.Nodes[%d]", i), n); err != nil {

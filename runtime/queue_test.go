@@ -19,8 +19,13 @@ func TestQueueConfigValidate(t *testing.T) {
 		mod  func(*runtime.QueueConfig)
 		want string
 	}{
-		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a non-empty name of [A-Za-z0-9._-], at most 255 bytes`},
+		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a queue name of [A-Za-z0-9._-]+, at most 235 bytes`},
 		{"bad name", func(q *runtime.QueueConfig) { q.Name = "a b" }, `Name = "a b"`},
+		{"name too long", func(q *runtime.QueueConfig) { q.Name = strings.Repeat("q", runtime.MaxQueueNameLen+1) }, "at most 235 bytes (255, AMQP's limit, less 20 for the names derived from it, such as <name>.deferred.<ttl_ms>)"},
+		{"scheduled name too long", func(q *runtime.QueueConfig) {
+			q.Name, q.Schedule = strings.Repeat("q", runtime.MaxScheduleNameLen+1), "@hourly"
+		}, "at most 200 bytes with a Schedule"},
+		{"delay exchange too long", func(q *runtime.QueueConfig) { q.DelayExchange = strings.Repeat("x", 256) }, "DelayExchange"},
 		{"prefetch", func(q *runtime.QueueConfig) { q.Prefetch = 70000 }, "Prefetch = 70000, want 1..65535"},
 		{"concurrency", func(q *runtime.QueueConfig) { q.Concurrency = 11 }, "Concurrency = 11, want 1..Prefetch (10)"},
 		{"priority", func(q *runtime.QueueConfig) { q.MaxPriority = 256 }, "MaxPriority = 256, want 0..255"},
@@ -43,6 +48,19 @@ func TestQueueConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %q, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestQueueNameLimits: the longest queue name validates, alone and with a
+// schedule up to the schedule name's limit.
+func TestQueueNameLimits(t *testing.T) {
+	q := runtime.DefaultQueueConfig(strings.Repeat("q", runtime.MaxQueueNameLen))
+	if err := q.Validate(); err != nil {
+		t.Errorf("a %d-byte name: %v", len(q.Name), err)
+	}
+	q.Name, q.Schedule = strings.Repeat("q", runtime.MaxScheduleNameLen), "@hourly"
+	if err := q.Validate(); err != nil {
+		t.Errorf("a %d-byte name with a schedule: %v", len(q.Name), err)
 	}
 }
 

@@ -56,6 +56,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"LeaseHandover", false, testLeaseHandover},
 		{"LeaseContextAndClose", false, testLeaseContextAndClose},
 		{"PauseResume", false, testPauseResume},
+		{"QueueNameLimits", true, testQueueNameLimits},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {

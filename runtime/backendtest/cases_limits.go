@@ -1,0 +1,45 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/queuey/queuey/runtime"
+)
+
+// testQueueNameLimits: a queue name of runtime.MaxQueueNameLen bytes takes
+// jobs and retries them (a retry waits in a queue named after it on
+// RabbitMQ); one byte more is refused by Declare with ErrInvalidConfig,
+// as validation refuses it, whatever the backend.
+func testQueueNameLimits(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) {
+		q.Name = padName(q.Name, runtime.MaxQueueNameLen)
+	})
+	h.enqueue(job{N: 1})
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		r := runOf(ctx, j)
+		runs <- r
+		if r.Attempt == 1 {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	if r1, r2 := recv(t, runs, "first run"), recv(t, runs, "second run"); r1.Attempt != 1 || r2.Attempt != 2 {
+		t.Fatalf("attempts %d, %d, want 1, 2", r1.Attempt, r2.Attempt)
+	}
+
+	tooLong := h.q
+	tooLong.Name = padName(uniqueName(t), runtime.MaxQueueNameLen+1)
+	err := h.b.Declare(ctxT(t), tooLong)
+	wantErrIs(t, err, runtime.ErrInvalidConfig, "declare of a queue name one byte too long")
+	wantContains(t, err.Error(), "at most 235 bytes", "error")
+}
+
+// padName returns name followed by "." and as many x as make it n bytes.
+func padName(name string, n int) string {
+	name += "."
+	return name + strings.Repeat("x", n-len(name))
+}
