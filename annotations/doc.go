@@ -18,7 +18,7 @@
 //	max_priority  10                             0..255 (0 declares no priority)
 //	max_attempts  5                              1..1000
 //	retry_base    1s                             a Go duration above 0
-//	retry_max     1h, or retry_base if longer    a Go duration from retry_base up to runtime.MaxDeferral
+//	retry_max     1h, or retry_base if longer    a Go duration from retry_base up to 596h31m23s (runtime.MaxDeferral in whole seconds)
 //	timeout       none                           a Go duration above 0
 //	queue_type    classic                        classic or quorum
 //	delay         queue                          queue or plugin

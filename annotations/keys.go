@@ -47,7 +47,9 @@ type keySpec struct {
 	enum []string
 }
 
-var maxDeferral = runtime.MaxDeferral.String()
+// longestRetry is the longest retry_base and retry_max: a retry delay is
+// rounded up to the granularity, and must then be within MaxDeferral.
+var longestRetry = runtime.LongestWait(runtime.DefaultGranularity)
 
 var keySpecs = map[string]keySpec{
 	KeyName: {
@@ -71,9 +73,9 @@ var keySpecs = map[string]keySpec{
 	},
 	KeyMaxPriority: intKey(0, runtime.MaxPriorityLimit, " (0 declares no priority)", func(q *runtime.QueueConfig, n int) { q.MaxPriority = n }),
 	KeyMaxAttempts: intKey(1, runtime.MaxAttemptsLimit, "", func(q *runtime.QueueConfig, n int) { q.MaxAttempts = n }),
-	KeyRetryBase: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 500ms, 1s or 1m30s",
+	KeyRetryBase: durationKey(longestRetry, "a Go duration above 0 and at most "+longestRetry.String()+" (runtime.MaxDeferral in whole seconds), such as 500ms, 1s or 1m30s",
 		func(q *runtime.QueueConfig, d time.Duration) { q.RetryBase = d }),
-	KeyRetryMax: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 30s, 10m or 1h",
+	KeyRetryMax: durationKey(longestRetry, "a Go duration above 0 and at most "+longestRetry.String()+" (runtime.MaxDeferral in whole seconds), such as 30s, 10m or 1h",
 		func(q *runtime.QueueConfig, d time.Duration) { q.RetryMax = d }),
 	KeyTimeout: durationKey(0, "a Go duration above 0, such as 30s or 5m",
 		func(q *runtime.QueueConfig, d time.Duration) { q.Timeout = d }),

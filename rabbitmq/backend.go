@@ -173,7 +173,11 @@ func (b *Backend) isClosed() bool {
 // right before each publish to them. A plugin-mode queue gets its delay
 // exchange declared (or, with Options.ProvisionedDelayExchange, checked)
 // first, so that a missing exchange or plugin (ErrDelayExchangeMissing,
-// ErrPluginMissing) leaves no queue behind, and q bound to it last.
+// ErrPluginMissing) leaves no queue behind, and q bound to it last. A q
+// that this backend could not run is refused with runtime.ErrInvalidConfig
+// before anything is declared: a name derived from q's too long for the
+// broker, or a RetryMax above runtime.LongestWait of Options.Granularity,
+// whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
@@ -182,6 +186,10 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 		return err
 	}
 	q = q.WithDefaults()
+	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
+			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
+	}
 	d, err := b.delayer(q)
 	if err != nil {
 		return err

@@ -84,7 +84,10 @@ type QueueConfig struct {
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
 	RetryBase time.Duration
-	// RetryMax caps the retry delay. Zero means DefaultRetryMax.
+	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
+	// (596h31m23s), so that every retry delay is a wait a backend accepts;
+	// a backend with a coarser granularity refuses, at Declare, a RetryMax
+	// above its LongestWait. Zero means DefaultRetryMax.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -176,8 +179,8 @@ func (q QueueConfig) Validate() error {
 	if q.RetryMax < q.RetryBase {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at least RetryBase (%v)", q.RetryBase))
 	}
-	if q.RetryMax > MaxDeferral {
-		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most MaxDeferral (%v)", MaxDeferral))
+	if limit := LongestWait(DefaultGranularity); q.RetryMax > limit {
+		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most %v, MaxDeferral (%v) rounded down to DefaultGranularity: a retry delay is rounded up to the granularity, and a wait above MaxDeferral is refused", limit, MaxDeferral))
 	}
 	if q.Timeout < 0 {
 		bad("Timeout", q.Timeout, "0 (none) or a positive duration")

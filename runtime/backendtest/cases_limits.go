@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuey/queuey/runtime"
 )
@@ -42,4 +43,24 @@ func testQueueNameLimits(t *testing.T, f Features, nb func(*testing.T) runtime.B
 func padName(name string, n int) string {
 	name += "."
 	return name + strings.Repeat("x", n-len(name))
+}
+
+// testRetryMaxWithinLongestWait: a RetryMax whose retries the backend
+// would refuse as too long once rounded up to the granularity (within a
+// second of MaxDeferral) is refused by Declare, before any job could be
+// dead-lettered for it; LongestWait of the default granularity is taken.
+func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	q := h.q
+	q.Name = uniqueName(t) + ".past"
+	q.RetryMax = runtime.MaxDeferral - 500*time.Millisecond
+	err := h.b.Declare(ctxT(t), q)
+	wantErrIs(t, err, runtime.ErrInvalidConfig, "declare with RetryMax within a second of MaxDeferral")
+	wantContains(t, err.Error(), "RetryMax", "error")
+
+	q.Name = uniqueName(t) + ".edge"
+	q.RetryMax = runtime.LongestWait(runtime.DefaultGranularity)
+	if err := h.b.Declare(ctxT(t), q); err != nil {
+		t.Errorf("declare with RetryMax = LongestWait(DefaultGranularity) = %v: %v", q.RetryMax, err)
+	}
 }

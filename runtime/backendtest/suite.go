@@ -57,6 +57,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"LeaseContextAndClose", false, testLeaseContextAndClose},
 		{"PauseResume", false, testPauseResume},
 		{"QueueNameLimits", true, testQueueNameLimits},
+		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {
