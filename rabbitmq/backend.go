@@ -247,7 +247,8 @@ var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10)
 
 // checkNames refuses q, before anything is declared, when a broker name it
 // would need is longer than an AMQP short string: q itself, its dead-letter
-// queue, its longest hold queue name, or its delay exchange.
+// queue, its longest hold queue name, or its delay exchange; or when its
+// delay exchange would be the pause notices' exchange.
 func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !b.opts.NoDeadLetterQueues {
@@ -262,7 +263,12 @@ func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 		names = append(names, struct{ what, name string }{"longest hold queue name",
 			q.Name + suffix + "." + strings.Repeat("9", maxTTLDigits)})
 	case pluginDelayer:
-		names = append(names, struct{ what, name string }{"delay exchange name", plugin.ExchangeName(q)})
+		ex := plugin.ExchangeName(q)
+		if ex == controlExchange {
+			return fmt.Errorf("%w: queue %q: delay exchange %q is the exchange that carries pause and resume notices; name the delay exchange otherwise",
+				runtime.ErrInvalidConfig, clip(q.Name), ex)
+		}
+		names = append(names, struct{ what, name string }{"delay exchange name", ex})
 	}
 	for _, n := range names {
 		if len(n.name) > codec.MaxShortString {

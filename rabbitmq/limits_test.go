@@ -92,3 +92,17 @@ func TestCoarseGranularityRefusesLongRetryMax(t *testing.T) {
 	}
 	requireNoQueues(t, q.Name, q.Name+".dead")
 }
+
+// TestDelayExchangeNotControlExchange: a queue whose delay exchange would
+// be the exchange of pause notices is refused before anything is declared;
+// bound to it, the queue would take every pause notice as a job.
+func TestDelayExchangeNotControlExchange(t *testing.T) {
+	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin, ProvisionedDelayExchange: true})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.DelayExchange = "queuey.control"
+	err := b.Declare(ctxT(t), q)
+	if !errors.Is(err, runtime.ErrInvalidConfig) || !strings.Contains(err.Error(), "pause and resume notices") {
+		t.Fatalf("Declare = %v, want ErrInvalidConfig naming the pause notices' exchange", err)
+	}
+	requireNoQueues(t, q.Name, q.Name+".dead")
+}
