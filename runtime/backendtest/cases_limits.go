@@ -64,3 +64,23 @@ func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T)
 		t.Errorf("declare with RetryMax = LongestWait(DefaultGranularity) = %v: %v", q.RetryMax, err)
 	}
 }
+
+// testReservedHeaders: an enqueue with a header whose name queuey keeps for
+// itself ("queuey-redelivered", which the RabbitMQ backend strips and
+// reads as a redelivery) is refused, one job or many, naming the header,
+// before anything is published.
+func testReservedHeaders(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	headers := map[string]string{"traceparent": "00-abc-def-01", "queuey-redelivered": "1"}
+	_, err := runtime.Enqueue(ctxT(t), h.p, h.q, job{N: 1}, runtime.WithHeaders(headers))
+	wantErrIs(t, err, runtime.ErrInvalidOption, "enqueue with a reserved header")
+	wantContains(t, err.Error(), `header "queuey-redelivered" is reserved`, "error")
+	_, err = runtime.EnqueueMany(ctxT(t), h.p, h.q, []job{{N: 2}, {N: 3}}, runtime.WithHeaders(map[string]string{runtime.HeaderTick: "2026-01-01T00:00:00Z"}))
+	wantErrIs(t, err, runtime.ErrInvalidOption, "enqueue of many with a reserved header")
+	wantContains(t, err.Error(), `header "queuey-tick" is reserved`, "error")
+	if rc, ok := h.b.(runtime.ReadyCounter); ok {
+		if n, err := rc.Ready(ctxT(t), h.q.Name); err != nil || n != 0 {
+			t.Errorf("ready jobs after refused enqueues = %d (err %v), want 0", n, err)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"PauseResume", false, testPauseResume},
 		{"QueueNameLimits", true, testQueueNameLimits},
 		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
+		{"ReservedHeaders", false, testReservedHeaders},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {
