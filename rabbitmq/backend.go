@@ -180,7 +180,7 @@ func (b *Backend) isClosed() bool {
 // whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
-		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
+		return runtime.ErrClosed
 	}
 	if err := q.Validate(); err != nil {
 		return err

@@ -84,3 +84,18 @@ func testReservedHeaders(t *testing.T, f Features, nb func(*testing.T) runtime.B
 		}
 	}
 }
+
+// testDeclareErrorNamesQueueOnce: a declare that fails (here, on a closed
+// backend) says which queue it was declaring once, not once per layer.
+func testDeclareErrorNamesQueueOnce(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	b := nb(t)
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	q := runtime.DefaultQueueConfig(uniqueName(t))
+	_, err := runtime.NewProducer(ctxT(t), b, q)
+	wantErrIs(t, err, runtime.ErrClosed, "NewProducer on a closed backend")
+	if n := strings.Count(err.Error(), q.Name); n != 1 {
+		t.Errorf("error %q names the queue %d times, want once", err, n)
+	}
+}

@@ -59,6 +59,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"QueueNameLimits", true, testQueueNameLimits},
 		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
 		{"ReservedHeaders", false, testReservedHeaders},
+		{"DeclareErrorNamesQueueOnce", false, testDeclareErrorNamesQueueOnce},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {
