@@ -19,9 +19,11 @@ var (
 	// ErrNacked is returned for a publish the broker refused to store
 	// (basic.nack).
 	ErrNacked = errors.New("rabbitmq: publish nacked by the broker")
-	// ErrNotConfirmed is returned for a publish whose confirm never came
-	// because its channel or connection closed. The job may or may not be
-	// stored; it is reported as failed, never as a success.
+	// ErrNotConfirmed is returned for a publish whose confirm never came,
+	// because its channel or connection closed, or whose caller stopped
+	// waiting for it (its context ended; the error wraps the context's
+	// too). The job may or may not be stored; it is reported as failed,
+	// never as a success.
 	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
 	// ErrQueueMismatch is returned when a queue exists with arguments other
 	// than those its QueueConfig asks for. It is runtime.ErrQueueMismatch,
