@@ -12,13 +12,13 @@
 //
 // Keys, with their defaults and accepted values:
 //
-//	name          <package>.<snake_case(Type)>   [A-Za-z0-9._-]+, at most 255 bytes
+//	name          <package>.<snake_case(Type)>   [A-Za-z0-9._-]+, at most 235 bytes (200 with schedule)
 //	prefetch      10                             1..65535
 //	concurrency   = prefetch                     1..prefetch
 //	max_priority  10                             0..255 (0 declares no priority)
 //	max_attempts  5                              1..1000
 //	retry_base    1s                             a Go duration above 0
-//	retry_max     1h, or retry_base if longer    a Go duration from retry_base up to runtime.MaxDeferral
+//	retry_max     1h, or retry_base if longer    a Go duration from retry_base up to 596h31m23s (runtime.MaxDeferral in whole seconds)
 //	timeout       none                           a Go duration above 0
 //	queue_type    classic                        classic or quorum
 //	delay         queue                          queue or plugin

@@ -3,11 +3,11 @@ package annotations
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -34,16 +34,9 @@ var Keys = []string{
 	KeySchedule, KeyMissed,
 }
 
-// MaxNameLen is the longest queue name accepted, AMQP's limit on a queue
-// name.
-const MaxNameLen = 255
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
-// validName reports whether s is an acceptable queue name.
-func validName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
-
-const acceptedName = "a queue name of [A-Za-z0-9._-]+, at most 255 bytes"
+// acceptedName says what a queue name is: runtime's rule, which
+// QueueConfig.Validate applies too.
+var acceptedName = names.QueueRule
 
 // A keySpec reads one key's value into a config.
 type keySpec struct {
@@ -58,14 +51,16 @@ type keySpec struct {
 	why func(v string) string
 }
 
-var maxDeferral = runtime.MaxDeferral.String()
+// longestRetry is the longest retry_base and retry_max: a retry delay is
+// rounded up to the granularity, and must then be within MaxDeferral.
+var longestRetry = runtime.LongestWait(runtime.DefaultGranularity)
 
 var keySpecs = map[string]keySpec{
 	KeyName: {
 		accepted: acceptedName,
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			q.Name = v
-			return validName(v)
+			return names.Queue(v)
 		},
 	},
 	KeyPrefetch: intKey(1, runtime.MaxPrefetch, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
@@ -82,9 +77,9 @@ var keySpecs = map[string]keySpec{
 	},
 	KeyMaxPriority: intKey(0, runtime.MaxPriorityLimit, " (0 declares no priority)", func(q *runtime.QueueConfig, n int) { q.MaxPriority = n }),
 	KeyMaxAttempts: intKey(1, runtime.MaxAttemptsLimit, "", func(q *runtime.QueueConfig, n int) { q.MaxAttempts = n }),
-	KeyRetryBase: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 500ms, 1s or 1m30s",
+	KeyRetryBase: durationKey(longestRetry, "a Go duration above 0 and at most "+longestRetry.String()+" (runtime.MaxDeferral in whole seconds), such as 500ms, 1s or 1m30s",
 		func(q *runtime.QueueConfig, d time.Duration) { q.RetryBase = d }),
-	KeyRetryMax: durationKey(runtime.MaxDeferral, "a Go duration above 0 and at most "+maxDeferral+", such as 30s, 10m or 1h",
+	KeyRetryMax: durationKey(longestRetry, "a Go duration above 0 and at most "+longestRetry.String()+" (runtime.MaxDeferral in whole seconds), such as 30s, 10m or 1h",
 		func(q *runtime.QueueConfig, d time.Duration) { q.RetryMax = d }),
 	KeyTimeout: durationKey(0, "a Go duration above 0, such as 30s or 5m",
 		func(q *runtime.QueueConfig, d time.Duration) { q.Timeout = d }),

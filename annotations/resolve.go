@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -121,7 +122,7 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		}
 	}
 
-	if _, ok := given[KeyName]; !ok && !validName(q.Name) {
+	if _, ok := given[KeyName]; !ok && !names.Queue(q.Name) {
 		p.errorf(c.Pos(), KeyName, "the default queue name %q of %s is not %s; set name=", q.Name, typeName, acceptedName)
 	}
 
@@ -143,6 +144,14 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 
 	if m, ok := given[KeyMissed]; ok && !bad[KeyMissed] && q.Schedule == "" {
 		p.errorf(m.valPos, KeyMissed, "missed=%s without schedule=; missed says what a schedule does with ticks it missed: add schedule= or drop missed=", m.value)
+	}
+
+	if _, ok := given[KeySchedule]; ok && !bad[KeySchedule] && !bad[KeyName] && len(q.Name) > runtime.MaxScheduleNameLen {
+		pos, what := c.Pos(), fmt.Sprintf("the default queue name %q", q.Name)
+		if n, ok := given[KeyName]; ok {
+			pos, what = n.valPos, "name="+q.Name
+		}
+		p.errorf(pos, KeyName, "%s is %d bytes; with schedule= the schedule is named after the queue, and a schedule name is at most %d bytes: shorten it", what, len(q.Name), runtime.MaxScheduleNameLen)
 	}
 
 	if len(p.errs) > before {

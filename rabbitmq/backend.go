@@ -174,15 +174,23 @@ func (b *Backend) isClosed() bool {
 // right before each publish to them. A plugin-mode queue gets its delay
 // exchange declared (or, with Options.ProvisionedDelayExchange, checked)
 // first, so that a missing exchange or plugin (ErrDelayExchangeMissing,
-// ErrPluginMissing) leaves no queue behind, and q bound to it last.
+// ErrPluginMissing) leaves no queue behind, and q bound to it last. A q
+// that this backend could not run is refused with runtime.ErrInvalidConfig
+// before anything is declared: a name derived from q's too long for the
+// broker, or a RetryMax above runtime.LongestWait of Options.Granularity,
+// whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
-		return fmt.Errorf("declare queue %q: %w", q.Name, runtime.ErrClosed)
+		return runtime.ErrClosed
 	}
 	if err := q.Validate(); err != nil {
 		return err
 	}
 	q = q.WithDefaults()
+	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
+			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
+	}
 	d, err := b.delayer(q)
 	if err != nil {
 		return err
@@ -240,7 +248,8 @@ var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10)
 
 // checkNames refuses q, before anything is declared, when a broker name it
 // would need is longer than an AMQP short string: q itself, its dead-letter
-// queue, its longest hold queue name, or its delay exchange.
+// queue, its longest hold queue name, or its delay exchange; or when its
+// delay exchange would be the pause notices' exchange.
 func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !b.opts.NoDeadLetterQueues {
@@ -255,7 +264,12 @@ func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 		names = append(names, struct{ what, name string }{"longest hold queue name",
 			q.Name + suffix + "." + strings.Repeat("9", maxTTLDigits)})
 	case pluginDelayer:
-		names = append(names, struct{ what, name string }{"delay exchange name", plugin.ExchangeName(q)})
+		ex := plugin.ExchangeName(q)
+		if ex == controlExchange {
+			return fmt.Errorf("%w: queue %q: delay exchange %q is the exchange that carries pause and resume notices; name the delay exchange otherwise",
+				runtime.ErrInvalidConfig, clip(q.Name), ex)
+		}
+		names = append(names, struct{ what, name string }{"delay exchange name", ex})
 	}
 	for _, n := range names {
 		if len(n.name) > codec.MaxShortString {

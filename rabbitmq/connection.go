@@ -183,7 +183,10 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 		if c.lastErr == nil {
 			c.lastErr = fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
 		}
-		if c.fails == 1 {
+		// Only a connection that was up and was lost is dialled again, by
+		// its next use; a first dial's failure goes to its caller (Dial
+		// gives up and closes), and a closed connection dials no more.
+		if c.fails == 1 && c.conn != nil && !c.closed {
 			c.log.Warn("queuey: cannot reach the broker; dialling again", "connection", c.name, "error", c.lastErr)
 		}
 		return

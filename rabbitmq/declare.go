@@ -34,30 +34,40 @@ type declarer struct {
 // a channel per declare.
 const maxIdleDeclareChannels = 16
 
-// declare declares queue q, durable.
+// declare declares queue q, durable. As with run, the caller names the
+// operation in its error.
 func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
-	return d.do(ctx, fmt.Sprintf("declare queue %q", q.Name), func(ch *amqp.Channel) error {
+	return d.run(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(q.Name, true, false, false, false, q.Args)
 		return err
 	})
 }
 
-// do runs fn on a declaring channel and drops the channel when fn fails:
+// do is run. The string, the caller's name for the operation, goes into
+// no error: every caller names the operation in its own error, which would
+// otherwise say it twice.
+func (d *declarer) do(ctx context.Context, _ string, fn func(ch *amqp.Channel) error) error {
+	return d.run(ctx, fn)
+}
+
+// run runs fn on a declaring channel and drops the channel when fn fails:
 // the broker closes a channel on a refused declare. fn's error is returned
-// as it is; what names the operation in other errors.
-func (d *declarer) do(ctx context.Context, what string, fn func(ch *amqp.Channel) error) error {
+// as it is, and so are a failure to get a channel and the end of ctx (as
+// ErrBlocked too when a resource alarm is why the broker did not answer),
+// for the caller to name the operation.
+func (d *declarer) run(ctx context.Context, fn func(ch *amqp.Channel) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	ch, err := d.take(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	_, err = callCtx(ctx, func() (struct{}, error) { return struct{}{}, fn(ch) }, nil)
 	if err != nil {
 		go ch.Close() // may wait on a broker that stopped answering
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return d.conn.blockedError(ctx, fmt.Errorf("%s: %w", what, err))
+			return d.conn.blockedError(ctx, err)
 		}
 		return err
 	}

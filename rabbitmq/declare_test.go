@@ -1,12 +1,18 @@
 package rabbitmq
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -54,5 +60,39 @@ func TestMismatchQuorumOverClassic(t *testing.T) {
 	want := "or declare it as it is: queue_type=classic max_priority=10 (the existing queue has x-max-priority=10, so it is a classic queue, and a quorum queue cannot take its place)"
 	if !errors.Is(err, ErrQueueMismatch) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("error %q, want it to end %q", err, want)
+	}
+}
+
+// cancellingBackend ends the context of the declares made through it
+// as each begins: a declare cut short on its way to the broker.
+type cancellingBackend struct {
+	*Backend
+	cancel context.CancelFunc
+}
+
+func (c cancellingBackend) Declare(ctx context.Context, q runtime.QueueConfig) error {
+	c.cancel()
+	return c.Backend.Declare(ctx, q)
+}
+
+// TestDeclareErrorNamesQueueOnce: a declare whose context ends says which
+// queue it was declaring once, not once per layer it went through.
+func TestDeclareErrorNamesQueueOnce(t *testing.T) {
+	brokertest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Dial(ctx, brokertest.URL(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	declareCtx, cut := context.WithCancel(ctx)
+	q := runtime.DefaultQueueConfig(fmt.Sprintf("queuey-rmq-test.declare-once.%d", time.Now().UnixNano()))
+	_, err = runtime.NewProducer(declareCtx, cancellingBackend{b, cut}, q)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("NewProducer = %v, want context.Canceled", err)
+	}
+	if n := strings.Count(err.Error(), q.Name); n != 1 {
+		t.Errorf("error %q names the queue %d times, want once", err, n)
 	}
 }

@@ -36,7 +36,9 @@ func (b *Backend) declareWork(ctx context.Context, work topology.Queue) error {
 	case isCode(err, amqp.PreconditionFailed):
 		return mismatchError(work, err, false)
 	default:
-		return brokerError(fmt.Sprintf("declare queue %q", work.Name), err)
+		// Declare's caller names the queue (NewProducer and Worker.Run:
+		// "declare queue q").
+		return brokerReply(err)
 	}
 }
 

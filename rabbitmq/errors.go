@@ -19,9 +19,11 @@ var (
 	// ErrNacked is returned for a publish the broker refused to store
 	// (basic.nack).
 	ErrNacked = errors.New("rabbitmq: publish nacked by the broker")
-	// ErrNotConfirmed is returned for a publish whose confirm never came
-	// because its channel or connection closed. The job may or may not be
-	// stored; it is reported as failed, never as a success.
+	// ErrNotConfirmed is returned for a publish whose confirm never came,
+	// because its channel or connection closed, or whose caller stopped
+	// waiting for it (its context ended; the error wraps the context's
+	// too). The job may or may not be stored; it is reported as failed,
+	// never as a success.
 	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
 	// ErrQueueMismatch is returned when a queue exists with arguments other
 	// than those its QueueConfig asks for. It is runtime.ErrQueueMismatch,
@@ -55,20 +57,26 @@ var (
 )
 
 // brokerError wraps err from doing what, adding the broker's reply code
-// meaning when err is a channel or connection exception.
+// meaning when err is a channel or connection exception (brokerReply).
 func brokerError(what string, err error) error {
+	return fmt.Errorf("%s: %w", what, brokerReply(err))
+}
+
+// brokerReply adds the meaning of the broker's reply code to err when it is
+// a channel or connection exception, and returns it as it is otherwise.
+func brokerReply(err error) error {
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
 		case amqp.NotFound:
-			return fmt.Errorf("%s: not found (404): %w", what, err)
+			return fmt.Errorf("not found (404): %w", err)
 		case amqp.PreconditionFailed:
-			return fmt.Errorf("%s: precondition failed (406): %w", what, err)
+			return fmt.Errorf("precondition failed (406): %w", err)
 		case amqp.AccessRefused:
-			return fmt.Errorf("%s: access refused (403): %w", what, err)
+			return fmt.Errorf("access refused (403): %w", err)
 		}
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return err
 }
 
 // missingQueue makes err, from a publish onto queue through the default

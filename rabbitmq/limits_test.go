@@ -69,3 +69,40 @@ func TestLongestHoldQueueAccepted(t *testing.T) {
 		t.Errorf("wait of %v (MaxDeferral rounded down to the granularity): %v", longest, err)
 	}
 }
+
+// TestCoarseGranularityRefusesLongRetryMax: with a granularity of an hour
+// the longest wait is 596h, so a RetryMax that validates (up to 596h31m23s)
+// but whose retries would round up past runtime.MaxDeferral is refused by
+// Declare, naming the granularity, before anything is declared.
+func TestCoarseGranularityRefusesLongRetryMax(t *testing.T) {
+	b := dial(t, rabbitmq.Options{Granularity: time.Hour})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.RetryMax = 596*time.Hour + 30*time.Minute
+	if err := q.Validate(); err != nil {
+		t.Fatalf("RetryMax %v should validate: %v", q.RetryMax, err)
+	}
+	err := b.Declare(ctxT(t), q)
+	if !errors.Is(err, runtime.ErrInvalidConfig) {
+		t.Fatalf("Declare = %v, want ErrInvalidConfig", err)
+	}
+	for _, want := range []string{"RetryMax = 596h30m0s, want at most 596h0m0s", "Granularity = 1h0m0s"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	requireNoQueues(t, q.Name, q.Name+".dead")
+}
+
+// TestDelayExchangeNotControlExchange: a queue whose delay exchange would
+// be the exchange of pause notices is refused before anything is declared;
+// bound to it, the queue would take every pause notice as a job.
+func TestDelayExchangeNotControlExchange(t *testing.T) {
+	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin, ProvisionedDelayExchange: true})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.DelayExchange = "queuey.control"
+	err := b.Declare(ctxT(t), q)
+	if !errors.Is(err, runtime.ErrInvalidConfig) || !strings.Contains(err.Error(), "pause and resume notices") {
+		t.Fatalf("Declare = %v, want ErrInvalidConfig naming the pause notices' exchange", err)
+	}
+	requireNoQueues(t, q.Name, q.Name+".dead")
+}

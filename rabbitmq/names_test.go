@@ -4,71 +4,83 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
 // longName returns a queue name of n bytes unique to this run, deleted
-// with its dead-letter queue when t ends.
-func longName(t *testing.T, n int) string {
+// with its dead-letter queue and the given companions (suffixes) when t
+// ends.
+func longName(t *testing.T, n int, companions ...string) string {
 	var buf [4]byte
 	_, _ = rand.Read(buf[:])
 	name := "queuey-rmq-test.long." + hex.EncodeToString(buf[:]) + "."
 	name += strings.Repeat("x", n-len(name))
-	t.Cleanup(func() { deleteQueues(name, name+".dead") })
+	t.Cleanup(func() {
+		del := []string{name, name + ".dead"}
+		for _, c := range companions {
+			del = append(del, name+c)
+		}
+		deleteQueues(del...)
+	})
 	return name
 }
 
 // TestDerivedNamesMustFit: Declare refuses, before declaring anything, a
-// queue whose longest derived name (its hold queues') exceeds an AMQP short
-// string, and a queue whose every name fits is declared and consumed even
-// at 255 bytes.
+// queue whose longest derived name (its hold queues', with the backend's
+// suffixes) exceeds an AMQP short string.
 func TestDerivedNamesMustFit(t *testing.T) {
-	b := dial(t, rabbitmq.Options{})
-	name := longName(t, 240) // 240 + ".deferred." + 10 digits = 260
+	b := dial(t, rabbitmq.Options{DeferredSuffix: ".deferred-for-later"})
+	name := longName(t, runtime.MaxQueueNameLen) // 235 + ".deferred-for-later." + 10 digits = 265
 	err := b.Declare(ctxT(t), runtime.DefaultQueueConfig(name))
 	if !errors.Is(err, runtime.ErrInvalidConfig) {
 		t.Fatalf("Declare of a queue whose hold queues cannot be named = %v, want ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"hold queue", "260 bytes"} {
+	for _, want := range []string{"hold queue", "265 bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
 	requireNoQueues(t, name, name+".dead")
+}
 
-	// 255 bytes: no dead-letter queue, waits in a shared delay exchange (a
-	// direct one stands in for the plugin's; no wait is published here).
-	var buf [4]byte
-	_, _ = rand.Read(buf[:])
-	ex := "queuey-rmq-test.long-delay." + hex.EncodeToString(buf[:])
-	if err := rawChannel(t).ExchangeDeclare(ex, "direct", true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	deleteExchangeAtEnd(t, ex)
-	bl := dial(t, rabbitmq.Options{NoDeadLetterQueues: true, Delay: runtime.DelayPlugin, DelayExchange: ex, ProvisionedDelayExchange: true})
-	q := runtime.DefaultQueueConfig(longName(t, 255))
+// TestLongestQueueName: a queue name of runtime.MaxQueueNameLen bytes is
+// one the broker takes with everything named after it, with the backend's
+// default options: the queue, its dead-letter queue, the hold queue of its
+// longest wait (exactly 255 bytes) and its paused marker; one byte more
+// is refused by validation, before anything is declared.
+func TestLongestQueueName(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	longest := runtime.MaxDeferral.Truncate(time.Second)
+	hold := fmt.Sprintf(".deferred.%d", longest.Milliseconds())
+	q := runtime.DefaultQueueConfig(longName(t, runtime.MaxQueueNameLen, hold))
 	q.Kind = "job"
-	if err := bl.Declare(ctxT(t), q); err != nil {
-		t.Fatalf("Declare of a 255-byte queue: %v", err)
+	if n := len(q.Name + hold); n != 255 {
+		t.Fatalf("the longest hold queue name is %d bytes, want 255: MaxQueueNameLen leaves no room, or too much", n)
 	}
-	sub, err := bl.Consume(ctxT(t), q)
+	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
-		t.Fatalf("Consume of a 255-byte queue: %v", err)
+		t.Fatalf("NewProducer of a %d-byte queue: %v", len(q.Name), err)
 	}
-	defer sub.Close()
-	env := &runtime.Envelope{ID: "long-1", Queue: q.Name, Kind: "job", Attempt: 1, MaxAttempts: 1}
-	if err := bl.Publish(ctxT(t), env, 0); err != nil {
-		t.Fatal(err)
+	if _, err := p.EnqueuePayload(ctxT(t), q, nil, runtime.WithDelay(longest)); err != nil {
+		t.Errorf("a wait of %v in a hold queue named with 255 bytes: %v", longest, err)
 	}
-	d := within(t, sub.Deliveries(), "the job on the 255-byte queue")
-	if d.Envelope().ID != env.ID {
-		t.Errorf("got job %q, want %q", d.Envelope().ID, env.ID)
+	if err := b.PauseQueue(ctxT(t), q.Name); err != nil {
+		t.Errorf("PauseQueue: %v", err)
 	}
-	if err := d.Ack(ctxT(t)); err != nil {
-		t.Fatal(err)
+	if err := b.ResumeQueue(ctxT(t), q.Name); err != nil {
+		t.Errorf("ResumeQueue: %v", err)
 	}
+
+	tooLong := runtime.DefaultQueueConfig(longName(t, runtime.MaxQueueNameLen+1))
+	err = b.Declare(ctxT(t), tooLong)
+	if !errors.Is(err, runtime.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most 235 bytes") {
+		t.Errorf("Declare of a %d-byte queue = %v, want ErrInvalidConfig saying at most 235 bytes", len(tooLong.Name), err)
+	}
+	requireNoQueues(t, tooLong.Name, tooLong.Name+".dead")
 }

@@ -3,9 +3,10 @@ package rabbitmq
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
+	"strings"
 	"time"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -30,11 +31,15 @@ type Options struct {
 	// Empty means DefaultDeferredSuffix (".deferred").
 	DeferredSuffix string
 	// DeadSuffix names dead-letter queues "<q><DeadSuffix>". Empty means
-	// DefaultDeadSuffix (".dead").
+	// DefaultDeadSuffix (".dead"). The three suffixes differ, and
+	// DeadSuffix is not RetrySuffix or DeferredSuffix followed by a dot
+	// and digits, which names a hold queue.
 	DeadSuffix string
 	// Granularity is what every wait is rounded up to; it bounds how many
 	// hold queues exist. It must be a whole number of milliseconds, 1ms to
-	// 1h. Zero means runtime.DefaultGranularity (1s).
+	// 1h. Zero means runtime.DefaultGranularity (1s). The longest wait is
+	// runtime.LongestWait(Granularity): a coarser granularity refuses a
+	// queue whose RetryMax is above it.
 	Granularity time.Duration
 	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
 	// job is rejected (requeue=false) instead, for a broker policy to route.
@@ -48,7 +53,8 @@ type Options struct {
 	Delay runtime.DelayMode
 	// DelayExchange names the x-delayed-message exchange that plugin-mode
 	// queues share when their QueueConfig.DelayExchange is empty. Empty
-	// means each such queue has its own, "<q>.delay".
+	// means each such queue has its own, "<q>.delay". "queuey.control",
+	// the exchange of pause notices, is refused.
 	DelayExchange string
 	// ProvisionedDelayExchange, when true, declares no delay exchange: the
 	// operator provisions each one (durable, type x-delayed-message,
@@ -95,9 +101,6 @@ type Options struct {
 // ManagementOff as Options.ManagementURL turns the management API off.
 const ManagementOff = "off"
 
-// suffixRE accepts queue-name suffixes and exchange names.
-var suffixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-
 // withDefaults validates o and returns it with every zero field set to its
 // default.
 func (o Options) withDefaults() (Options, error) {
@@ -126,12 +129,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.ConnectionName = "queuey"
 	}
 	for field, v := range map[string]string{"RetrySuffix": o.RetrySuffix, "DeferredSuffix": o.DeferredSuffix, "DeadSuffix": o.DeadSuffix} {
-		if !suffixRE.MatchString(v) {
-			return o, fmt.Errorf("%w: rabbitmq.Options.%s = %q, want [A-Za-z0-9._-]+", runtime.ErrInvalidOption, field, v)
+		if !names.Valid(v) {
+			return o, fmt.Errorf("%w: rabbitmq.Options.%s = %q, want %s+", runtime.ErrInvalidOption, field, v, names.Chars)
 		}
 	}
-	if o.RetrySuffix == o.DeferredSuffix || o.RetrySuffix == o.DeadSuffix || o.DeferredSuffix == o.DeadSuffix {
-		return o, fmt.Errorf("%w: rabbitmq.Options suffixes %q, %q and %q must differ", runtime.ErrInvalidOption, o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
+	if err := o.checkSuffixes(); err != nil {
+		return o, err
 	}
 	if o.Granularity < time.Millisecond || o.Granularity > time.Hour || o.Granularity%time.Millisecond != 0 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want a whole number of milliseconds, 1ms..1h (or 0 for %v): hold queue TTLs and x-delay are milliseconds", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
@@ -139,8 +142,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)
 	}
-	if o.DelayExchange != "" && !suffixRE.MatchString(o.DelayExchange) {
-		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want [A-Za-z0-9._-]+ (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange)
+	if o.DelayExchange != "" && (!names.Valid(o.DelayExchange) || len(o.DelayExchange) > names.MaxShortString) {
+		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want %s+, at most %d bytes (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange, names.Chars, names.MaxShortString)
+	}
+	if o.DelayExchange == controlExchange {
+		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q is the exchange that carries pause and resume notices; name the delay exchange otherwise", runtime.ErrInvalidOption, o.DelayExchange)
 	}
 	for i, n := range o.Nodes {
 		if err := checkURL(fmt.Sprintf("rabbitmq.Options.Nodes[%d]", i), n); err != nil {
@@ -151,6 +157,33 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: rabbitmq.Options.PublishChannels = %d, want 1..64 (or 0 for %d)", runtime.ErrInvalidOption, o.PublishChannels, DefaultPublishChannels)
 	}
 	return o, nil
+}
+
+// checkSuffixes refuses suffixes that would give two queues named after
+// one queue q the same name: the dead-letter queue "<q><DeadSuffix>" and
+// the hold queues "<q><RetrySuffix>.<ttl_ms>" and
+// "<q><DeferredSuffix>.<ttl_ms>", whose TTL is decimal digits. (Two
+// distinct suffixes cannot make a retry and a deferral hold queue collide:
+// one would have to hold a "." among the other's TTL digits.) The delay
+// exchange "<q>.delay" is an exchange, whose names are apart from queue
+// names on the broker, and paused markers and lease queues are named by a
+// prefix of their own ("queuey.paused.", "queuey.lease."), not by a
+// suffix.
+func (o Options) checkSuffixes() error {
+	if o.RetrySuffix == o.DeferredSuffix || o.RetrySuffix == o.DeadSuffix || o.DeferredSuffix == o.DeadSuffix {
+		return fmt.Errorf("%w: rabbitmq.Options suffixes %q, %q and %q must differ", runtime.ErrInvalidOption, o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
+	}
+	for _, hold := range []struct{ field, suffix, kind string }{
+		{"RetrySuffix", o.RetrySuffix, "retry"},
+		{"DeferredSuffix", o.DeferredSuffix, "deferral"},
+	} {
+		ttl, ok := strings.CutPrefix(o.DeadSuffix, hold.suffix+".")
+		if ok && ttl != "" && strings.Trim(ttl, "0123456789") == "" {
+			return fmt.Errorf("%w: rabbitmq.Options.DeadSuffix = %q names dead-letter queues as %s %q names the %s hold queue of a %s ms wait (\"<q>%s\"): choose a DeadSuffix that is not %s, a dot and digits",
+				runtime.ErrInvalidOption, o.DeadSuffix, hold.field, hold.suffix, hold.kind, ttl, o.DeadSuffix, hold.field)
+		}
+	}
+	return nil
 }
 
 func (o Options) names() topology.Names {

@@ -29,6 +29,9 @@ func TestOptionsRefused(t *testing.T) {
 	}{
 		{Options{RetrySuffix: "/x"}, "RetrySuffix"},
 		{Options{DeadSuffix: ".retry"}, "must differ"},
+		{Options{DeadSuffix: ".retry.1000"}, `rabbitmq.Options.DeadSuffix = ".retry.1000" names dead-letter queues as RetrySuffix ".retry" names the retry hold queue of a 1000 ms wait ("<q>.retry.1000")`},
+		{Options{DeferredSuffix: ".later", DeadSuffix: ".later.60000"}, `DeferredSuffix ".later" names the deferral hold queue of a 60000 ms wait`},
+		{Options{DelayExchange: "queuey.control"}, "pause and resume notices"},
 		{Options{Granularity: time.Microsecond}, "Granularity"},
 		{Options{Granularity: 1500 * time.Microsecond}, "whole number of milliseconds"},
 		{Options{Delay: "later"}, "Delay"},
@@ -38,6 +41,21 @@ func TestOptionsRefused(t *testing.T) {
 		_, err := tc.o.withDefaults()
 		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want ErrInvalidOption naming %s", tc.o, err, tc.want)
+		}
+	}
+}
+
+// TestOptionsSuffixesThatCannotCollide: suffixes that share a start with a
+// hold queue's but cannot be a hold queue's name are accepted.
+func TestOptionsSuffixesThatCannotCollide(t *testing.T) {
+	for _, o := range []Options{
+		{DeadSuffix: ".retry.dead"},
+		{DeadSuffix: ".retry.1000x"},
+		{DeadSuffix: ".retry."},
+		{RetrySuffix: ".r", DeferredSuffix: ".r.1"},
+	} {
+		if _, err := o.withDefaults(); err != nil {
+			t.Errorf("%+v: %v", o, err)
 		}
 	}
 }

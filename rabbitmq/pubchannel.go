@@ -343,7 +343,7 @@ func (pc *pubChannel) settle(ctx context.Context, w *waiter, key string) error {
 			pc.forget(w.seq, w)
 			pc.mu.Unlock()
 		}()
-		return fmt.Errorf("publish to %q: %w before the broker confirmed it: %w", key, ErrNotConfirmed, ctx.Err())
+		return fmt.Errorf("publish to %q: %w: stopped waiting for the broker's confirm: %w", key, ErrNotConfirmed, ctx.Err())
 	}
 	pc.mu.Lock()
 	pc.forget(w.seq, w)

@@ -69,3 +69,38 @@ func publishTestbed(ctx context.Context, t *testing.T, name string) (*connection
 	}
 	return conn, p, q.Name
 }
+
+// TestGivenUpPublishSaysSo: a publish whose caller stops waiting for its
+// confirm is ErrNotConfirmed with the context's error, in words that say
+// so once. A confirm may come before the caller stops waiting; of 20
+// publishes, at least one is given up.
+func TestGivenUpPublishSaysSo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, p, queue := publishTestbed(ctx, t, "queuey pubchannel test")
+	pc, err := p.slots[0].get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("publish to %q: rabbitmq: publish not confirmed: stopped waiting for the broker's confirm: context canceled", queue)
+	givenUp := 0
+	for i := range 20 {
+		gone, giveUp := context.WithCancel(ctx)
+		w, err := pc.start(gone, "", queue, amqp.Publishing{MessageId: fmt.Sprintf("given-up-%d", i)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		giveUp()
+		err = pc.settle(gone, w, queue)
+		if err == nil {
+			continue // confirmed before the cancel was seen
+		}
+		givenUp++
+		if !errors.Is(err, ErrNotConfirmed) || !errors.Is(err, context.Canceled) || err.Error() != want {
+			t.Fatalf("error %q, want %q", err, want)
+		}
+	}
+	if givenUp == 0 {
+		t.Fatal("every publish was confirmed before its caller stopped waiting")
+	}
+}

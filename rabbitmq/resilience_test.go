@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -118,6 +119,50 @@ func TestDialErrorsRedactPasswords(t *testing.T) {
 	_, err = rabbitmq.Dial(ctx, amqpURL(), rabbitmq.Options{Nodes: []string{"amqp://guest:" + secret + "@host:notaport/"}, Logger: quiet()})
 	if !errors.Is(err, runtime.ErrInvalidOption) || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "Nodes[0]") {
 		t.Errorf("Dial with a malformed node = %v, want ErrInvalidOption naming Nodes[0] without the password", err)
+	}
+}
+
+// TestDialGivingUpLogsNoRedial: when Dial fails, because no node
+// answers or because its context ends while a node keeps silent, nothing
+// logs that it is dialling again: nothing is.
+func TestDialGivingUpLogsNoRedial(t *testing.T) {
+	rs := make(records, 256)
+	if _, err := rabbitmq.Dial(ctxT(t), deadNodeURL(t), rabbitmq.Options{Logger: slog.New(rs)}); err == nil {
+		t.Fatal("Dial to a dead node succeeded")
+	}
+
+	// A node that takes the connection and never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-done
+		close(accepted)
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	defer cancel()
+	if _, err := rabbitmq.Dial(ctx, "amqp://guest:guest@"+l.Addr().String()+"/", rabbitmq.Options{Logger: slog.New(rs)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial to a silent node = %v, want the context's deadline", err)
+	}
+	if logs := allRecords(rs); strings.Contains(logs, "dialling again") {
+		t.Errorf("Dial gave up, and a log line says it is dialling again:\n%s", logs)
 	}
 }
 

@@ -17,6 +17,18 @@ const DefaultGranularity = time.Second
 // 2^31-1 ms.
 const MaxDeferral = (1<<32 - 1) * time.Millisecond / 2
 
+// LongestWait returns the longest wait a backend of the given granularity
+// (DefaultGranularity when zero or less) accepts: MaxDeferral rounded down
+// to a multiple of the granularity, 596h31m23s at the default. Every delay
+// up to it rounds up (RoundDelay, WaitDelay) to at most it; a delay above
+// it is refused with ErrDelayTooLong.
+func LongestWait(granularity time.Duration) time.Duration {
+	if granularity <= 0 {
+		granularity = DefaultGranularity
+	}
+	return MaxDeferral / granularity * granularity
+}
+
 // RoundDelay rounds d up to a multiple of granularity (DefaultGranularity
 // when zero or less) and refuses a result above MaxDeferral with
 // ErrDelayTooLong. A delay of zero or less stays zero.

@@ -35,7 +35,9 @@
 // and a delay above MaxDeferral is refused, never clamped. A retry or a
 // deferral waits at least one granularity (WaitDelay), so Defer(0) does not
 // run a job again at once. A handler's too-long Defer counts as a failed
-// run.
+// run. A retry is never too long: QueueConfig.RetryMax is at most
+// LongestWait(DefaultGranularity), and a backend with a coarser
+// granularity refuses, at Declare, a RetryMax above its own LongestWait.
 //
 // # Shutdown
 //

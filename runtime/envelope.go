@@ -31,9 +31,18 @@ type Envelope struct {
 	EnqueuedAt time.Time
 	// LastError is the error of the previous failed run, if any.
 	LastError string
-	// Headers are string headers carried with the job, such as trace context.
+	// Headers are string headers carried with the job, such as trace
+	// context. Names that start with ReservedHeaderPrefix are queuey's.
 	Headers map[string]string
 }
+
+// ReservedHeaderPrefix starts the name of every job header queuey sets
+// itself: HeaderTick, HeaderRedrives, HeaderRedrivenAt, and a backend's
+// own (the RabbitMQ backend marks a job it publishes again after a
+// redelivery with "queuey-redelivered"). An enqueue with such a header is
+// refused with ErrInvalidOption, before anything is published: queuey
+// would read it as its own, or take it off.
+const ReservedHeaderPrefix = "queuey-"
 
 // Clone returns a deep copy of e, so that a backend holding the copy shares
 // no memory with the caller.

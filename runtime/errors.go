@@ -23,8 +23,12 @@ var (
 	// ErrNoHandlers is returned by Worker.Run when no handler was
 	// registered: there is nothing to run.
 	ErrNoHandlers = errors.New("queuey: no handlers registered")
-	// ErrWorkerRunning is returned by a second call of Worker.Run.
+	// ErrWorkerRunning is returned by a call of Worker.Run while an
+	// earlier call runs.
 	ErrWorkerRunning = errors.New("queuey: worker already running")
+	// ErrWorkerDone is returned by a call of Worker.Run after an earlier
+	// call returned: a worker runs once.
+	ErrWorkerDone = errors.New("queuey: worker has run and cannot run again; make a new Worker")
 	// ErrClosed is returned by a backend, subscription or delivery after
 	// Close.
 	ErrClosed = errors.New("queuey: closed")

@@ -190,7 +190,7 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		payload, err := p.payload()
 		if err == nil {
 			err = step(func(ctx context.Context) error {
-				_, err := producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), WithHeaders(map[string]string{HeaderTick: t.UTC().Format(time.RFC3339)}))
+				_, err := producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), withTick(t))
 				return err
 			})
 		}

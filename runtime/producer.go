@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -61,6 +63,7 @@ type enqueueOptions struct {
 	hasPriority bool
 	delay       time.Duration
 	headers     map[string]string
+	tick        string // HeaderTick's value, set by schedules only
 	id          string
 	hasID       bool
 }
@@ -78,7 +81,9 @@ func WithDelay(d time.Duration) EnqueueOption {
 }
 
 // WithHeaders adds string headers to the job, such as trace context. Later
-// calls add to earlier ones.
+// calls add to earlier ones. A name that starts with ReservedHeaderPrefix
+// ("queuey-") is queuey's own: the enqueue is refused with
+// ErrInvalidOption.
 func WithHeaders(h map[string]string) EnqueueOption {
 	return func(o *enqueueOptions) {
 		if o.headers == nil {
@@ -86,6 +91,12 @@ func WithHeaders(h map[string]string) EnqueueOption {
 		}
 		maps.Copy(o.headers, h)
 	}
+}
+
+// withTick sets HeaderTick, a reserved header, to tick: only a schedule
+// sets it.
+func withTick(tick time.Time) EnqueueOption {
+	return func(o *enqueueOptions) { o.tick = tick.UTC().Format(time.RFC3339) }
 }
 
 // WithID sets the job's ID instead of a generated one. The caller keeps it
@@ -224,7 +235,25 @@ func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
 	if o.hasID && o.id == "" {
 		return fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
 	}
+	for name := range o.headers {
+		if strings.HasPrefix(name, ReservedHeaderPrefix) {
+			return reservedHeaderError(q, o.headers)
+		}
+	}
 	return nil
+}
+
+// reservedHeaderError names the first, in sorted order, of headers whose
+// name is reserved.
+func reservedHeaderError(q QueueConfig, headers map[string]string) error {
+	var reserved []string
+	for name := range headers {
+		if strings.HasPrefix(name, ReservedHeaderPrefix) {
+			reserved = append(reserved, name)
+		}
+	}
+	slices.Sort(reserved)
+	return fmt.Errorf("%w: queue %q: header %q is reserved: queuey sets the headers whose names start with %q itself; rename it", ErrInvalidOption, q.Name, reserved[0], ReservedHeaderPrefix)
 }
 
 // fill sets env to the first run of a job with ID id on q, enqueued at now.
@@ -239,5 +268,11 @@ func (p *Producer) fill(env *Envelope, q QueueConfig, o enqueueOptions, id strin
 		Priority:    uint8(o.priority),
 		EnqueuedAt:  now,
 		Headers:     maps.Clone(o.headers),
+	}
+	if o.tick != "" {
+		if env.Headers == nil {
+			env.Headers = make(map[string]string, 1)
+		}
+		env.Headers[HeaderTick] = o.tick
 	}
 }

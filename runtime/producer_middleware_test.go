@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,14 @@ func producerOf(t *testing.T, b runtime.Backend, q runtime.QueueConfig) *runtime
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestQueueyHeadersAreReserved: every header queuey sets on a job is among
+// the names producers refuse.
+func TestQueueyHeadersAreReserved(t *testing.T) {
+	for _, h := range []string{runtime.HeaderTick, runtime.HeaderRedrives, runtime.HeaderRedrivenAt} {
+		if !strings.HasPrefix(h, runtime.ReservedHeaderPrefix) {
+			t.Errorf("header %q does not start with ReservedHeaderPrefix %q: an application could set it", h, runtime.ReservedHeaderPrefix)
+		}
+	}
 }

@@ -3,8 +3,9 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/queuey/queuey/internal/names"
 )
 
 // QueueType is the RabbitMQ queue type of a queue.
@@ -45,17 +46,21 @@ const (
 	MaxPrefetch      = 65535
 	MaxPriorityLimit = 255
 	MaxAttemptsLimit = 1000
-	// MaxQueueNameLen is AMQP's limit on a queue name. A backend may need
-	// room for suffixes of its own within it.
-	MaxQueueNameLen = 255
+	// MaxQueueNameLen is the longest queue name, 235 bytes: AMQP's limit
+	// on a name, 255 bytes, less the 20 that the longest name a backend
+	// derives from a queue name adds with default options (RabbitMQ's
+	// deferral hold queue of the longest wait, "<q>.deferred.2147483647").
+	// So a name that validates is one the broker takes with everything
+	// named after it.
+	MaxQueueNameLen = names.MaxQueue
 )
-
-var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // QueueConfig is the resolved configuration of one job queue. Generated code
 // declares one per annotated job type.
 type QueueConfig struct {
-	// Name is the broker queue name, [A-Za-z0-9._-]+. Required.
+	// Name is the broker queue name, [A-Za-z0-9._-]+, at most
+	// MaxQueueNameLen bytes, and at most MaxScheduleNameLen with a
+	// Schedule, which is named after the queue. Required.
 	Name string
 	// Kind is the Go type of the jobs on this queue as %T prints it: the
 	// package name, a dot, the type name (emails.SendEmail). A worker
@@ -79,7 +84,10 @@ type QueueConfig struct {
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
 	RetryBase time.Duration
-	// RetryMax caps the retry delay. Zero means DefaultRetryMax.
+	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
+	// (596h31m23s), so that every retry delay is a wait a backend accepts;
+	// a backend with a coarser granularity refuses, at Declare, a RetryMax
+	// above its LongestWait. Zero means DefaultRetryMax.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -147,8 +155,11 @@ func (q QueueConfig) Validate() error {
 	bad := func(field string, value any, accepted string) {
 		errs = append(errs, fmt.Errorf("%w: queue %q: %s = %v, want %s", ErrInvalidConfig, q.Name, field, value, accepted))
 	}
-	if !queueNameRE.MatchString(q.Name) || len(q.Name) > MaxQueueNameLen {
-		bad("Name", fmt.Sprintf("%q", q.Name), "a non-empty name of [A-Za-z0-9._-], at most 255 bytes")
+	switch {
+	case !names.Queue(q.Name):
+		bad("Name", fmt.Sprintf("%q", q.Name), names.QueueRule)
+	case q.Schedule != "" && len(q.Name) > MaxScheduleNameLen:
+		bad("Name", fmt.Sprintf("%q", q.Name), fmt.Sprintf("at most %d bytes with a Schedule, which is named after the queue (see Schedule.Name)", MaxScheduleNameLen))
 	}
 	if q.Prefetch < 1 || q.Prefetch > MaxPrefetch {
 		bad("Prefetch", q.Prefetch, "1..65535")
@@ -168,8 +179,8 @@ func (q QueueConfig) Validate() error {
 	if q.RetryMax < q.RetryBase {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at least RetryBase (%v)", q.RetryBase))
 	}
-	if q.RetryMax > MaxDeferral {
-		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most MaxDeferral (%v)", MaxDeferral))
+	if limit := LongestWait(DefaultGranularity); q.RetryMax > limit {
+		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most %v, MaxDeferral (%v) rounded down to DefaultGranularity: a retry delay is rounded up to the granularity, and a wait above MaxDeferral is refused", limit, MaxDeferral))
 	}
 	if q.Timeout < 0 {
 		bad("Timeout", q.Timeout, "0 (none) or a positive duration")
@@ -184,8 +195,8 @@ func (q QueueConfig) Validate() error {
 	default:
 		bad("Delay", fmt.Sprintf("%q", q.Delay), `"queue" or "plugin"`)
 	}
-	if q.DelayExchange != "" && !queueNameRE.MatchString(q.DelayExchange) {
-		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), "a name of [A-Za-z0-9._-]")
+	if q.DelayExchange != "" && (!names.Valid(q.DelayExchange) || len(q.DelayExchange) > names.MaxShortString) {
+		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), fmt.Sprintf("a name of %s+, at most %d bytes", names.Chars, names.MaxShortString))
 	}
 	if q.Schedule != "" {
 		var se *SpecError

@@ -19,14 +19,20 @@ func TestQueueConfigValidate(t *testing.T) {
 		mod  func(*runtime.QueueConfig)
 		want string
 	}{
-		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a non-empty name of [A-Za-z0-9._-], at most 255 bytes`},
+		{"empty name", func(q *runtime.QueueConfig) { q.Name = "" }, `Name = "", want a queue name of [A-Za-z0-9._-]+, at most 235 bytes`},
 		{"bad name", func(q *runtime.QueueConfig) { q.Name = "a b" }, `Name = "a b"`},
+		{"name too long", func(q *runtime.QueueConfig) { q.Name = strings.Repeat("q", runtime.MaxQueueNameLen+1) }, "at most 235 bytes (255, AMQP's limit, less 20 for the names derived from it, such as <name>.deferred.<ttl_ms>)"},
+		{"scheduled name too long", func(q *runtime.QueueConfig) {
+			q.Name, q.Schedule = strings.Repeat("q", runtime.MaxScheduleNameLen+1), "@hourly"
+		}, "at most 200 bytes with a Schedule"},
+		{"delay exchange too long", func(q *runtime.QueueConfig) { q.DelayExchange = strings.Repeat("x", 256) }, "DelayExchange"},
 		{"prefetch", func(q *runtime.QueueConfig) { q.Prefetch = 70000 }, "Prefetch = 70000, want 1..65535"},
 		{"concurrency", func(q *runtime.QueueConfig) { q.Concurrency = 11 }, "Concurrency = 11, want 1..Prefetch (10)"},
 		{"priority", func(q *runtime.QueueConfig) { q.MaxPriority = 256 }, "MaxPriority = 256, want 0..255"},
 		{"attempts", func(q *runtime.QueueConfig) { q.MaxAttempts = 1001 }, "MaxAttempts = 1001, want 1..1000"},
 		{"retry max", func(q *runtime.QueueConfig) { q.RetryBase, q.RetryMax = time.Minute, time.Second }, "RetryMax = 1s, want at least RetryBase (1m0s)"},
-		{"retry too long", func(q *runtime.QueueConfig) { q.RetryMax = 1000 * time.Hour }, "RetryMax = 1000h0m0s, want at most MaxDeferral"},
+		{"retry too long", func(q *runtime.QueueConfig) { q.RetryMax = 1000 * time.Hour }, "RetryMax = 1000h0m0s, want at most 596h31m23s, MaxDeferral (596h31m23.6475s) rounded down to DefaultGranularity"},
+		{"retry max past the longest wait", func(q *runtime.QueueConfig) { q.RetryMax = runtime.MaxDeferral - 500*time.Millisecond }, "RetryMax = 596h31m23.1475s, want at most 596h31m23s"},
 		{"timeout", func(q *runtime.QueueConfig) { q.Timeout = -1 }, "Timeout = -1ns"},
 		{"queue type", func(q *runtime.QueueConfig) { q.QueueType = "stream" }, `QueueType = "stream", want "classic" or "quorum"`},
 		{"delay", func(q *runtime.QueueConfig) { q.Delay = "later" }, `Delay = "later", want "queue" or "plugin"`},
@@ -43,6 +49,19 @@ func TestQueueConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %q, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestQueueNameLimits: the longest queue name validates, alone and with a
+// schedule up to the schedule name's limit.
+func TestQueueNameLimits(t *testing.T) {
+	q := runtime.DefaultQueueConfig(strings.Repeat("q", runtime.MaxQueueNameLen))
+	if err := q.Validate(); err != nil {
+		t.Errorf("a %d-byte name: %v", len(q.Name), err)
+	}
+	q.Name, q.Schedule = strings.Repeat("q", runtime.MaxScheduleNameLen), "@hourly"
+	if err := q.Validate(); err != nil {
+		t.Errorf("a %d-byte name with a schedule: %v", len(q.Name), err)
 	}
 }
 
@@ -66,6 +85,30 @@ func TestRetryDelay(t *testing.T) {
 	}
 	if got := q.RetryDelay(1000); got != 10*time.Second {
 		t.Errorf("RetryDelay(1000) = %v, want the cap", got)
+	}
+}
+
+// TestRetryDelaysAreWaits: with RetryMax at its largest, every retry
+// delay of every attempt is a wait the backend's granularity accepts;
+// LongestWait is the edge, at every granularity.
+func TestRetryDelaysAreWaits(t *testing.T) {
+	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: runtime.LongestWait(0)}
+	if err := q.Validate(); err != nil {
+		t.Fatalf("RetryMax = LongestWait(0): %v", err)
+	}
+	for attempt := 1; attempt <= q.MaxAttempts; attempt++ {
+		if _, err := runtime.WaitDelay(q.RetryDelay(attempt), runtime.DefaultGranularity); err != nil {
+			t.Fatalf("retry after attempt %d: %v", attempt, err)
+		}
+	}
+	for _, g := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, time.Minute, time.Hour} {
+		longest := runtime.LongestWait(g)
+		if got, err := runtime.WaitDelay(longest, g); err != nil || got != longest {
+			t.Errorf("WaitDelay(LongestWait(%v) = %v) = %v, %v; want it unchanged", g, longest, got, err)
+		}
+		if _, err := runtime.WaitDelay(longest+time.Nanosecond, g); !errors.Is(err, runtime.ErrDelayTooLong) {
+			t.Errorf("WaitDelay(LongestWait(%v)+1ns) = %v, want ErrDelayTooLong", g, err)
+		}
 	}
 }
 

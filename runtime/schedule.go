@@ -3,11 +3,12 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/queuey/queuey/internal/names"
 )
 
 // Missed says what a schedule does with ticks that passed while no
@@ -30,8 +31,8 @@ const (
 type Schedule struct {
 	// Name identifies the schedule across every process of a backend: one
 	// lease is held per name, and each tick's job ID is Name and the
-	// tick's time (see TickID). [A-Za-z0-9._-]+; empty means the queue's
-	// name. Two schedules with one name share one lease and one series of
+	// tick's time (see TickID). [A-Za-z0-9._-]+, at most
+	// MaxScheduleNameLen bytes; empty means the queue's name. Two schedules with one name share one lease and one series of
 	// ticks; give each its own name.
 	Name string
 	// Spec is a cron spec of five fields (minute, hour, day of month,
@@ -54,7 +55,11 @@ type Schedule struct {
 	Missed Missed
 }
 
-var scheduleNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+// MaxScheduleNameLen is the longest Schedule.Name. Each tick's job ID
+// (TickID) is the name and 21 bytes more, and a backend names the
+// schedule's lease after it (RabbitMQ: "queuey.lease.schedule.<name>", 22
+// bytes more), each within AMQP's 255-byte limit.
+const MaxScheduleNameLen = 200
 
 // cronParser reads the specs of Schedule.Spec.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -160,8 +165,8 @@ func (s Schedule) withDefaults(queue string) Schedule {
 
 // validate checks s (after withDefaults) and returns its ticks.
 func (s Schedule) validate() (func(time.Time) time.Time, error) {
-	if !scheduleNameRE.MatchString(s.Name) || len(s.Name) > 200 {
-		return nil, fmt.Errorf("%w: schedule name %q, want [A-Za-z0-9._-]+, at most 200 bytes", ErrInvalidOption, s.Name)
+	if !names.Valid(s.Name) || len(s.Name) > MaxScheduleNameLen {
+		return nil, fmt.Errorf("%w: schedule name %q, want %s+, at most %d bytes", ErrInvalidOption, s.Name, names.Chars, MaxScheduleNameLen)
 	}
 	switch s.Missed {
 	case MissedRunOnce, MissedSkip:

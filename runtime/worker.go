@@ -174,12 +174,22 @@ func (w *Worker) Queues() []QueueConfig {
 // (ErrNoHandlers), a failed declare, or a backend that was closed under
 // it. It returns an error wrapping ErrCannotConsume, naming the queue, when
 // a queue cannot be consumed (the broker refused it), after stopping the
-// others as on shutdown. Run may be called once; a second call returns ErrWorkerRunning.
+// others as on shutdown.
+//
+// Run may be called once. A second call returns ErrWorkerRunning while the
+// first runs, and ErrWorkerDone once it has returned: a worker is not run
+// again, since Stop, once called, stops it for good, and a Stop meant for
+// one run must not be taken by the next. Make a new Worker to run again.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
 		w.mu.Unlock()
-		return ErrWorkerRunning
+		select {
+		case <-w.done:
+			return ErrWorkerDone
+		default:
+			return ErrWorkerRunning
+		}
 	}
 	w.started = true
 	regs := slices.Clone(w.regs)

@@ -66,6 +66,10 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 	if err := recvT(t, errc); err != nil {
 		t.Errorf("Run after Stop = %v, want nil", err)
 	}
+	err = w.Run(context.Background())
+	if !errors.Is(err, runtime.ErrWorkerDone) || strings.Contains(err.Error(), "running") {
+		t.Errorf("Run after Run returned = %v, want ErrWorkerDone, which does not say it is running", err)
+	}
 }
 
 func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {

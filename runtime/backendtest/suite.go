@@ -59,6 +59,10 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"PauseResume", false, testPauseResume},
 		{"StopBurnsNoAttempt", false, testStopBurnsNoAttempt},
 		{"PauseBurnsNoAttempt", false, testPauseBurnsNoAttempt},
+		{"QueueNameLimits", true, testQueueNameLimits},
+		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
+		{"ReservedHeaders", false, testReservedHeaders},
+		{"DeclareErrorNamesQueueOnce", false, testDeclareErrorNamesQueueOnce},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {

@@ -16,6 +16,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -49,7 +50,7 @@ var ErrInvalid = errors.New("invalid envelope")
 
 // MaxShortString is the longest AMQP short string, in bytes: the limit of
 // a message id, a type, a header name, an exchange name and a routing key.
-const MaxShortString = 255
+const MaxShortString = names.MaxShortString
 
 // ErrTooLong is wrapped by every error about a field longer than an AMQP
 // short string can carry. Such a publish must never reach the client

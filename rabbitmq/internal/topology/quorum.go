@@ -51,7 +51,7 @@ func QuorumRung(d, granularity time.Duration) (time.Duration, error) {
 		granularity = runtime.DefaultGranularity
 	}
 	u := int64(r / granularity)
-	top := int64(runtime.MaxDeferral / granularity)
+	top := int64(runtime.LongestWait(granularity) / granularity)
 	return time.Duration(min(ladderUp(u), top)) * granularity, nil
 }
 
@@ -73,7 +73,7 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 	if granularity <= 0 {
 		granularity = runtime.DefaultGranularity
 	}
-	top := int64(runtime.MaxDeferral / granularity)
+	top := int64(runtime.LongestWait(granularity) / granularity)
 	var rungs []time.Duration
 	for u := int64(1); u <= top; u = ladderUp(u) + 1 {
 		rungs = append(rungs, time.Duration(min(ladderUp(u), top))*granularity)

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,30 @@ func TestParseVersion(t *testing.T) {
 	}
 	if (Version{3, 13, 0}).QuorumPriorities() || !(Version{4, 0, 0}).QuorumPriorities() {
 		t.Error("QuorumPriorities: want false on 3.x, true on 4.x")
+	}
+}
+
+// TestLongestDerivedName: with the default suffixes, the longest name
+// derived from a queue name of runtime.MaxQueueNameLen bytes, the deferral
+// hold queue of the longest wait at the finest granularity, is exactly
+// AMQP's 255 bytes, and every other derived queue name is shorter: the
+// queue-name limit leaves the room these names need, and no more.
+func TestLongestDerivedName(t *testing.T) {
+	name := strings.Repeat("q", runtime.MaxQueueNameLen)
+	longest := runtime.MaxDeferral.Truncate(time.Millisecond)
+	var n Names
+	for _, kind := range []HoldKind{Deferred, Retry} {
+		for _, hold := range []func(string, HoldKind, time.Duration, time.Duration) (Queue, time.Duration, error){n.Hold, n.QuorumHold} {
+			q, _, err := hold(name, kind, longest, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(q.Name) > 255 || kind == Deferred && len(q.Name) != 255 {
+				t.Errorf("%s hold queue of the longest wait is %d bytes, want 255 at most (exactly for the deferred one)", kind, len(q.Name))
+			}
+		}
+	}
+	if d := n.Dead(name).Name; len(d) > 255 {
+		t.Errorf("dead-letter queue name is %d bytes", len(d))
 	}
 }

@@ -1,0 +1,49 @@
+// Package names holds the one rule for the names queuey gives the broker:
+// queue names, schedule names, queue-name suffixes and exchange names.
+// runtime, annotations and the RabbitMQ backend all check names here, so
+// that what one of them accepts the others accept too.
+package names
+
+import "fmt"
+
+// Chars is the character class of a name, for messages.
+const Chars = "[A-Za-z0-9._-]"
+
+// MaxShortString is the longest AMQP short string, in bytes: the limit of
+// every queue and exchange name the broker takes.
+const MaxShortString = 255
+
+// LongestDerived is how many bytes the longest name the RabbitMQ backend
+// derives from a queue name adds to it with its default options: the
+// deferral hold queue of the longest wait, "<q>.deferred.2147483647"
+// (runtime.MaxDeferral in milliseconds). Every other derived name adds
+// less: "<q>.retry.<ttl_ms>", "<q>.dead", the delay exchange "<q>.delay",
+// the paused marker "queuey.paused.<q>".
+const LongestDerived = len(".deferred.") + len("2147483647")
+
+// MaxQueue is the longest queue name: one whose every derived name still
+// fits in a short string.
+const MaxQueue = MaxShortString - LongestDerived
+
+// QueueRule says what a queue name is, for messages.
+var QueueRule = fmt.Sprintf("a queue name of %s+, at most %d bytes (%d, AMQP's limit, less %d for the names derived from it, such as <name>.deferred.<ttl_ms>)",
+	Chars, MaxQueue, MaxShortString, LongestDerived)
+
+// Valid reports whether s is one or more characters of Chars. It does not
+// bound the length: each kind of name has its own limit.
+func Valid(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Queue reports whether s is a valid queue name: Valid and at most
+// MaxQueue bytes.
+func Queue(s string) bool { return len(s) <= MaxQueue && Valid(s) }
