@@ -62,8 +62,14 @@ func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishin
 }
 
 // encodeAppend is codec.EncodeAppend in the format o.HeaderEnvelopes
-// chooses.
+// chooses. A job whose payload alone is over the max message size is
+// refused before it is encoded (codec.CheckPayload).
 func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
+	if env != nil {
+		if err := codec.CheckPayload(env, codec.Limits{MaxBody: b.opts.MaxMessageSize}); err != nil {
+			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", clip(env.Queue), err)
+		}
+	}
 	o.HeaderFormat = b.opts.HeaderEnvelopes
 	return codec.EncodeAppend(dst, env, o)
 }
@@ -93,6 +99,18 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		_ = pubConn.close()
 		return nil, err
 	}
+	v := pubConn.serverVersion()
+	version, err := topology.ParseVersion(v)
+	if err != nil {
+		version = topology.Version{Major: 3}
+		opts.Logger.Warn("queuey: unknown RabbitMQ version; assuming 3.x", "version", v, "error", err)
+	}
+	if opts.MaxMessageSize == 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+		if version.Major >= 4 {
+			opts.MaxMessageSize = DefaultMaxMessageSize4
+		}
+	}
 	// Delay exchanges are declared on a connection of their own, dialled
 	// only when a plugin-mode queue is declared.
 	topoConn := newConnection(urls, opts.ConnectionName+" topology", opts.Logger)
@@ -100,11 +118,12 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		names:    opts.names(),
+		version:  version,
 		pubConn:  pubConn,
 		conConn:  conConn,
 		cons:     newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
 		checks:   make(chan struct{}, maxPauseChecks),
-		pub:      newPublisher(pubConn, opts.PublishChannels, opts.Logger),
+		pub:      newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
 		decl:     &declarer{conn: pubConn},
 		topoConn: topoConn,
 		topo:     &declarer{conn: topoConn},
@@ -114,12 +133,6 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 	}
 	b.delayers = delayers(b)
 	b.notices.b = b
-	v := pubConn.serverVersion()
-	b.version, err = topology.ParseVersion(v)
-	if err != nil {
-		b.version = topology.Version{Major: 3}
-		b.log.Warn("queuey: unknown RabbitMQ version; assuming 3.x", "version", v, "error", err)
-	}
 	return b, nil
 }
 
@@ -301,7 +314,7 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	if !b.opts.HeaderEnvelopes {
 		size := 0
 		for _, env := range envs {
-			if env != nil {
+			if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
 				size += codec.BodySize(env)
 			}
 		}

@@ -71,11 +71,20 @@ func tooLong(field string, n int) error {
 }
 
 // CheckPublishing refuses a publish of msg to exchange with routing key
-// key when any field that travels as an AMQP short string (the exchange,
-// the routing key, the string properties and every header name, nested
-// tables included) exceeds MaxShortString bytes. The error names the field
-// and its length.
-func CheckPublishing(exchange, key string, msg *amqp.Publishing) error {
+// key that the client library or the broker would fail after part of it
+// was written, failing every other publish on the channel or the
+// connection with it:
+//
+//   - a field that travels as an AMQP short string (the exchange, the
+//     routing key, the string properties and every header name, nested
+//     tables included) longer than MaxShortString bytes: ErrTooLong,
+//     naming the field and its length;
+//   - a header value of a type the client library cannot encode;
+//   - a content header (HeaderSize) that does not fit in one frame of
+//     lim.FrameMax with lim.Reserve to spare, or a body longer than
+//     lim.MaxBody: runtime.ErrTooLarge, naming the limit, the size and the
+//     message id.
+func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) error {
 	for _, f := range []struct {
 		name, v string
 	}{
@@ -95,7 +104,13 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing) error {
 			return tooLong(f.name, len(f.v))
 		}
 	}
-	return checkTable(msg.Headers, "header")
+	if err := checkTable(msg.Headers, "header"); err != nil {
+		return err
+	}
+	if err := msg.Headers.Validate(); err != nil {
+		return err
+	}
+	return checkSize(msg, lim)
 }
 
 func checkTable(t amqp.Table, what string) error {
