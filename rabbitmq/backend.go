@@ -55,6 +55,15 @@ type Backend struct {
 	once   sync.Once
 }
 
+// encodeCopy is encode of a copy of a job already on the broker (a
+// retry, a deferral, a dead letter, a redelivery, a re-drive): made to fit
+// what the publishing connection takes (codec.Options.Fit), so that the
+// copy is never refused and the job never stuck where it is.
+func (b *Backend) encodeCopy(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
+	o.Fit = b.pub.limits()
+	return b.encode(env, o)
+}
+
 // encode is codec.Encode in the format o.HeaderEnvelopes chooses.
 func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
 	msg, _, err := b.encodeAppend(nil, env, o)
@@ -360,7 +369,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 		return fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 	}
 	if delay > 0 {
-		return b.wait(ctx, env.Queue, topology.Deferred, env, env.Priority, delay)
+		return b.wait(ctx, env.Queue, topology.Deferred, env, codec.Options{Priority: env.Priority}, delay)
 	}
 	msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 	if err != nil {
@@ -369,11 +378,12 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	return missingQueue(env.Queue, b.pub.publish(ctx, env.Queue, msg))
 }
 
-// wait publishes env to come back to queue after delay, at least one
-// granularity (runtime.WaitDelay), at wire priority prio. A delay that is
-// too long or a queue not declared here is refused before anything is
+// wait publishes env, encoded with o (its wire priority, and what it must
+// fit when it is a copy of a job on the broker), to come back to queue
+// after delay, at least one granularity (runtime.WaitDelay). A delay that
+// is too long or a queue not declared here is refused before anything is
 // published.
-func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, prio uint8, delay time.Duration) error {
+func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
 	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
@@ -386,7 +396,7 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	if err != nil {
 		return err
 	}
-	msg, err := b.encode(env, codec.Options{Priority: prio})
+	msg, err := b.encode(env, o)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 )
 
 // publisher publishes over a pool of confirm-mode channels, each with many
@@ -82,6 +83,20 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 func (p *publisher) limitsOn(conn *amqp.Connection) codec.Limits {
 	return codec.Limits{FrameMax: conn.Config.FrameSize, MaxBody: p.maxBody}
 }
+
+// limits are what the broker takes in one publish on the live publishing
+// connection (see connection.frameMax), with room kept for every header
+// the publish path may add to a message: the pairing header (seqHeader)
+// and a plugin wait's delay. A message made to fit them fits whichever
+// way it is published.
+func (p *publisher) limits() codec.Limits {
+	return codec.Limits{FrameMax: p.conn.frameMax(), MaxBody: p.maxBody, Reserve: addedHeadersRoom}
+}
+
+// addedHeadersRoom is the most that the publish path adds to a message's
+// content header: the pairing header, a plugin wait's x-delay, and the
+// table's length when the message had no headers.
+var addedHeadersRoom = seqHeaderRoom + codec.EntrySize(plugin.HeaderDelay, int32(0))
 
 // publish publishes msg to the default exchange with routing key key,
 // mandatory, on the next channel of the pool, and returns once the broker

@@ -357,7 +357,7 @@ func (d *delivery) Requeue(context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, next.Priority, delay); err != nil {
+	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -369,7 +369,7 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, maxPriority(q), delay); err != nil {
+	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -388,7 +388,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		d.s.acks.settled(d.tag)
 		return nil
 	}
-	msg, err := d.s.b.encode(next, codec.Options{DeadReason: reason})
+	msg, err := d.s.b.encodeCopy(next, codec.Options{DeadReason: reason})
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}

@@ -148,6 +148,17 @@ type Options struct {
 	// earlier versions read: the payload alone as the body, every other
 	// field in headers.
 	HeaderFormat bool
+	// Fit, when its FrameMax is set, is what the content header of a copy
+	// of a job already on the broker (a retry, a deferral, a dead letter,
+	// a redelivery, a re-drive) must fit in: such a copy must travel, or
+	// the job stays where it is and fails the same way again. In the
+	// header format, a copy that would not fit, or that has a header name
+	// too long for it, is encoded in the body format instead, which every
+	// reader of this version reads. A dead letter that still would not fit
+	// goes without its last error header (the body keeps the last error
+	// whole), then with its reason header shortened. Zero, as for an
+	// enqueue, changes nothing: the publish refuses what does not fit.
+	Fit Limits
 }
 
 // Encode returns the publishing that carries env. It refuses an envelope
@@ -188,6 +199,10 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	}
 	if o.HeaderFormat {
 		msg, err := encodeLegacy(env, o)
+		if o.Fit.FrameMax > 0 && (errors.Is(err, ErrTooLong) || err == nil && !o.Fit.FitsHeader(&msg)) {
+			o.HeaderFormat = false
+			return EncodeAppend(dst, env, o)
+		}
 		return msg, dst, err
 	}
 	var h amqp.Table
@@ -207,7 +222,7 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	}
 	start := len(dst)
 	dst = appendBody(dst, env)
-	return amqp.Publishing{
+	msg := amqp.Publishing{
 		Headers:      h,
 		ContentType:  ContentType,
 		DeliveryMode: amqp.Persistent,
@@ -216,7 +231,11 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 		Type:         env.Kind,
 		Timestamp:    env.EnqueuedAt,
 		Body:         dst[start:len(dst):len(dst)],
-	}, dst, nil
+	}
+	if h != nil && o.Fit.FrameMax > 0 {
+		fitDeadHeaders(&msg, o.Fit)
+	}
+	return msg, dst, nil
 }
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that

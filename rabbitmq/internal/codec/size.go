@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -185,6 +186,38 @@ func (l Limits) checkBody(which, what string, n int) error {
 			runtime.ErrTooLarge, which, what, n, l.MaxBody)
 	}
 	return nil
+}
+
+// fitDeadHeaders makes the dead-letter headers of msg, an envelope of
+// ContentType, fit lim: without the last error header first, which the
+// body carries whole, then with the reason shortened (Shorten).
+func fitDeadHeaders(msg *amqp.Publishing, lim Limits) {
+	if lim.FitsHeader(msg) {
+		return
+	}
+	delete(msg.Headers, HeaderLastError)
+	over := HeaderSize(msg) - lim.HeaderRoom()
+	if over <= 0 {
+		return
+	}
+	if reason, ok := msg.Headers[HeaderDeadReason].(string); ok {
+		msg.Headers[HeaderDeadReason] = Shorten(reason, len(reason)-over)
+	}
+}
+
+// Shorten returns s when it is at most n bytes long, or else its start,
+// cut at a rune boundary, and a note of how long s was, n bytes at most
+// together (or the note alone, when n leaves no room for it).
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	note := fmt.Sprintf("… (cut from %d bytes to fit one frame)", len(s))
+	keep := max(n-len(note), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + note
 }
 
 // message names msg in an error: by its id, when it has one.

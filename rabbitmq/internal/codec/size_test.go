@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -78,5 +79,97 @@ func TestCheckPublishingLimits(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestFitCopiesInTheBodyFormat: a header-format copy whose headers would not
+// fit in a frame travels in the body format, every field kept; without Fit
+// (an enqueue) the header format stays, for the publish to refuse.
+func TestFitCopiesInTheBodyFormat(t *testing.T) {
+	env := sample()
+	env.Headers["big"] = strings.Repeat("h", 5000)
+	lim := Limits{FrameMax: 4096, Reserve: 64}
+
+	msg, err := Encode(env, Options{HeaderFormat: true})
+	if err != nil || msg.ContentType != LegacyContentType {
+		t.Fatalf("Encode without Fit = %q, %v; want the header format", msg.ContentType, err)
+	}
+	msg, err = Encode(env, Options{HeaderFormat: true, Fit: lim, DeadReason: "dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.ContentType != ContentType || !lim.FitsHeader(&msg) {
+		t.Fatalf("Encode with Fit: content type %q, content header %d bytes; want the body format within %d", msg.ContentType, HeaderSize(&msg), lim.HeaderRoom())
+	}
+	got, err := Decode(deliver(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Headers["big"] != env.Headers["big"] || got.LastError != env.LastError || DeadReason(msg.Headers) != "dead" {
+		t.Errorf("copy lost fields: %d-byte header, last error %q, reason %q", len(got.Headers["big"]), got.LastError, DeadReason(msg.Headers))
+	}
+
+	// A header name too long for the header format's prefix, too.
+	env = sample()
+	env.Headers[strings.Repeat("n", 250)] = "v"
+	if msg, err = Encode(env, Options{HeaderFormat: true, Fit: lim}); err != nil || msg.ContentType != ContentType {
+		t.Errorf("Encode with Fit of a 250-byte header name = %q, %v; want the body format", msg.ContentType, err)
+	}
+
+	// What fits keeps the header format.
+	if msg, err = Encode(sample(), Options{HeaderFormat: true, Fit: lim}); err != nil || msg.ContentType != LegacyContentType {
+		t.Errorf("Encode with Fit of a small job = %q, %v; want the header format", msg.ContentType, err)
+	}
+}
+
+// TestFitShortensDeadHeaders: a dead letter whose reason and last error
+// headers would not fit goes without the last error header (the body keeps
+// it whole), then with the reason shortened, saying so.
+func TestFitShortensDeadHeaders(t *testing.T) {
+	lim := Limits{FrameMax: 4096, Reserve: 64}
+	env := sample()
+	env.LastError = strings.Repeat("e", 3000)
+	msg, err := Encode(env, Options{DeadReason: env.LastError, Fit: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lim.FitsHeader(&msg) {
+		t.Fatalf("content header %d bytes, want at most %d", HeaderSize(&msg), lim.HeaderRoom())
+	}
+	if _, ok := msg.Headers[HeaderLastError]; ok {
+		t.Error("last error header kept; it should go first")
+	}
+	if DeadReason(msg.Headers) != env.LastError {
+		t.Errorf("reason shortened to %d bytes although it fits without the last error header", len(DeadReason(msg.Headers)))
+	}
+	got, err := Decode(deliver(msg))
+	if err != nil || got.LastError != env.LastError {
+		t.Fatalf("body's last error: %d bytes, %v; want it whole", len(got.LastError), err)
+	}
+
+	long := strings.Repeat("r", 10000)
+	msg, err = Encode(env, Options{DeadReason: long, Fit: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := DeadReason(msg.Headers)
+	if !lim.FitsHeader(&msg) || !strings.HasPrefix(r, "rrr") || !strings.Contains(r, "cut from 10000 bytes") {
+		t.Errorf("content header %d bytes (room %d), reason %q…; want it within, cut and saying so", HeaderSize(&msg), lim.HeaderRoom(), r[:min(len(r), 40)])
+	}
+
+	// Without Fit nothing is cut.
+	if msg, _ = Encode(env, Options{DeadReason: long}); DeadReason(msg.Headers) != long || msg.Headers[HeaderLastError] != env.LastError {
+		t.Error("Encode without Fit changed the dead headers")
+	}
+}
+
+func TestShorten(t *testing.T) {
+	if got := Shorten("short", 10); got != "short" {
+		t.Errorf("Shorten of what fits = %q", got)
+	}
+	s := strings.Repeat("é", 100) // 2 bytes a rune
+	got := Shorten(s, 61)
+	if len(got) > 61 || !utf8.ValidString(got) || !strings.HasPrefix(got, "é") || !strings.Contains(got, "200 bytes") {
+		t.Errorf("Shorten(200 bytes of é, 61) = %q (%d bytes), want valid UTF-8 within 61 saying 200 bytes", got, len(got))
 	}
 }
