@@ -1,7 +1,10 @@
 package rabbitmq
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -24,12 +27,17 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		return
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
-	if err := s.b.publishDead(s.ctx, s.q.Name, poisonCopy(m, s.q.Name, reason)); err != nil {
+	msg, dropped := poisonCopy(m, s.q.Name, reason, s.b.pub.limits())
+	if err := s.b.publishDead(s.ctx, s.q.Name, msg); err != nil {
 		s.poisonFailed(m, dead, err)
 		return
 	}
 	s.poisonFails = 0
-	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
+	attrs := []any{"queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr}
+	if len(dropped) > 0 {
+		attrs = append(attrs, "dropped_headers", dropped)
+	}
+	s.b.log.Error("queuey: invalid message moved to dead-letter queue", attrs...)
 	if err := s.acks.ack(m.DeliveryTag); err != nil {
 		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
 	}
@@ -48,7 +56,13 @@ const (
 // expiration, which would make the dead letter expire, and the user id,
 // which the broker checks against the publishing connection's user and
 // refuses (closing the channel) when another user set it.
-func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
+//
+// The copy's content header must fit in one frame of lim (the broker
+// would close the publishing connection otherwise, and the message would
+// never move), but m's headers may have filled m's frame already: then the
+// largest of them are dropped, until the copy fits, and the reason says
+// which and why. The names of the dropped headers are returned.
+func poisonCopy(m *amqp.Delivery, queue, reason string, lim codec.Limits) (amqp.Publishing, []string) {
 	h := make(amqp.Table, len(m.Headers)+4)
 	for k, v := range m.Headers {
 		h[k] = v
@@ -61,7 +75,7 @@ func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
 	if m.UserId != "" {
 		h[headerOriginalUserID] = m.UserId
 	}
-	return amqp.Publishing{
+	msg := amqp.Publishing{
 		Headers:         h,
 		ContentType:     m.ContentType,
 		ContentEncoding: m.ContentEncoding,
@@ -75,6 +89,79 @@ func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
 		AppId:           m.AppId,
 		Body:            m.Body,
 	}
+	if lim.FitsHeader(&msg) {
+		return msg, nil
+	}
+	return msg, dropHeaders(&msg, reason, lim)
+}
+
+// poisonHeader is one of an invalid message's own headers and its size on
+// the wire.
+type poisonHeader struct {
+	name string
+	size int
+}
+
+// dropHeaders drops the largest of msg's headers that the invalid message
+// brought, those poisonCopy did not add, until msg fits lim with a reason
+// (reason, then which headers were dropped) that says so. The reason is
+// shortened if even that is not enough. It returns the dropped names.
+func dropHeaders(msg *amqp.Publishing, reason string, lim codec.Limits) []string {
+	var own []poisonHeader
+	for k, v := range msg.Headers {
+		switch k {
+		case codec.HeaderDeadReason, codec.HeaderQueue, headerOriginalExpiration, headerOriginalUserID:
+		default:
+			own = append(own, poisonHeader{k, codec.EntrySize(k, v)})
+		}
+	}
+	slices.SortFunc(own, func(a, b poisonHeader) int {
+		return cmp.Or(cmp.Compare(b.size, a.size), strings.Compare(a.name, b.name))
+	})
+	room := lim.HeaderRoom()
+	rest := codec.HeaderSize(msg) - codec.EntrySize(codec.HeaderDeadReason, reason) // all but the reason
+	var dropped []poisonHeader
+	full := reason
+	for _, d := range own {
+		if rest+codec.EntrySize(codec.HeaderDeadReason, full) <= room {
+			break
+		}
+		delete(msg.Headers, d.name)
+		rest -= d.size
+		dropped = append(dropped, d)
+		full = droppedReason(reason, dropped, lim)
+	}
+	if over := rest + codec.EntrySize(codec.HeaderDeadReason, full) - room; over > 0 {
+		full = codec.Shorten(full, len(full)-over)
+	}
+	msg.Headers[codec.HeaderDeadReason] = full
+	names := make([]string, len(dropped))
+	for i, d := range dropped {
+		names[i] = d.name
+	}
+	return names
+}
+
+// maxDroppedNamed is how many dropped headers a dead reason names; it
+// counts the rest.
+const maxDroppedNamed = 8
+
+// droppedReason is reason, followed by which of the invalid message's
+// headers were dropped from its dead-letter copy and why.
+func droppedReason(reason string, dropped []poisonHeader, lim codec.Limits) string {
+	var b strings.Builder
+	b.WriteString(reason)
+	fmt.Fprintf(&b, "; %d of its headers dropped, the largest first, so that the copy's content header fits in one frame (frame_max %d): ", len(dropped), lim.FrameMax)
+	for i, d := range dropped[:min(len(dropped), maxDroppedNamed)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q (%d bytes)", clip(d.name), d.size)
+	}
+	if n := len(dropped) - maxDroppedNamed; n > 0 {
+		fmt.Fprintf(&b, " and %d more", n)
+	}
+	return b.String()
 }
 
 // Backoff of an invalid message that could not be moved to the dead-letter

@@ -3,13 +3,79 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
+
+// getWithin takes one message from queue, polling until one is there.
+func getWithin(t *testing.T, ch *amqp.Channel, queue string) amqp.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		m, ok, err := ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no message in %q within %v", queue, wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	}
+}
+
+// TestPoisonFillingItsFrameReachesDeadLetters: an invalid message whose
+// headers fill its frame is moved to q.dead without them, since with the
+// reason added they no longer fit in a frame, and the reason says which
+// were dropped and why. The publishing connection stays up, and enqueues
+// alongside all succeed.
+func TestPoisonFillingItsFrameReachesDeadLetters(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q, _ := jobQueue(t, b)
+	other, p := jobQueue(t, b)
+	pub, _ := rabbitmq.Connections(b)
+	frameMax := pub.Config.FrameSize
+
+	msg := amqp.Publishing{MessageId: "poison-big", ContentType: "text/plain", Headers: amqp.Table{"small": "kept", "big": ""}, Body: []byte("not an envelope")}
+	msg.Headers["big"] = strings.Repeat("x", frameMax-codec.FrameOverhead-codec.HeaderSize(&msg)-16)
+	raw := rawChannel(t)
+	if err := raw.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := publishRaw(t, raw, q.Name, msg); err != nil {
+		t.Fatalf("raw publish of a %d-byte content header: %v", codec.HeaderSize(&msg), err)
+	}
+
+	stop := enqueueAlongside(t, p, other, 20)
+	runWorker(t, b, q, func(context.Context, job) error { return nil })
+	m := getWithin(t, raw, q.Name+".dead")
+	enqueued, errs := stop()
+	noneFailed(t, enqueued, errs)
+	samePublishConnection(t, b, pub)
+
+	if _, ok := m.Headers["big"]; ok {
+		t.Error(`dead letter kept header "big"`)
+	}
+	if m.Headers["small"] != "kept" || m.MessageId != "poison-big" || string(m.Body) != "not an envelope" {
+		t.Errorf("dead letter: small header %v, id %q, body %q", m.Headers["small"], m.MessageId, m.Body)
+	}
+	reason, _ := m.Headers[codec.HeaderDeadReason].(string)
+	for _, want := range []string{"not a valid envelope", `"big"`, "dropped", fmt.Sprintf("frame_max %d", frameMax)} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not say %q", reason, want)
+		}
+	}
+}
 
 // TestDeadLetterOfAJobFillingItsFrame: with job headers in the content
 // header, a job whose headers nearly fill a frame dead-letters (the reason
