@@ -190,7 +190,7 @@ func (r *redrive) run(ctx context.Context) error {
 			continue
 		}
 		next := runtime.RedriveEnvelope(env, r.s.queue, time.Now())
-		msg, err := r.b.encode(next, codec.Options{Priority: next.Priority})
+		msg, err := r.b.encodeCopy(next, codec.Options{Priority: next.Priority})
 		if err != nil {
 			r.s.keep(m)
 			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})

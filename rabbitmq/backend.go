@@ -56,6 +56,15 @@ type Backend struct {
 	once   sync.Once
 }
 
+// encodeCopy is encode of a copy of a job already on the broker (a
+// retry, a deferral, a dead letter, a redelivery, a re-drive): made to fit
+// what the publishing connection takes (codec.Options.Fit), so that the
+// copy is never refused and the job never stuck where it is.
+func (b *Backend) encodeCopy(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
+	o.Fit = b.pub.limits()
+	return b.encode(env, o)
+}
+
 // encode is codec.Encode in the format o.HeaderEnvelopes chooses.
 func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
 	msg, _, err := b.encodeAppend(nil, env, o)
@@ -63,8 +72,14 @@ func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishin
 }
 
 // encodeAppend is codec.EncodeAppend in the format o.HeaderEnvelopes
-// chooses.
+// chooses. A job whose payload alone is over the max message size is
+// refused before it is encoded (codec.CheckPayload).
 func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
+	if env != nil {
+		if err := codec.CheckPayload(env, codec.Limits{MaxBody: b.opts.MaxMessageSize}); err != nil {
+			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", clip(env.Queue), err)
+		}
+	}
 	o.HeaderFormat = b.opts.HeaderEnvelopes
 	return codec.EncodeAppend(dst, env, o)
 }
@@ -94,6 +109,18 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		_ = pubConn.close()
 		return nil, err
 	}
+	v := pubConn.serverVersion()
+	version, err := topology.ParseVersion(v)
+	if err != nil {
+		version = topology.Version{Major: 3}
+		opts.Logger.Warn("queuey: unknown RabbitMQ version; assuming 3.x", "version", v, "error", err)
+	}
+	if opts.MaxMessageSize == 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+		if version.Major >= 4 {
+			opts.MaxMessageSize = DefaultMaxMessageSize4
+		}
+	}
 	// Delay exchanges are declared on a connection of their own, dialled
 	// only when a plugin-mode queue is declared.
 	topoConn := newConnection(urls, opts.ConnectionName+" topology", opts.Logger)
@@ -101,11 +128,12 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		names:    opts.names(),
+		version:  version,
 		pubConn:  pubConn,
 		conConn:  conConn,
 		cons:     newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
 		checks:   make(chan struct{}, maxPauseChecks),
-		pub:      newPublisher(pubConn, opts.PublishChannels, opts.Logger),
+		pub:      newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
 		decl:     &declarer{conn: pubConn},
 		topoConn: topoConn,
 		topo:     &declarer{conn: topoConn},
@@ -115,12 +143,6 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 	}
 	b.delayers = delayers(b)
 	b.notices.b = b
-	v := pubConn.serverVersion()
-	b.version, err = topology.ParseVersion(v)
-	if err != nil {
-		b.version = topology.Version{Major: 3}
-		b.log.Warn("queuey: unknown RabbitMQ version; assuming 3.x", "version", v, "error", err)
-	}
 	return b, nil
 }
 
@@ -316,7 +338,7 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	if !b.opts.HeaderEnvelopes {
 		size := 0
 		for _, env := range envs {
-			if env != nil {
+			if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
 				size += codec.BodySize(env)
 			}
 		}
@@ -362,7 +384,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 		return fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 	}
 	if delay > 0 {
-		return b.wait(ctx, env.Queue, topology.Deferred, env, env.Priority, delay)
+		return b.wait(ctx, env.Queue, topology.Deferred, env, codec.Options{Priority: env.Priority}, delay)
 	}
 	msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 	if err != nil {
@@ -371,11 +393,12 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	return missingQueue(env.Queue, b.pub.publish(ctx, env.Queue, msg))
 }
 
-// wait publishes env to come back to queue after delay, at least one
-// granularity (runtime.WaitDelay), at wire priority prio. A delay that is
-// too long or a queue not declared here is refused before anything is
+// wait publishes env, encoded with o (its wire priority, and what it must
+// fit when it is a copy of a job on the broker), to come back to queue
+// after delay, at least one granularity (runtime.WaitDelay). A delay that
+// is too long or a queue not declared here is refused before anything is
 // published.
-func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, prio uint8, delay time.Duration) error {
+func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
 	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
@@ -388,7 +411,7 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	if err != nil {
 		return err
 	}
-	msg, err := b.encode(env, codec.Options{Priority: prio})
+	msg, err := b.encode(env, o)
 	if err != nil {
 		return err
 	}

@@ -303,6 +303,20 @@ func (c *connection) channelMax() uint16 {
 // defaultChannelMax is RabbitMQ's default channel_max, and amqp091-go's.
 const defaultChannelMax = 2047
 
+// frameMax is the live connection's negotiated frame_max (0: no limit),
+// or the last one's, or RabbitMQ's default before the first dial.
+func (c *connection) frameMax() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return defaultFrameMax
+	}
+	return c.conn.Config.FrameSize
+}
+
+// defaultFrameMax is RabbitMQ's default frame_max, and amqp091-go's.
+const defaultFrameMax = 131072
+
 // waitUnblocked waits until the connection is not blocked by a resource
 // alarm, and fails with ErrBlocked when ctx ends first.
 func (c *connection) waitUnblocked(ctx context.Context) error {

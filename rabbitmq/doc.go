@@ -145,6 +145,26 @@
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish
 //     in flight on it.
+//   - So is a publish the broker would not take, with ErrTooLarge (which
+//     is runtime.ErrTooLarge) naming the job, the queue, the size and the
+//     limit: a content header (the properties and every header; job
+//     headers travel there only with Options.HeaderEnvelopes) that does not
+//     fit in one frame of the connection's negotiated frame_max, which
+//     makes the broker close the connection, or a body over
+//     Options.MaxMessageSize (the broker's max_message_size, which it does
+//     not tell clients; zero means its version's default), which makes it
+//     close the channel. Only that publish fails, in a batch too.
+//   - A copy of a job already on the broker (a retry, a deferral, a dead
+//     letter, a redelivery, a re-drive) is made to fit in a frame rather
+//     than refused, which would leave the job to fail the same way again:
+//     with
+//     Options.HeaderEnvelopes, a copy whose headers would not fit in a
+//     frame (its last error or dead reason added) travels in the body
+//     format instead, which this version reads; a dead letter's last error
+//     header is left out if need be (its body keeps the last error whole),
+//     then its reason header is cut, saying so. An invalid message's copy
+//     to q.dead drops the largest of its own headers until it fits, and
+//     its reason names them.
 //   - A publishing or declaring channel closed by the broker (404 NOT_FOUND,
 //     406 PRECONDITION_FAILED) is reported as an error naming what was
 //     done, and replaced on the next use. A subscription's channel is not

@@ -25,7 +25,7 @@ func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) err
 // publishSerial is publish without a correlation header: on a channel of
 // its own that carries this one publish, so that a return pairs with it.
 func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
-	ch, err := p.conn.channel(ctx)
+	ch, conn, err := p.conn.channelConn(ctx)
 	if err != nil {
 		return err
 	}
@@ -35,6 +35,7 @@ func (p *publisher) publishSerial(ctx context.Context, exchange, key string, msg
 	}
 	pc := newPubChannel(ch, p.conn, p.log)
 	pc.solo = true
+	pc.limits = p.limitsOn(conn)
 	defer func() {
 		_ = ch.Close()
 		<-pc.done

@@ -15,6 +15,14 @@ import (
 // spread over when Options.PublishChannels is zero.
 const DefaultPublishChannels = 4
 
+// The brokers' default max_message_size, the longest message body they
+// take, in bytes: what Options.MaxMessageSize zero means, by the version of
+// the broker dialled.
+const (
+	DefaultMaxMessageSize  = 128 << 20 // RabbitMQ 3.8 to 3.13: 128 MiB
+	DefaultMaxMessageSize4 = 16 << 20  // RabbitMQ 4.0 and later: 16 MiB
+)
+
 // Default suffixes of the queues beside a logical queue q.
 const (
 	DefaultRetrySuffix    = topology.DefaultRetrySuffix    // q.retry.{ttl_ms}
@@ -96,6 +104,16 @@ type Options struct {
 	// until no worker of an earlier version consumes, then drop it: the
 	// body format costs the broker less per job, in CPU and in memory.
 	HeaderEnvelopes bool
+	// MaxMessageSize is the broker's max_message_size, in bytes: a job
+	// whose message body would be longer is refused with ErrTooLarge
+	// before it is sent, since the broker would close the channel instead,
+	// failing every other publish in flight on it. The broker does not
+	// tell it to clients: set it to the broker's max_message_size when
+	// that was changed. Zero means the default of the broker's version:
+	// DefaultMaxMessageSize (128 MiB) for 3.x, DefaultMaxMessageSize4 (16
+	// MiB) for 4.x. At most runtime.MaxJobSize (512 MiB), which no broker
+	// goes over whatever it is configured with.
+	MaxMessageSize int
 }
 
 // ManagementOff as Options.ManagementURL turns the management API off.
@@ -155,6 +173,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PublishChannels < 1 || o.PublishChannels > 64 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.PublishChannels = %d, want 1..64 (or 0 for %d)", runtime.ErrInvalidOption, o.PublishChannels, DefaultPublishChannels)
+	}
+	if o.MaxMessageSize < 0 || o.MaxMessageSize > runtime.MaxJobSize {
+		return o, fmt.Errorf("%w: rabbitmq.Options.MaxMessageSize = %d, want the broker's max_message_size, 1..%d (runtime.MaxJobSize), or 0 for its version's default", runtime.ErrInvalidOption, o.MaxMessageSize, runtime.MaxJobSize)
 	}
 	return o, nil
 }

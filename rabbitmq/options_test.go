@@ -37,6 +37,8 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Delay: "later"}, "Delay"},
 		{Options{DelayExchange: "a/b"}, "DelayExchange"},
 		{Options{PublishChannels: 65}, "PublishChannels"},
+		{Options{MaxMessageSize: -1}, "MaxMessageSize"},
+		{Options{MaxMessageSize: runtime.MaxJobSize + 1}, "MaxMessageSize"},
 	} {
 		_, err := tc.o.withDefaults()
 		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {

@@ -34,6 +34,9 @@ type pubChannel struct {
 	// be stuck in a socket write to a broker that stopped reading.
 	pubMu chan struct{}
 
+	// limits are what the broker takes in one publish on ch's connection.
+	limits codec.Limits
+
 	mu      sync.Mutex
 	pending map[uint64]*waiter
 	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
@@ -185,16 +188,17 @@ var errBlockedNow = errors.New("connection blocked")
 // which would hold the connection's other frames back with the cork: it
 // returns errBlockedNow instead.
 func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool, around *renewal) error {
-	// A field too long for the wire fails in the client library after the
-	// method frame went out, and the broker closes the whole connection:
-	// refuse it before it touches the channel.
-	if err := codec.CheckPublishing(exchange, key, &msg); err != nil {
-		return fmt.Errorf("publish to %q: %w", clip(key), err)
+	// A field too long for the wire or a header the client library cannot
+	// encode fails in the library after the method frame went out, a
+	// content header over frame_max makes the broker close the whole
+	// connection, a body over its max message size the channel: refuse
+	// them before they touch the channel. Refused here, they do not count
+	// as a failure of the channel.
+	lim := pc.limits
+	if mandatory && !pc.solo {
+		lim.Reserve += seqHeaderRoom // for the pairing header added below
 	}
-	// So would a header the client library cannot encode, before it
-	// touches the channel; checked here, it does not count as a failure
-	// of the channel.
-	if err := msg.Headers.Validate(); err != nil {
+	if err := codec.CheckPublishing(exchange, key, &msg, lim); err != nil {
 		return fmt.Errorf("publish to %q: %w", clip(key), err)
 	}
 	if corked {

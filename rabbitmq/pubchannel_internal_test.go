@@ -56,7 +56,7 @@ func publishTestbed(ctx context.Context, t *testing.T, name string) (*connection
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPublisher(conn, 1, log)
+	p := newPublisher(conn, 1, DefaultMaxMessageSize, log)
 	t.Cleanup(p.wait)
 	t.Cleanup(func() { _ = conn.close() })
 	ch, err := conn.channel(ctx)

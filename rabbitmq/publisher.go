@@ -8,16 +8,20 @@ import (
 	"sync/atomic"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 )
 
 // publisher publishes over a pool of confirm-mode channels, each with many
 // publishes in flight. Every publish waits for its confirm, and every one but
 // a plugin wait is mandatory.
 type publisher struct {
-	conn  *connection
-	log   *slog.Logger
-	slots []*slot
-	next  atomic.Uint32
+	conn    *connection
+	log     *slog.Logger
+	maxBody int // the broker's max message size (Options.MaxMessageSize)
+	slots   []*slot
+	next    atomic.Uint32
 	// waits carry plugin waits, apart from every other publish: a wait to
 	// a delay exchange that is gone makes the broker close its channel
 	// (404), failing whatever else is in flight on it.
@@ -25,8 +29,8 @@ type publisher struct {
 	nextWait atomic.Uint32
 }
 
-func newPublisher(conn *connection, channels int, log *slog.Logger) *publisher {
-	p := &publisher{conn: conn, log: log}
+func newPublisher(conn *connection, channels, maxBody int, log *slog.Logger) *publisher {
+	p := &publisher{conn: conn, log: log, maxBody: maxBody}
 	for range channels {
 		p.slots = append(p.slots, newSlot())
 	}
@@ -69,9 +73,30 @@ func (s *slot) get(ctx context.Context, p *publisher) (*pubChannel, error) {
 	}
 	pc := newPubChannel(ch, p.conn, p.log)
 	pc.sock = p.conn.sock(conn)
+	pc.limits = p.limitsOn(conn)
 	s.cur.Store(pc)
 	return pc, nil
 }
+
+// limitsOn are what the broker takes in one publish on conn: its
+// negotiated frame_max, and the max message size.
+func (p *publisher) limitsOn(conn *amqp.Connection) codec.Limits {
+	return codec.Limits{FrameMax: conn.Config.FrameSize, MaxBody: p.maxBody}
+}
+
+// limits are what the broker takes in one publish on the live publishing
+// connection (see connection.frameMax), with room kept for every header
+// the publish path may add to a message: the pairing header (seqHeader)
+// and a plugin wait's delay. A message made to fit them fits whichever
+// way it is published.
+func (p *publisher) limits() codec.Limits {
+	return codec.Limits{FrameMax: p.conn.frameMax(), MaxBody: p.maxBody, Reserve: addedHeadersRoom}
+}
+
+// addedHeadersRoom is the most that the publish path adds to a message's
+// content header: the pairing header, a plugin wait's x-delay, and the
+// table's length when the message had no headers.
+var addedHeadersRoom = seqHeaderRoom + codec.EntrySize(plugin.HeaderDelay, int32(0))
 
 // publish publishes msg to the default exchange with routing key key,
 // mandatory, on the next channel of the pool, and returns once the broker

@@ -26,7 +26,7 @@ func TestBadHeaderLeavesChannelUsable(t *testing.T) {
 	if err != nil {
 		t.Skipf("no broker: %v", err)
 	}
-	p := newPublisher(conn, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p := newPublisher(conn, 1, DefaultMaxMessageSize, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer p.wait()
 	defer conn.close()
 	bad := amqp.Publishing{Headers: amqp.Table{"bad": struct{}{}}}

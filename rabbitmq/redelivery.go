@@ -96,7 +96,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 			next.Headers = make(map[string]string, 1)
 		}
 		next.Headers[headerRedelivered] = "1"
-		msg, err := s.b.encode(next, codec.Options{Priority: m.Priority})
+		msg, err := s.b.encodeCopy(next, codec.Options{Priority: m.Priority})
 		if err == nil {
 			err = s.b.pub.publish(s.ctx, s.q.Name, msg)
 		}
@@ -116,7 +116,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	next.Attempt = runs
 	next.LastError = reason
 	delete(next.Headers, headerRedelivered)
-	msg, err := s.b.encode(next, codec.Options{DeadReason: reason})
+	msg, err := s.b.encodeCopy(next, codec.Options{DeadReason: reason})
 	if err == nil {
 		err = s.b.publishDead(s.ctx, s.q.Name, msg)
 	}

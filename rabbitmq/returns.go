@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/rabbitmq/internal/codec"
 )
 
 // seqHeader carries a publish's sequence number on its channel when its
@@ -12,6 +14,10 @@ import (
 // the same id is in flight on the channel. Each header costs the broker time
 // on every publish, so the common case goes without.
 const seqHeader = "x-queuey-publish-seq"
+
+// seqHeaderRoom is the most that seqHeader adds to a content header: its
+// entry, and the table's length when the message had no headers.
+var seqHeaderRoom = 4 + codec.EntrySize(seqHeader, int64(0))
 
 // pair hands return r to the publish in flight it belongs to, and reports
 // whether there was one.

@@ -354,116 +354,6 @@ func (s *subscription) fail(err error) {
 	}
 }
 
-// poison moves a message that is not a valid envelope to the dead-letter
-// queue with the reason in a header, or rejects it when there is none. It
-// never ends the stream.
-func (s *subscription) poison(m *amqp.Delivery, derr error) {
-	reason := fmt.Sprintf("message on queue %q is not a valid envelope: %v", s.q.Name, derr)
-	if s.b.opts.NoDeadLetterQueues {
-		s.b.log.Error("queuey: invalid message rejected (no dead-letter queue declared)", "queue", s.q.Name, "message_id", m.MessageId, "error", derr)
-		if err := m.Reject(false); err != nil {
-			s.b.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
-			return
-		}
-		s.acks.settled(m.DeliveryTag)
-		return
-	}
-	dead := s.b.names.Dead(s.q.Name).Name
-	if err := s.b.publishDead(s.ctx, s.q.Name, poisonCopy(m, s.q.Name, reason)); err != nil {
-		s.poisonFailed(m, dead, err)
-		return
-	}
-	s.poisonFails = 0
-	s.b.log.Error("queuey: invalid message moved to dead-letter queue", "queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", derr)
-	if err := s.acks.ack(m.DeliveryTag); err != nil {
-		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
-	}
-}
-
-// Headers that keep the properties of an invalid message that cannot
-// travel to the dead-letter queue as they were.
-const (
-	headerOriginalExpiration = "x-queuey-original-expiration"
-	headerOriginalUserID     = "x-queuey-original-user-id"
-)
-
-// poisonCopy is the publish that moves invalid message m of queue to its
-// dead-letter queue: a copy of m (see republish) with the reason and the
-// queue in headers.
-func poisonCopy(m *amqp.Delivery, queue, reason string) amqp.Publishing {
-	h := make(amqp.Table, len(m.Headers)+4)
-	for k, v := range m.Headers {
-		h[k] = v
-	}
-	h[codec.HeaderDeadReason] = reason
-	h[codec.HeaderQueue] = queue
-	return republish(m, h)
-}
-
-// republish is the publish of a copy of m with headers h instead of m's:
-// every property of m, persistent. Two properties move to h: the
-// expiration, which would make the copy expire, and the user id, which the
-// broker checks against the publishing connection's user and refuses
-// (closing the channel) when another user set it.
-func republish(m *amqp.Delivery, h amqp.Table) amqp.Publishing {
-	if m.Expiration != "" {
-		h[headerOriginalExpiration] = m.Expiration
-	}
-	if m.UserId != "" {
-		h[headerOriginalUserID] = m.UserId
-	}
-	return amqp.Publishing{
-		Headers:         h,
-		ContentType:     m.ContentType,
-		ContentEncoding: m.ContentEncoding,
-		DeliveryMode:    amqp.Persistent,
-		Priority:        m.Priority,
-		CorrelationId:   m.CorrelationId,
-		ReplyTo:         m.ReplyTo,
-		MessageId:       m.MessageId,
-		Timestamp:       m.Timestamp,
-		Type:            m.Type,
-		AppId:           m.AppId,
-		Body:            m.Body,
-	}
-}
-
-// Backoff of an invalid message that could not be moved to the dead-letter
-// queue, before it goes back to the queue.
-const (
-	poisonBackoffMin = time.Second
-	poisonBackoffMax = 30 * time.Second
-)
-
-// poisonBackoff is the wait after the nth consecutive failure to move an
-// invalid message: 1s, 2s, 4s, ... up to 30s.
-func poisonBackoff(n int) time.Duration {
-	d := poisonBackoffMin
-	for i := 1; i < n && d < poisonBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, poisonBackoffMax)
-}
-
-// poisonFailed puts back an invalid message that could not be moved to
-// dead, not at once, which would make it come straight back in a hot
-// loop, but after a backoff that grows with every consecutive failure. The
-// message stays unacked until then, so it holds a prefetch slot; the
-// delivery loop goes on. The log is rate-limited: the 1st, 2nd, 4th, 8th...
-// consecutive failure, and at least one a minute.
-func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
-	s.poisonFails++
-	n := s.poisonFails
-	backoff := poisonBackoff(n)
-	if n&(n-1) == 0 || time.Since(s.poisonLogged) >= time.Minute {
-		s.poisonLogged = time.Now()
-		s.b.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue after a backoff",
-			"queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", err,
-			"consecutive_failures", n, "requeue_in", backoff)
-	}
-	s.requeueAfter(m, backoff)
-}
-
 // requeueAfter puts m back on the queue after d. It stays unacked until
 // then and holds a prefetch slot; the delivery loop goes on.
 func (s *subscription) requeueAfter(m *amqp.Delivery, d time.Duration) {
@@ -554,7 +444,7 @@ func (d *delivery) Release(ctx context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, next.Priority, delay); err != nil {
+	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -566,7 +456,7 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, maxPriority(q), delay); err != nil {
+	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -585,7 +475,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		d.s.acks.settled(d.tag)
 		return nil
 	}
-	msg, err := d.s.b.encode(next, codec.Options{DeadReason: reason})
+	msg, err := d.s.b.encodeCopy(next, codec.Options{DeadReason: reason})
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}

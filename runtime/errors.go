@@ -38,6 +38,12 @@ var (
 	// no room for another consumer. Worker.Run returns
 	// it, naming the queue, instead of subscribing again.
 	ErrCannotConsume = errors.New("queuey: queue cannot be consumed")
+	// ErrTooLarge is returned, before anything is sent, for a job larger
+	// than a backend carries: over MaxJobSize on every backend, and on
+	// RabbitMQ over the broker's max message size or with headers that do
+	// not fit in one frame. Only that job fails; the enqueues beside it
+	// are not touched.
+	ErrTooLarge = errors.New("queuey: job too large")
 	// ErrShutdownTimeout is the cancel cause of handler contexts still
 	// running when the worker's shutdown timeout passes, and is wrapped by
 	// Worker.Run's error then.

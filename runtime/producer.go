@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+// MaxJobSize is the largest job, its payload and headers together, in
+// bytes, that a producer enqueues on any backend: 512 MiB, the most any
+// RabbitMQ broker takes in one message, whatever its max_message_size says.
+// A larger job is refused with ErrTooLarge before the backend sees it. A
+// backend may refuse less: the RabbitMQ backend refuses a job over its
+// broker's max message size (128 MiB by default on RabbitMQ 3.x, 16 MiB on
+// 4.x).
+const MaxJobSize = 512 << 20
+
 // Producer enqueues jobs onto a backend.
 type Producer struct {
 	backend Backend
@@ -120,6 +129,9 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	if err != nil {
 		return "", err
 	}
+	if err := checkSize(env, headersSize(env.Headers)); err != nil {
+		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
+	}
 	p.mu.RLock()
 	chain := p.publish
 	p.mu.RUnlock()
@@ -166,7 +178,7 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 		envs[i] = &all[i]
 		p.fill(envs[i], q, o, ids[i], payload, now)
 	}
-	errs := p.publisher()(ctx, envs, o.delay)
+	errs := p.publishSized(ctx, envs, headersSize(o.headers), o.delay)
 	failed := false
 	for i, err := range errs {
 		if err != nil {
@@ -275,4 +287,52 @@ func (p *Producer) fill(env *Envelope, q QueueConfig, o enqueueOptions, id strin
 		}
 		env.Headers[HeaderTick] = o.tick
 	}
+}
+
+// publishSized publishes envs, whose headers take headers bytes each,
+// through the middleware, and returns one error per envelope: a job too
+// large for any backend (checkSize) is refused alone, and the others go.
+func (p *Producer) publishSized(ctx context.Context, envs []*Envelope, headers int, delay time.Duration) []error {
+	refused := 0
+	for _, env := range envs {
+		if len(env.Payload)+headers > MaxJobSize {
+			refused++
+		}
+	}
+	if refused == 0 {
+		return p.publisher()(ctx, envs, delay)
+	}
+	errs := make([]error, len(envs))
+	send := make([]*Envelope, 0, len(envs)-refused)
+	idx := make([]int, 0, len(envs)-refused)
+	for i, env := range envs {
+		if errs[i] = checkSize(env, headers); errs[i] == nil {
+			send, idx = append(send, env), append(idx, i)
+		}
+	}
+	if len(send) > 0 {
+		for j, err := range p.publisher()(ctx, send, delay) {
+			errs[idx[j]] = err
+		}
+	}
+	return errs
+}
+
+// checkSize refuses env, with headers bytes of headers, when it is larger
+// than MaxJobSize.
+func checkSize(env *Envelope, headers int) error {
+	if n := len(env.Payload) + headers; n > MaxJobSize {
+		return fmt.Errorf("%w: job %q: payload and headers are %d bytes, over %d (runtime.MaxJobSize, the most any RabbitMQ broker takes in one message): keep large data elsewhere and enqueue a reference to it",
+			ErrTooLarge, env.ID, n, MaxJobSize)
+	}
+	return nil
+}
+
+// headersSize is the bytes of h's names and values.
+func headersSize(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v)
+	}
+	return n
 }

@@ -72,11 +72,20 @@ func tooLong(field string, n int) error {
 }
 
 // CheckPublishing refuses a publish of msg to exchange with routing key
-// key when any field that travels as an AMQP short string (the exchange,
-// the routing key, the string properties and every header name, nested
-// tables included) exceeds MaxShortString bytes. The error names the field
-// and its length.
-func CheckPublishing(exchange, key string, msg *amqp.Publishing) error {
+// key that the client library or the broker would fail after part of it
+// was written, failing every other publish on the channel or the
+// connection with it:
+//
+//   - a field that travels as an AMQP short string (the exchange, the
+//     routing key, the string properties and every header name, nested
+//     tables included) longer than MaxShortString bytes: ErrTooLong,
+//     naming the field and its length;
+//   - a header value of a type the client library cannot encode;
+//   - a content header (HeaderSize) that does not fit in one frame of
+//     lim.FrameMax with lim.Reserve to spare, or a body longer than
+//     lim.MaxBody: runtime.ErrTooLarge, naming the limit, the size and the
+//     message id.
+func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) error {
 	for _, f := range []struct {
 		name, v string
 	}{
@@ -96,7 +105,13 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing) error {
 			return tooLong(f.name, len(f.v))
 		}
 	}
-	return checkTable(msg.Headers, "header")
+	if err := checkTable(msg.Headers, "header"); err != nil {
+		return err
+	}
+	if err := msg.Headers.Validate(); err != nil {
+		return err
+	}
+	return checkSize(msg, lim)
 }
 
 func checkTable(t amqp.Table, what string) error {
@@ -134,6 +149,17 @@ type Options struct {
 	// earlier versions read: the payload alone as the body, every other
 	// field in headers.
 	HeaderFormat bool
+	// Fit, when its FrameMax is set, is what the content header of a copy
+	// of a job already on the broker (a retry, a deferral, a dead letter,
+	// a redelivery, a re-drive) must fit in: such a copy must travel, or
+	// the job stays where it is and fails the same way again. In the
+	// header format, a copy that would not fit, or that has a header name
+	// too long for it, is encoded in the body format instead, which every
+	// reader of this version reads. A dead letter that still would not fit
+	// goes without its last error header (the body keeps the last error
+	// whole), then with its reason header shortened. Zero, as for an
+	// enqueue, changes nothing: the publish refuses what does not fit.
+	Fit Limits
 }
 
 // Encode returns the publishing that carries env. It refuses an envelope
@@ -174,6 +200,10 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	}
 	if o.HeaderFormat {
 		msg, err := encodeLegacy(env, o)
+		if o.Fit.FrameMax > 0 && (errors.Is(err, ErrTooLong) || err == nil && !o.Fit.FitsHeader(&msg)) {
+			o.HeaderFormat = false
+			return EncodeAppend(dst, env, o)
+		}
 		return msg, dst, err
 	}
 	var h amqp.Table
@@ -193,7 +223,7 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	}
 	start := len(dst)
 	dst = appendBody(dst, env)
-	return amqp.Publishing{
+	msg := amqp.Publishing{
 		Headers:      h,
 		ContentType:  ContentType,
 		DeliveryMode: amqp.Persistent,
@@ -202,7 +232,11 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 		Type:         env.Kind,
 		Timestamp:    env.EnqueuedAt,
 		Body:         dst[start:len(dst):len(dst)],
-	}, dst, nil
+	}
+	if h != nil && o.Fit.FrameMax > 0 {
+		fitDeadHeaders(&msg, o.Fit)
+	}
+	return msg, dst, nil
 }
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that

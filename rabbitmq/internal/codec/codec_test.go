@@ -341,7 +341,7 @@ func TestEncodeRefusesOverlongShortStrings(t *testing.T) {
 func TestCheckPublishing(t *testing.T) {
 	long := strings.Repeat("x", 256)
 	ok := amqp.Publishing{MessageId: "id", Headers: amqp.Table{"a": amqp.Table{"b": "c"}}}
-	if err := CheckPublishing("", "q", &ok); err != nil {
+	if err := CheckPublishing("", "q", &ok, Limits{}); err != nil {
 		t.Fatalf("CheckPublishing of a good publish: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -354,7 +354,7 @@ func TestCheckPublishing(t *testing.T) {
 		"header name":    {key: "q", msg: amqp.Publishing{Headers: amqp.Table{long: "v"}}},
 		"name in header": {key: "q", msg: amqp.Publishing{Headers: amqp.Table{"t": amqp.Table{long: 1}}}},
 	} {
-		err := CheckPublishing(tc.exchange, tc.key, &tc.msg)
+		err := CheckPublishing(tc.exchange, tc.key, &tc.msg, Limits{})
 		if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "256 bytes") {
 			t.Errorf("%s: CheckPublishing = %v, want ErrTooLong naming it and 256 bytes", name, err)
 		}
