@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/internal/mpfit"
 	"github.com/queuey/queuey/internal/mpscan"
 )
 
@@ -40,12 +41,18 @@ func encodePayload(v any) ([]byte, error) {
 	return bytes.Clone(c.buf.Bytes()), nil
 }
 
-// decodePayload decodes data into v, as msgpack.Unmarshal does. data is
-// checked first (mpscan.Check): a payload off the wire may claim lengths
+// decodePayload decodes data into v, as msgpack.Unmarshal does, checking
+// it first twice. mpscan.Check: a payload off the wire may claim lengths
 // it does not hold, which the decoder would allocate for, or nest deeper
 // than the decoder's recursion can go without overflowing the stack.
-func decodePayload(data []byte, v any) error {
+// Then fit, the mpfit.Checker of the type v points to: msgpack would
+// decode a number that does not fit its field (300 into an int8) wrapped
+// around, without an error.
+func decodePayload(data []byte, v any, fit *mpfit.Checker) error {
 	if err := mpscan.Check(data); err != nil {
+		return err
+	}
+	if err := fit.Check(data); err != nil {
 		return err
 	}
 	c := codecs.Get().(*payloadCodec)

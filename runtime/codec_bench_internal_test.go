@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/queuey/queuey/internal/mpfit"
 )
 
 // decodeBenchJob is a job with the usual mix of field types: strings,
@@ -36,10 +39,11 @@ func BenchmarkDecodePayload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fit := mpfit.For(reflect.TypeFor[decodeBenchJob]())
 	b.ReportAllocs()
 	for b.Loop() {
 		var j decodeBenchJob
-		if err := decodePayload(payload, &j); err != nil {
+		if err := decodePayload(payload, &j, fit); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,9 +3,11 @@ package runtime
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 
+	"github.com/queuey/queuey/internal/mpfit"
 	"github.com/queuey/queuey/internal/mpscan"
 )
 
@@ -16,8 +18,9 @@ import (
 // claim, however often it comes.
 func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 	var v struct{ A any }
+	fit := mpfit.For(reflect.TypeOf(v))
 	deep := append([]byte{0x81, 0xa1, 'A'}, bytes.Repeat([]byte{0x91}, 12<<20)...)
-	if err := decodePayload(deep, &v); !errors.Is(err, mpscan.ErrMalformed) {
+	if err := decodePayload(deep, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
 		t.Fatalf("decodePayload of a payload nested 12M deep = %v, want ErrMalformed", err)
 	}
 	claim := []byte{0x81, 0xa1, 'A', 0xdb, 0x04, 0, 0, 0, 'x'}
@@ -25,7 +28,7 @@ func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range 50 {
-		if err := decodePayload(claim, &v); !errors.Is(err, mpscan.ErrMalformed) {
+		if err := decodePayload(claim, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
 			t.Fatalf("decodePayload of a claimed 64 MB string = %v, want ErrMalformed", err)
 		}
 	}
