@@ -321,10 +321,17 @@ func (r *Reader) String() (string, error) {
 
 // Skip reads past one value, whatever it holds, nested at most MaxDepth
 // deep. It works without recursion.
-func (r *Reader) Skip() error {
+func (r *Reader) Skip() error { return r.SkipIn(0) }
+
+// SkipIn is Skip of a value inside depth arrays and maps already: with
+// them, it is nested at most MaxDepth deep.
+func (r *Reader) SkipIn(depth int) error {
 	// A value that is not an array or a map is all read here.
 	left, err := r.skipHeader() // values left at this depth
 	if err != nil || left == 0 {
+		return err
+	}
+	if err := r.Nest(depth); err != nil {
 		return err
 	}
 	// Values left in each enclosing container, the top level's none
@@ -349,12 +356,21 @@ func (r *Reader) Skip() error {
 		if n == 0 {
 			continue
 		}
-		if len(open) == MaxDepth {
-			return r.errorf("nested deeper than %d", MaxDepth)
+		if err := r.Nest(depth + len(open)); err != nil {
+			return err
 		}
 		open = append(open, left)
 		left = n
 	}
+}
+
+// Nest returns an error if an array or a map inside depth others would
+// be nested deeper than MaxDepth.
+func (r *Reader) Nest(depth int) error {
+	if depth >= MaxDepth {
+		return r.errorf("nested deeper than %d", MaxDepth)
+	}
+	return nil
 }
 
 // skipHeader reads one value's header and skips its bytes; for an array or
