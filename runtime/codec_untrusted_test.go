@@ -40,3 +40,28 @@ func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 		t.Error("PayloadJSON of a payload nested 12M deep succeeded")
 	}
 }
+
+// craftedTree is a job type whose numbers the payload check walks into,
+// as deep as a payload nests it.
+type craftedTree struct {
+	N    int8
+	Kids []craftedTree
+}
+
+// TestDecodePayloadRefusesCraftedPayloadsItWalks: a payload nested a
+// million deep along a recursive job type, whose numbers are checked on
+// the way, is refused too, at the same depth as any other.
+func TestDecodePayloadRefusesCraftedPayloadsItWalks(t *testing.T) {
+	fit := mpfit.For(reflect.TypeFor[craftedTree]())
+	level := []byte{0x81, 0xa4, 'K', 'i', 'd', 's', 0x91} // {"Kids": [ ...
+	var v craftedTree
+	deep := append(bytes.Repeat(level, 1<<20), 0x80)
+	if err := decodePayload(deep, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
+		t.Fatalf("decodePayload of a tree nested 1M deep = %v, want ErrMalformed", err)
+	}
+	// As deep as any payload may nest, it decodes.
+	fits := append(bytes.Repeat(level, mpscan.MaxDepth/2), 0x80)
+	if err := decodePayload(fits, &v, fit); err != nil {
+		t.Fatalf("decodePayload of a tree nested %d deep = %v", mpscan.MaxDepth, err)
+	}
+}

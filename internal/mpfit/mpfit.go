@@ -66,14 +66,16 @@ func For(t reflect.Type) *Checker {
 	return c.(*Checker)
 }
 
-// Check returns an *Error for the first number in data that msgpack would
-// not decode unchanged into the part of the type it lands in, and nil if
-// there is none. data must be a value that mpscan.Check accepts.
+// Check reads data, one msgpack value, and returns an *Error for the first
+// number in it that msgpack would not decode unchanged into the part of
+// the type it lands in. It checks data as mpscan.Check does on the way,
+// and returns mpscan.ErrMalformed for what that refuses, so that a
+// payload off the wire is read once before msgpack decodes it.
 func (c *Checker) Check(data []byte) error {
 	if c.root == nil {
-		return nil
+		return mpscan.Check(data)
 	}
-	err := c.root.check(mpscan.NewReader(data))
+	err := c.root.check(mpscan.NewReader(data), 0)
 	if e, ok := err.(*Error); ok && len(e.Path) > 0 && e.Path[0] == '.' {
 		e.Path = e.Path[1:]
 	}
@@ -106,57 +108,64 @@ func within(err error, where string) error {
 	return err
 }
 
-func (n *node) check(r *mpscan.Reader) error {
+// check reads one value inside depth arrays and maps.
+func (n *node) check(r *mpscan.Reader, depth int) error {
 	if n == nil {
-		return r.Skip()
+		return r.SkipIn(depth)
 	}
 	switch n.kind {
 	case reflect.Pointer:
 		if r.Nil() {
 			return nil
 		}
-		return n.elem.check(r)
+		return n.elem.check(r, depth)
 	case reflect.Slice, reflect.Array:
 		if c, err := r.Peek(); err != nil || !isArray(c) {
-			return r.Skip()
+			return r.SkipIn(depth) // nil, or what msgpack refuses
 		}
 		l, err := r.ArrayLen()
+		if err == nil && l > 0 {
+			err = r.Nest(depth) // an empty one nests nothing
+		}
 		if err != nil {
 			return err
 		}
 		for i := range l {
-			if err := n.elem.check(r); err != nil {
+			if err := n.elem.check(r, depth+1); err != nil {
 				return within(err, "["+strconv.Itoa(i)+"]")
 			}
 		}
 		return nil
 	case reflect.Map:
 		if c, err := r.Peek(); err != nil || !isMap(c) {
-			return r.Skip()
+			return r.SkipIn(depth)
 		}
 		l, _, err := r.MapLen()
+		if err == nil && l > 0 {
+			err = r.Nest(depth)
+		}
 		if err != nil {
 			return err
 		}
 		for range l {
 			at := *r
-			if err := n.key.check(r); err != nil {
+			if err := n.key.check(r, depth+1); err != nil {
 				return within(err, "[key]")
 			}
-			if err := n.elem.check(r); err != nil {
+			if err := n.elem.check(r, depth+1); err != nil {
 				return within(err, "["+keyString(&at)+"]")
 			}
 		}
 		return nil
 	case reflect.Struct:
-		return n.checkStruct(r)
+		return n.checkStruct(r, depth)
 	}
 	num, ok, err := r.Number()
-	if err != nil || !ok {
-		if err == nil {
-			err = r.Skip()
-		}
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return r.SkipIn(depth)
 	}
 	if !fits(num, n.typ) {
 		return &Error{Value: numberString(num), Type: n.typ}
@@ -166,7 +175,7 @@ func (n *node) check(r *mpscan.Reader) error {
 
 // checkStruct checks a struct, which msgpack decodes from a map by key or
 // from an array of all its fields by position.
-func (n *node) checkStruct(r *mpscan.Reader) error {
+func (n *node) checkStruct(r *mpscan.Reader, depth int) error {
 	c, err := r.Peek()
 	if err != nil {
 		return err
@@ -174,6 +183,9 @@ func (n *node) checkStruct(r *mpscan.Reader) error {
 	switch {
 	case isMap(c):
 		l, _, err := r.MapLen()
+		if err == nil && l > 0 {
+			err = r.Nest(depth)
+		}
 		if err != nil {
 			return err
 		}
@@ -181,19 +193,19 @@ func (n *node) checkStruct(r *mpscan.Reader) error {
 		for range l {
 			key, ok, err := r.Str()
 			if err == nil && !ok {
-				err = r.Skip() // msgpack refuses a key that is not a string
+				err = r.SkipIn(depth + 1) // msgpack refuses a key that is not a string
 			}
 			if err != nil {
 				return err
 			}
 			f := n.field(key, &next)
 			if f == nil || f.node == nil {
-				if err := r.Skip(); err != nil {
+				if err := r.SkipIn(depth + 1); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := f.node.check(r); err != nil {
+			if err := f.node.check(r, depth+1); err != nil {
 				return within(err, "."+f.path)
 			}
 		}
@@ -201,22 +213,26 @@ func (n *node) checkStruct(r *mpscan.Reader) error {
 	case isArray(c):
 		at := *r
 		l, err := r.ArrayLen()
+		if err == nil && l > 0 {
+			err = r.Nest(depth)
+		}
 		if err != nil {
 			return err
 		}
 		if l != len(n.list) {
 			// msgpack refuses it, or decodes an empty one as the zero
 			// value.
-			return at.Skip()
+			*r = at
+			return r.SkipIn(depth)
 		}
 		for _, f := range n.list {
-			if err := f.node.check(r); err != nil {
+			if err := f.node.check(r, depth+1); err != nil {
 				return within(err, "."+f.path)
 			}
 		}
 		return nil
 	}
-	return r.Skip()
+	return r.SkipIn(depth)
 }
 
 // field returns the field key decodes into, if it needs checking. An

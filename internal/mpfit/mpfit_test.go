@@ -44,9 +44,23 @@ type outer struct {
 }
 
 // TestCheck covers what the runtime's tests do not: types that refer to
-// themselves, types no number can land in, and an inlined struct decoded
-// from a nested map under its own name.
+// themselves, types no number can land in, an inlined struct decoded from
+// a nested map under its own name, and data nested too deep around and
+// inside the parts of a type that are walked.
 func TestCheck(t *testing.T) {
+	tooDeep := append(bytes.Repeat([]byte{0x91}, mpscan.MaxDepth+1), 0xc0)
+	for _, typ := range []reflect.Type{reflect.TypeFor[list](), reflect.TypeFor[[]any](), reflect.TypeFor[[][][]int8](), reflect.TypeFor[words]()} {
+		if err := For(typ).Check(tooDeep); !errors.Is(err, mpscan.ErrMalformed) {
+			t.Errorf("%v: %d deep: %v, want ErrMalformed", typ, mpscan.MaxDepth+1, err)
+		}
+		if err := For(typ).Check(tooDeep[1:]); errors.Is(err, mpscan.ErrMalformed) {
+			t.Errorf("%v: %d deep: %v", typ, mpscan.MaxDepth, err)
+		}
+	}
+	deepList := bytes.Repeat([]byte{0x81, 0xa4, 'N', 'e', 'x', 't'}, mpscan.MaxDepth+1)
+	if err := For(reflect.TypeFor[list]()).Check(append(deepList, 0xc0)); !errors.Is(err, mpscan.ErrMalformed) {
+		t.Errorf("list %d deep: %v, want ErrMalformed", mpscan.MaxDepth+1, err)
+	}
 	deep := map[string]any{"V": 1}
 	tail := deep
 	for range 50 {
@@ -90,6 +104,13 @@ type narrow struct {
 	F float32
 	G uint64
 	H int
+	P []narrowPair
+	Q struct{ S string }
+}
+
+type narrowPair struct {
+	L int8
+	R []uint8 // bytes
 }
 
 type wide struct {
@@ -101,26 +122,39 @@ type wide struct {
 	F float64
 	G uint64
 	H int64
+	P []widePair
+	Q struct{ S string }
 }
 
-// FuzzCheck: Check never panics on what mpscan.Check accepts, and when it
-// passes data that msgpack decodes into narrow, every number decoded is
-// the number encoded: decoding narrow's encoding into wide, whose fields
-// hold any of them, gives what decoding data into wide gives.
+type widePair struct {
+	L int64
+	R []uint8
+}
+
+// FuzzCheck: Check refuses as malformed what mpscan.Check refuses, and
+// nothing else; and when it passes data that msgpack decodes into narrow,
+// every number decoded is the number encoded: decoding narrow's encoding
+// into wide, whose fields hold any of them, gives what decoding data into
+// wide gives.
 func FuzzCheck(f *testing.F) {
 	f.Add(marshal(f, map[string]any{"A": 1, "B": 2, "C": []int{3}, "D": map[string]int{"k": 4}, "E": 5, "F": 6, "G": uint64(math.MaxUint64), "H": -7}))
 	f.Add(marshal(f, map[string]any{"A": 300}))
 	f.Add(marshal(f, map[string]any{"B": -1, "F": 1 << 25}))
-	f.Add(marshal(f, []any{1, 2, []int{3}, nil, nil, 1.5, 7, 8}))
+	f.Add(marshal(f, []any{1, 2, []int{3}, nil, nil, 1.5, 7, 8, nil, nil}))
+	f.Add(marshal(f, map[string]any{"P": []any{[]any{1, "x"}, []any{2}, map[string]any{"L": 200}}, "Q": map[string]any{"S": "s"}}))
+	f.Add(marshal(f, map[string]any{"P": []any{[]any{[]any{[]any{}}}}, "C": [][]int{{1}}}))
 	c := For(reflect.TypeFor[narrow]())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if mpscan.Check(data) != nil {
-			return
-		}
 		err := c.Check(data)
+		scanErr := mpscan.Check(data)
 		var e *Error
-		if err != nil && !errors.As(err, &e) && !errors.Is(err, mpscan.ErrMalformed) {
-			t.Fatalf("Check error %v is neither an *Error nor ErrMalformed", err)
+		switch {
+		case scanErr != nil && err == nil:
+			t.Fatalf("Check passed % x, which mpscan.Check refuses: %v", data, scanErr)
+		case scanErr == nil && err != nil && !errors.As(err, &e):
+			t.Fatalf("Check refused % x with %v, which is not an *Error, and mpscan.Check passes it", data, err)
+		case scanErr != nil:
+			return
 		}
 		var n narrow
 		var w, back wide
