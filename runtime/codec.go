@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/internal/mpfit"
 	"github.com/queuey/queuey/internal/mpscan"
 )
 
@@ -40,12 +41,15 @@ func encodePayload(v any) ([]byte, error) {
 	return bytes.Clone(c.buf.Bytes()), nil
 }
 
-// decodePayload decodes data into v, as msgpack.Unmarshal does. data is
-// checked first (mpscan.Check): a payload off the wire may claim lengths
-// it does not hold, which the decoder would allocate for, or nest deeper
-// than the decoder's recursion can go without overflowing the stack.
-func decodePayload(data []byte, v any) error {
-	if err := mpscan.Check(data); err != nil {
+// decodePayload decodes data into v, as msgpack.Unmarshal does, once fit,
+// the mpfit.Checker of the type v points to, has passed it. fit checks
+// data as mpscan.Check does: a payload off the wire may claim lengths it
+// does not hold, which the decoder would allocate for, or nest deeper than
+// the decoder's recursion can go without overflowing the stack. And it
+// refuses a number that does not fit its field (300 for an int8), which
+// msgpack would decode wrapped around, without an error.
+func decodePayload(data []byte, v any, fit *mpfit.Checker) error {
+	if err := fit.Check(data); err != nil {
 		return err
 	}
 	c := codecs.Get().(*payloadCodec)

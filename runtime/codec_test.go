@@ -108,3 +108,52 @@ func TestInfoThroughDerivedContexts(t *testing.T) {
 		t.Fatal("derived context not cancelled")
 	}
 }
+
+type reading struct {
+	Sensor string
+	Level  int8
+}
+
+// A payload whose number does not fit its field (enqueued raw, as another
+// language's producer might send it) is dead-lettered at once with a
+// reason that names the field, never handled with the number wrapped
+// around.
+func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
+	b := runtime.NewMemoryBackend()
+	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
+	q := runtime.QueueConfig{Name: "readings", Kind: "reading", MaxAttempts: 3}
+	rec := newRecorder()
+	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	handled := make(chan reading, 1)
+	runtime.Handle(w, q, func(_ context.Context, r reading) error { handled <- r; return nil })
+	p := producerOf(t, b, q)
+	payload, err := msgpack.Marshal(map[string]any{"Sensor": "s1", "Level": 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := p.EnqueuePayload(context.Background(), q, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, w)
+
+	const want = "decode reading payload: field Level: 300 does not fit int8"
+	o := rec.next(t)
+	if o.Kind != runtime.OutcomeDeadLettered || o.JobID != id || o.Attempt != 1 || o.Reason != want {
+		t.Fatalf("outcome = %v of %s on attempt %d, reason %q; want dead_lettered on attempt 1, reason %q", o.Kind, o.JobID, o.Attempt, o.Reason, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dead, err := b.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead.Letters) != 1 || dead.Letters[0].ID != id || dead.Letters[0].Reason != want {
+		t.Fatalf("dead letters = %+v, want job %s with reason %q", dead.Letters, id, want)
+	}
+	select {
+	case r := <-handled:
+		t.Fatalf("handler ran with %+v", r)
+	default:
+	}
+}

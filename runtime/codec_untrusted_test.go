@@ -3,9 +3,11 @@ package runtime
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 
+	"github.com/queuey/queuey/internal/mpfit"
 	"github.com/queuey/queuey/internal/mpscan"
 )
 
@@ -16,8 +18,9 @@ import (
 // claim, however often it comes.
 func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 	var v struct{ A any }
+	fit := mpfit.For(reflect.TypeOf(v))
 	deep := append([]byte{0x81, 0xa1, 'A'}, bytes.Repeat([]byte{0x91}, 12<<20)...)
-	if err := decodePayload(deep, &v); !errors.Is(err, mpscan.ErrMalformed) {
+	if err := decodePayload(deep, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
 		t.Fatalf("decodePayload of a payload nested 12M deep = %v, want ErrMalformed", err)
 	}
 	claim := []byte{0x81, 0xa1, 'A', 0xdb, 0x04, 0, 0, 0, 'x'}
@@ -25,7 +28,7 @@ func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range 50 {
-		if err := decodePayload(claim, &v); !errors.Is(err, mpscan.ErrMalformed) {
+		if err := decodePayload(claim, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
 			t.Fatalf("decodePayload of a claimed 64 MB string = %v, want ErrMalformed", err)
 		}
 	}
@@ -35,5 +38,30 @@ func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
 	}
 	if _, err := PayloadJSON(deep); err == nil {
 		t.Error("PayloadJSON of a payload nested 12M deep succeeded")
+	}
+}
+
+// craftedTree is a job type whose numbers the payload check walks into,
+// as deep as a payload nests it.
+type craftedTree struct {
+	N    int8
+	Kids []craftedTree
+}
+
+// TestDecodePayloadRefusesCraftedPayloadsItWalks: a payload nested a
+// million deep along a recursive job type, whose numbers are checked on
+// the way, is refused too, at the same depth as any other.
+func TestDecodePayloadRefusesCraftedPayloadsItWalks(t *testing.T) {
+	fit := mpfit.For(reflect.TypeFor[craftedTree]())
+	level := []byte{0x81, 0xa4, 'K', 'i', 'd', 's', 0x91} // {"Kids": [ ...
+	var v craftedTree
+	deep := append(bytes.Repeat(level, 1<<20), 0x80)
+	if err := decodePayload(deep, &v, fit); !errors.Is(err, mpscan.ErrMalformed) {
+		t.Fatalf("decodePayload of a tree nested 1M deep = %v, want ErrMalformed", err)
+	}
+	// As deep as any payload may nest, it decodes.
+	fits := append(bytes.Repeat(level, mpscan.MaxDepth/2), 0x80)
+	if err := decodePayload(fits, &v, fit); err != nil {
+		t.Fatalf("decodePayload of a tree nested %d deep = %v", mpscan.MaxDepth, err)
 	}
 }

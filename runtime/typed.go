@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
+
+	"github.com/queuey/queuey/internal/mpfit"
 )
 
 // Enqueue encodes job with msgpack and enqueues it onto q. Generated
@@ -33,7 +36,8 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 }
 
 // Handle registers h as the handler of q's jobs on w. Each payload is
-// decoded into a T; one that does not decode is dead-lettered at once with a
+// decoded into a T; one that does not decode, or holds a number that does
+// not fit its field (300 for an int8), is dead-lettered at once with a
 // DecodeError. When q has a Schedule, w also enqueues a zero T at each of
 // its ticks (see Periodic). Generated HandleX functions call it.
 func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) error) {
@@ -43,10 +47,11 @@ func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) 
 	// Each job decodes into a T from the pool and is handed over by value,
 	// so the T a decode needs is not allocated once per job.
 	jobs := sync.Pool{New: func() any { return new(T) }}
+	fit := mpfit.For(reflect.TypeFor[T]())
 	w.Register(q, func(ctx context.Context, env *Envelope) error {
 		var zero T
 		jp := jobs.Get().(*T)
-		err := decodePayload(env.Payload, jp)
+		err := decodePayload(env.Payload, jp, fit)
 		job := *jp
 		*jp = zero // the pool keeps no reference into the job
 		jobs.Put(jp)

@@ -3,9 +3,10 @@
 // anything is allocated for it, and nesting is bounded, so that no input,
 // however crafted, costs more than its own size or overflows a stack.
 //
-// It reads the few shapes queuey's envelope needs (arrays, maps, integers,
-// strings) and skips any value; decoding a job's payload into its Go type
-// stays with github.com/vmihailenco/msgpack/v5, once Check has passed.
+// It reads the few shapes queuey's envelope and package mpfit need
+// (arrays, maps, numbers, strings) and skips any value; decoding a job's
+// payload into its Go type stays with github.com/vmihailenco/msgpack/v5,
+// once Check has passed.
 package mpscan
 
 import (
@@ -179,6 +180,112 @@ func (r *Reader) Int() (int64, error) {
 	return 0, r.errorf("type 0x%02x, want an integer", c)
 }
 
+// NumberKind is the kind of a Number.
+type NumberKind int
+
+const (
+	// Int is an integer that fits an int64, whatever its encoding.
+	Int NumberKind = iota + 1
+	// BigUint is an unsigned integer above math.MaxInt64.
+	BigUint
+	// Float32 and Float64 are floats encoded in 32 and 64 bits.
+	Float32
+	Float64
+)
+
+// Number is an integer or a float as it was encoded.
+type Number struct {
+	Kind  NumberKind
+	Int   int64   // for Int
+	Uint  uint64  // for BigUint
+	Float float64 // for Float32 and Float64
+}
+
+// Peek returns the type byte of the next value without reading it.
+func (r *Reader) Peek() (byte, error) {
+	if r.remaining() == 0 {
+		return 0, r.errorf("no value left")
+	}
+	return r.b[r.off], nil
+}
+
+// Nil reads a nil if one is next, and reports whether it did.
+func (r *Reader) Nil() bool {
+	if r.remaining() > 0 && r.b[r.off] == 0xc0 {
+		r.off++
+		return true
+	}
+	return false
+}
+
+// Number reads an integer or a float if one is next; ok is false, and
+// nothing is read, if something else is.
+func (r *Reader) Number() (n Number, ok bool, err error) {
+	c, err := r.Peek()
+	if err != nil {
+		return Number{}, false, err
+	}
+	switch {
+	case c <= 0x7f || c >= 0xe0 || (c >= 0xd0 && c <= 0xd3) || (c >= 0xcc && c <= 0xce):
+		i, err := r.Int()
+		return Number{Kind: Int, Int: i}, err == nil, err
+	case c == 0xcf:
+		r.off++
+		u, err := r.uint(8)
+		if err != nil {
+			return Number{}, false, err
+		}
+		if u > math.MaxInt64 {
+			return Number{Kind: BigUint, Uint: u}, true, nil
+		}
+		return Number{Kind: Int, Int: int64(u)}, true, nil
+	case c == 0xca:
+		r.off++
+		u, err := r.uint(4)
+		return Number{Kind: Float32, Float: float64(math.Float32frombits(uint32(u)))}, err == nil, err
+	case c == 0xcb:
+		r.off++
+		u, err := r.uint(8)
+		return Number{Kind: Float64, Float: math.Float64frombits(u)}, err == nil, err
+	}
+	return Number{}, false, nil
+}
+
+// Str reads a string or a binary value, if one is next, and returns its
+// bytes, which are b's own (nil reads as empty). ok is false, and nothing
+// is read, if something else is next.
+func (r *Reader) Str() (s []byte, ok bool, err error) {
+	c, err := r.Peek()
+	if err != nil {
+		return nil, false, err
+	}
+	var size int
+	switch {
+	case c == 0xc0:
+		r.off++
+		return nil, true, nil
+	case c&0xe0 == 0xa0:
+		r.off++
+		s, err = r.take(uint64(c & 0x1f))
+		return s, err == nil, err
+	case c == 0xd9 || c == 0xc4:
+		size = 1
+	case c == 0xda || c == 0xc5:
+		size = 2
+	case c == 0xdb || c == 0xc6:
+		size = 4
+	default:
+		return nil, false, nil
+	}
+	r.off++
+	n, err := r.uint(size)
+	if err != nil {
+		return nil, false, err
+	}
+	s, err = r.take(n)
+	return s, err == nil, err
+}
+
 // String reads a string (nil reads as "").
 func (r *Reader) String() (string, error) {
 	at := r.off
@@ -214,13 +321,25 @@ func (r *Reader) String() (string, error) {
 
 // Skip reads past one value, whatever it holds, nested at most MaxDepth
 // deep. It works without recursion.
-func (r *Reader) Skip() error {
-	// Values left in each enclosing container: on the stack while the
-	// nesting is shallow, as it nearly always is, so that a goroutine with
-	// a small stack does not grow it to skip a value.
+func (r *Reader) Skip() error { return r.SkipIn(0) }
+
+// SkipIn is Skip of a value inside depth arrays and maps already: with
+// them, it is nested at most MaxDepth deep.
+func (r *Reader) SkipIn(depth int) error {
+	// A value that is not an array or a map is all read here.
+	left, err := r.skipHeader() // values left at this depth
+	if err != nil || left == 0 {
+		return err
+	}
+	if err := r.Nest(depth); err != nil {
+		return err
+	}
+	// Values left in each enclosing container, the top level's none
+	// first: on the stack while the nesting is shallow, as it nearly
+	// always is, so that a goroutine with a small stack does not grow it
+	// to skip a value.
 	var shallow [8]uint64
-	open := shallow[:0]
-	left := uint64(1) // values left at this depth
+	open := append(shallow[:0], 0)
 	for {
 		for left == 0 {
 			if len(open) == 0 {
@@ -237,12 +356,21 @@ func (r *Reader) Skip() error {
 		if n == 0 {
 			continue
 		}
-		if len(open) == MaxDepth {
-			return r.errorf("nested deeper than %d", MaxDepth)
+		if err := r.Nest(depth + len(open)); err != nil {
+			return err
 		}
 		open = append(open, left)
 		left = n
 	}
+}
+
+// Nest returns an error if an array or a map inside depth others would
+// be nested deeper than MaxDepth.
+func (r *Reader) Nest(depth int) error {
+	if depth >= MaxDepth {
+		return r.errorf("nested deeper than %d", MaxDepth)
+	}
+	return nil
 }
 
 // skipHeader reads one value's header and skips its bytes; for an array or

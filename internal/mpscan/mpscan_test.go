@@ -2,6 +2,7 @@ package mpscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
@@ -153,4 +154,87 @@ func FuzzSkip(f *testing.F) {
 			t.Fatalf("Skip left %d bytes, msgpack/v5 %d", len(r.Rest()), br.Len())
 		}
 	})
+}
+
+// TestNumber reads integers of every width as the value encoded, unsigned
+// ones above math.MaxInt64 apart, and floats with their width.
+func TestNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want Number
+	}{
+		{0, Number{Kind: Int}},
+		{-32, Number{Kind: Int, Int: -32}},
+		{int8(-100), Number{Kind: Int, Int: -100}},
+		{uint8(200), Number{Kind: Int, Int: 200}},
+		{uint16(60000), Number{Kind: Int, Int: 60000}},
+		{int32(math.MinInt32), Number{Kind: Int, Int: math.MinInt32}},
+		{uint32(math.MaxUint32), Number{Kind: Int, Int: math.MaxUint32}},
+		{int64(math.MinInt64), Number{Kind: Int, Int: math.MinInt64}},
+		{uint64(math.MaxInt64), Number{Kind: Int, Int: math.MaxInt64}},
+		{uint64(math.MaxUint64), Number{Kind: BigUint, Uint: math.MaxUint64}},
+		{float32(1.5), Number{Kind: Float32, Float: 1.5}},
+		{2.25, Number{Kind: Float64, Float: 2.25}},
+	} {
+		b := marshal(t, tc.v)
+		if tc.v == uint64(math.MaxInt64) || tc.v == uint64(math.MaxUint64) {
+			b = append([]byte{0xcf}, binary.BigEndian.AppendUint64(nil, tc.v.(uint64))...)
+		}
+		r := NewReader(b)
+		got, ok, err := r.Number()
+		if got != tc.want || !ok || err != nil || r.Rest() != nil {
+			t.Errorf("Number of %T %v (% x) = %+v, %v, %v, rest % x; want %+v", tc.v, tc.v, b, got, ok, err, r.Rest(), tc.want)
+		}
+	}
+	for _, v := range []any{nil, "1", true, []int{1}} {
+		b := marshal(t, v)
+		r := NewReader(b)
+		if _, ok, err := r.Number(); ok || err != nil || len(r.Rest()) != len(b) {
+			t.Errorf("Number of %T %v = %v, %v, read %d bytes; want nothing read", v, v, ok, err, len(b)-len(r.Rest()))
+		}
+	}
+	if _, _, err := NewReader([]byte{0xcb, 0, 0}).Number(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Number of a cut float64 = %v, want ErrMalformed", err)
+	}
+}
+
+// TestStrAndNil: Str reads strings and binary values as b's own bytes, and
+// reads nothing of another type; Nil reads a nil only.
+func TestStrAndNil(t *testing.T) {
+	long := strings.Repeat("s", 300)
+	for _, v := range []any{"", "key", strings.Repeat("s", 40), long, strings.Repeat("s", 70000), []byte("bin"), bytes.Repeat([]byte{1}, 300), nil} {
+		b := marshal(t, v)
+		r := NewReader(b)
+		s, ok, err := r.Str()
+		want := ""
+		switch v := v.(type) {
+		case string:
+			want = v
+		case []byte:
+			want = string(v)
+		}
+		if string(s) != want || !ok || err != nil || r.Rest() != nil {
+			t.Errorf("Str of %T %.10v = %.10q, %v, %v, rest %d bytes", v, v, s, ok, err, len(r.Rest()))
+		}
+	}
+	r := NewReader(marshal(t, 5))
+	if _, ok, err := r.Str(); ok || err != nil || r.Rest() == nil {
+		t.Errorf("Str of an int = %v, %v, and read it", ok, err)
+	}
+	if r.Nil() || r.Rest() == nil {
+		t.Error("Nil read an int")
+	}
+	if c, err := r.Peek(); c != 5 || err != nil {
+		t.Errorf("Peek = %#x, %v", c, err)
+	}
+	r = NewReader([]byte{0xc0})
+	if !r.Nil() || r.Rest() != nil {
+		t.Error("Nil did not read a nil")
+	}
+	if _, err := r.Peek(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Peek at the end = %v, want ErrMalformed", err)
+	}
+	if _, _, err := NewReader([]byte{0xda, 0, 9, 'a'}).Str(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Str of a cut string = %v, want ErrMalformed", err)
+	}
 }

@@ -23,7 +23,25 @@
 //   - an embedded unexported non-struct type, or an embedded pointer to an
 //     unexported struct, which msgpack cannot set when decoding;
 //   - an unexported field, which msgpack skips: it would arrive as its zero
-//     value. Tag it msgpack:"-" to leave it behind on purpose.
+//     value. Tag it msgpack:"-" to leave it behind on purpose;
+//   - fields whose msgpack keys collide. msgpack encodes every field under
+//     its key but decodes a key into the last field that claims it, so the
+//     other would arrive as its zero value: two msgpack tags naming one
+//     key, a tag naming another field's name, an alias naming another
+//     field's key, and an embedded struct's field (msgpack inlines the
+//     fields of embedded structs) sharing a key with the struct around
+//     it, or with its name. Declared before the embedded struct, the outer
+//     field keeps msgpack from inlining it at all, so it goes as a nested
+//     map until a reorder drops the inner field: refused too. Tag such an
+//     embedded field msgpack:",noinline" to nest it on purpose;
+//   - embedded fields msgpack cannot lay out: msgpack:",inline" on one
+//     that is not a struct (msgpack panics), and a struct that embeds a
+//     struct it is part of (msgpack's recursion overflows the stack).
+//
+// Keys follow msgpack/v5's own rules (package internal/mpfields): the
+// name in the msgpack tag or the field's name; json tags are not read.
+// A struct encoded as an array (a _msgpack field tagged as_array) decodes
+// its fields by position, so keys repeated there lose nothing.
 //
 // Everything else is carried: booleans, numbers, strings, []byte, arrays,
 // slices, maps, pointers, structs of any package, embedded structs, and

@@ -4,17 +4,21 @@ import (
 	"fmt"
 	"go/types"
 	"reflect"
+
+	"github.com/queuey/queuey/internal/mpfields"
 )
 
 // problem is one field msgpack cannot carry.
 type problem struct {
-	path string     // field path from the job, such as Items[].Ref
+	top  int        // index of the job's own field it is found through
+	path string     // field path from the job, such as ShipOrder.Items[].Ref
 	typ  types.Type // the offending type
 	why  string
 }
 
 // fieldChecker walks a job's type for fields msgpack cannot carry.
 type fieldChecker struct {
+	top      int                   // the job's field being walked
 	seen     map[*types.Named]bool // structs entered, against recursive types
 	problems []problem
 }
@@ -26,30 +30,65 @@ var (
 	decodeMethods = []string{"DecodeMsgpack", "UnmarshalMsgpack", "UnmarshalBinary", "UnmarshalText"}
 )
 
-// checkStruct checks every carried field of struct st, whose fields are
-// named from prefix.
-func (c *fieldChecker) checkStruct(st *types.Struct, prefix string) {
+// checkJobFields returns the problems of the fields of job, a struct
+// type named name, each with the index of the job's field it is found
+// through.
+func checkJobFields(job *types.Named, name string) []problem {
+	st := job.Underlying().(*types.Struct)
+	l := mpfields.Of(goTypes{}, types.Type(job))
+	var out []problem
 	for i := range st.NumFields() {
-		f := st.Field(i)
-		if reflect.StructTag(st.Tag(i)).Get("msgpack") == "-" || f.Name() == "_msgpack" {
-			continue
-		}
-		path := prefix + f.Name()
-		if f.Embedded() {
-			c.checkEmbedded(f, path)
-			continue
-		}
-		if !f.Exported() {
-			if f.Name() != "_" {
-				c.add(path, f.Type(), "msgpack skips unexported fields, so it would arrive as its zero value; export it, or tag it `msgpack:\"-\"` to leave it behind on purpose")
-			}
-			continue
-		}
-		c.check(f.Type(), path)
+		c := &fieldChecker{top: i, seen: map[*types.Named]bool{job: true}}
+		c.checkField(st, i, name+".", l.Inlined[i])
+		out = append(out, c.problems...)
+	}
+	for _, p := range l.Problems {
+		out = append(out, layoutProblem(p, name+".", p.Later.Index[0]))
+	}
+	return out
+}
+
+// checkStruct checks t, a struct type met as a value of its own, whose
+// fields are named from prefix: how msgpack lays out its fields, then each
+// field.
+func (c *fieldChecker) checkStruct(t types.Type, prefix string) {
+	l := mpfields.Of(goTypes{}, t)
+	for _, p := range l.Problems {
+		c.problems = append(c.problems, layoutProblem(p, prefix, c.top))
+	}
+	c.checkFields(t, l, prefix)
+}
+
+// checkFields checks each carried field of t, a struct type laid out as l.
+func (c *fieldChecker) checkFields(t types.Type, l *mpfields.Layout[types.Type], prefix string) {
+	st := t.Underlying().(*types.Struct)
+	for i := range st.NumFields() {
+		c.checkField(st, i, prefix, l.Inlined[i])
 	}
 }
 
-func (c *fieldChecker) checkEmbedded(f *types.Var, path string) {
+// checkField checks field i of st; inlined says whether msgpack inlines
+// its fields, for an embedded field.
+func (c *fieldChecker) checkField(st *types.Struct, i int, prefix string, inlined bool) {
+	f := st.Field(i)
+	if mpfields.TagName(reflect.StructTag(st.Tag(i))) == "-" || f.Name() == "_msgpack" {
+		return
+	}
+	path := prefix + f.Name()
+	if f.Embedded() {
+		c.checkEmbedded(f, path, inlined)
+		return
+	}
+	if !f.Exported() {
+		if f.Name() != "_" {
+			c.add(path, f.Type(), "msgpack skips unexported fields, so it would arrive as its zero value; export it, or tag it `msgpack:\"-\"` to leave it behind on purpose")
+		}
+		return
+	}
+	c.check(f.Type(), path)
+}
+
+func (c *fieldChecker) checkEmbedded(f *types.Var, path string, inlined bool) {
 	t := f.Type()
 	ptr, isPtr := t.(*types.Pointer)
 	if isPtr {
@@ -57,21 +96,29 @@ func (c *fieldChecker) checkEmbedded(f *types.Var, path string) {
 	}
 	_, isStruct := t.Underlying().(*types.Struct)
 	switch {
-	case f.Exported():
-		c.check(f.Type(), path)
-	case isPtr && isStruct:
+	case !f.Exported() && isPtr && isStruct:
 		c.add(path, f.Type(), "msgpack cannot allocate an embedded pointer to an unexported type when it decodes; embed the struct itself, or export its type")
-	case isStruct:
-		// msgpack inlines the exported fields of an embedded struct,
-		// exported type or not.
-		c.check(t, path)
-	default:
+	case !f.Exported() && !isStruct:
 		c.add(path, f.Type(), "msgpack encodes an embedded field of an unexported type but cannot set it when it decodes; export the type, or make it a named unexported field")
+	case inlined && isStruct:
+		// The fields stand in the embedding struct, whose layout
+		// covered them.
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			if c.seen[n] {
+				return
+			}
+			c.seen[n] = true
+		}
+		c.checkFields(t, mpfields.Of(goTypes{}, t), path+".")
+	default:
+		// msgpack carries an unexported embedded struct as it does an
+		// exported one.
+		c.check(f.Type(), path)
 	}
 }
 
 func (c *fieldChecker) add(path string, t types.Type, format string, args ...any) {
-	c.problems = append(c.problems, problem{path: path, typ: t, why: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, problem{top: c.top, path: path, typ: t, why: fmt.Sprintf(format, args...)})
 }
 
 // check checks a value of type t found at path.
@@ -121,7 +168,7 @@ func (c *fieldChecker) check(t types.Type, path string) {
 			}
 			c.seen[n] = true
 		}
-		c.checkStruct(u, path+".")
+		c.checkStruct(t, path+".")
 	}
 }
 

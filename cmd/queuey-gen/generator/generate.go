@@ -139,14 +139,9 @@ func checkJob(p *packages.Package, j annotations.Job) []string {
 
 	st := obj.Type().Underlying().(*types.Struct)
 	qual := types.RelativeTo(p.Types)
-	for i := range st.NumFields() {
-		f := st.Field(i)
-		c := &fieldChecker{seen: map[*types.Named]bool{obj.Type().(*types.Named): true}}
-		c.checkStruct(types.NewStruct([]*types.Var{f}, []string{st.Tag(i)}), "")
-		for _, pr := range c.problems {
-			msgs = append(msgs, fmt.Sprintf("%s: field %s.%s (%s) cannot be carried by msgpack: %s",
-				p.Fset.Position(f.Pos()), j.Type, pr.path, types.TypeString(pr.typ, qual), pr.why))
-		}
+	for _, pr := range checkJobFields(obj.Type().(*types.Named), j.Type) {
+		msgs = append(msgs, fmt.Sprintf("%s: field %s (%s) cannot be carried by msgpack: %s",
+			p.Fset.Position(st.Field(pr.top).Pos()), pr.path, types.TypeString(pr.typ, qual), pr.why))
 	}
 	return msgs
 }
