@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/rabbitmq"
-	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -74,40 +73,3 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 	}
 }
 
-// TestQuorumUsesLegacyClassicHold: a classic hold queue left by an earlier
-// version under the name a quorum hold queue now takes is used as it is,
-// with one warning, instead of failing the wait.
-func TestQuorumUsesLegacyClassicHold(t *testing.T) {
-	logs := make(records, 64)
-	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
-	q := runtime.DefaultQueueConfig(queueName(t, ".deferred.2000"))
-	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, 0
-	legacy, _, err := topology.Names{}.Hold(q.Name, topology.Deferred, 2*time.Second, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rawChannel(t).QueueDeclare(legacy.Name, true, false, false, false, legacy.Args); err != nil {
-		t.Fatal(err)
-	}
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	for range 2 {
-		if _, err := runtime.Enqueue(ctxT(t), p, q, 1, runtime.WithDelay(1500*time.Millisecond)); err != nil {
-			t.Fatalf("delayed enqueue onto a legacy classic hold queue: %v", err)
-		}
-	}
-	back := make(chan time.Time, 2)
-	runWorker(t, b, q, func(context.Context, int) error { back <- time.Now(); return nil })
-	for range 2 {
-		if got := within(t, back, "a delayed job").Sub(start); got < 2*time.Second {
-			t.Errorf("delayed job back after %v, want at least 2s", got)
-		}
-	}
-	warned := warnings(logs)
-	if len(warned) != 1 || !strings.Contains(warned[0], "classic hold queue") {
-		t.Errorf("warned %q, want one warning about the classic hold queue", warned)
-	}
-}
