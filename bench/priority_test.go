@@ -151,7 +151,7 @@ func drainBacklog(b *testing.B, mp int, name string) float64 {
 	be := benchBackend(b, ctx)
 	defer be.Close()
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind = "priorityJob"
+	q.Kind = runtime.KindOf[priorityJob]()
 	q.MaxPriority = mp
 	q.Prefetch = prefetch
 	defer brokertest.DeleteQueues(amqpURL(), name)

@@ -28,7 +28,7 @@ func runWaits(b *testing.B, name string) time.Duration {
 	defer be.Close()
 	defer brokertest.DeleteQueues(amqpURL(), name, name+".dead", name+".deferred.60000", name+".deferred.120000")
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind = "Job"
+	q.Kind = runtime.KindOf[e2e.Job]()
 	p, err := runtime.NewProducer(ctx, be, q)
 	if err != nil {
 		b.Fatal(err)

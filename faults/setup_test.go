@@ -36,7 +36,7 @@ func testQueue(t *testing.T, url string) runtime.QueueConfig {
 	var buf [4]byte
 	_, _ = rand.Read(buf[:])
 	q := runtime.DefaultQueueConfig("queuey-faults." + t.Name() + "." + hex.EncodeToString(buf[:]))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(url)
 		if err != nil {

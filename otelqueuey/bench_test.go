@@ -206,7 +206,7 @@ func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst 
 	defer closeBackend()
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	q := runtime.QueueConfig{Name: name, Kind: "ping", Prefetch: benchPrefetch}
+	q := runtime.QueueConfig{Name: name, Kind: runtime.KindOf[ping](), Prefetch: benchPrefetch}
 	p, err := runtime.NewProducer(ctx, be, q)
 	if err != nil {
 		b.Fatal(err)

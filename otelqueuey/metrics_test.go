@@ -35,9 +35,9 @@ func TestEveryOutcomeItsCounter(t *testing.T) {
 	} {
 		t.Run(c.kind.String(), func(t *testing.T) {
 			tel := newTelemetry(t, otelqueuey.Config{})
-			env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: "ping", Attempt: 1, MaxAttempts: 3, EnqueuedAt: time.Now()}
+			env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: runtime.KindOf[ping](), Attempt: 1, MaxAttempts: 3, EnqueuedAt: time.Now()}
 			ctx := tel.inst.Start(context.Background(), env)
-			tel.inst.Outcome(ctx, runtime.Outcome{Kind: c.kind, Queue: "q", JobID: "j1", JobKind: "ping", Attempt: 1, Err: c.err})
+			tel.inst.Outcome(ctx, runtime.Outcome{Kind: c.kind, Queue: "q", JobID: "j1", JobKind: runtime.KindOf[ping](), Attempt: 1, Err: c.err})
 			want := map[string]int64{
 				"queuey.jobs.started":            1,
 				"queuey.jobs.in_flight":          0,
@@ -58,9 +58,9 @@ func TestEveryOutcomeItsCounter(t *testing.T) {
 	}
 	t.Run("redelivered", func(t *testing.T) {
 		tel := newTelemetry(t, otelqueuey.Config{})
-		env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: "ping", Attempt: 1}
+		env := &runtime.Envelope{ID: "j1", Queue: "q", Kind: runtime.KindOf[ping](), Attempt: 1}
 		ctx := tel.inst.Start(context.Background(), env)
-		tel.inst.Outcome(ctx, runtime.Outcome{Kind: runtime.OutcomeRedelivered, Queue: "q", JobID: "j1", JobKind: "ping"})
+		tel.inst.Outcome(ctx, runtime.Outcome{Kind: runtime.OutcomeRedelivered, Queue: "q", JobID: "j1", JobKind: runtime.KindOf[ping]()})
 		want := map[string]int64{"queuey.jobs.started": 1, "queuey.jobs.in_flight": 1, "queuey.jobs.redelivered": 1}
 		if got := tel.counts(t); !maps.Equal(got, want) {
 			t.Errorf("metrics %v, want %v", got, want)
@@ -77,7 +77,7 @@ func TestCountersEndToEnd(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
-	q := runtime.QueueConfig{Name: "otel.counters", Kind: "ping", MaxAttempts: 3}
+	q := runtime.QueueConfig{Name: "otel.counters", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
 	p, w, settled := instrumented(t, tel, b, q)
 	var deferred sync.Map
 	runtime.Handle(w, q, func(ctx context.Context, j ping) error {

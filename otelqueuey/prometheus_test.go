@@ -25,7 +25,7 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 	tel := newTelemetry(t, otelqueuey.Config{MeterProvider: mp, Depth: b})
-	q := runtime.QueueConfig{Name: "prom", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "prom", Kind: runtime.KindOf[ping]()}
 	p, w, settled := instrumented(t, tel, b, q)
 	runtime.Handle(w, q, func(ctx context.Context, j ping) error {
 		if j.N == 2 {
@@ -36,7 +36,7 @@ func TestPrometheusScrape(t *testing.T) {
 	if _, err := runtime.EnqueueMany(context.Background(), p, q, []ping{{N: 1}, {N: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	waiting := runtime.QueueConfig{Name: "prom.waiting", Kind: "ping"}
+	waiting := runtime.QueueConfig{Name: "prom.waiting", Kind: runtime.KindOf[ping]()}
 	pw, err := runtime.NewProducer(context.Background(), b, waiting)
 	if err != nil {
 		t.Fatal(err)
@@ -66,16 +66,16 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 	for _, want := range []string{
 		`# TYPE queuey_jobs_enqueued_total counter`,
-		`queuey_jobs_enqueued_total{kind="ping",queue="prom"} 2`,
-		`queuey_jobs_enqueued_total{kind="ping",queue="prom.waiting"} 2`,
-		`queuey_jobs_started_total{kind="ping",queue="prom"} 2`,
-		`queuey_jobs_succeeded_total{kind="ping",queue="prom"} 1`,
-		`queuey_jobs_failed_total{kind="ping",queue="prom"} 1`,
-		`queuey_jobs_dead_lettered_total{kind="ping",queue="prom"} 1`,
-		`queuey_jobs_in_flight{kind="ping",queue="prom"} 0`,
+		`queuey_jobs_enqueued_total{kind="otelqueuey_test.ping",queue="prom"} 2`,
+		`queuey_jobs_enqueued_total{kind="otelqueuey_test.ping",queue="prom.waiting"} 2`,
+		`queuey_jobs_started_total{kind="otelqueuey_test.ping",queue="prom"} 2`,
+		`queuey_jobs_succeeded_total{kind="otelqueuey_test.ping",queue="prom"} 1`,
+		`queuey_jobs_failed_total{kind="otelqueuey_test.ping",queue="prom"} 1`,
+		`queuey_jobs_dead_lettered_total{kind="otelqueuey_test.ping",queue="prom"} 1`,
+		`queuey_jobs_in_flight{kind="otelqueuey_test.ping",queue="prom"} 0`,
 		`# TYPE queuey_job_duration_seconds histogram`,
-		`queuey_job_duration_seconds_count{kind="ping",queue="prom"} 2`,
-		`queuey_job_queue_latency_seconds_count{kind="ping",queue="prom"} 2`,
+		`queuey_job_duration_seconds_count{kind="otelqueuey_test.ping",queue="prom"} 2`,
+		`queuey_job_queue_latency_seconds_count{kind="otelqueuey_test.ping",queue="prom"} 2`,
 		`queuey_queue_depth{queue="prom"} 0`,
 		`queuey_queue_depth{queue="prom.waiting"} 2`,
 	} {

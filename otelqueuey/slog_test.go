@@ -53,7 +53,7 @@ func TestWorkerLogsCarryTraceIDs(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
-	q := runtime.QueueConfig{Name: "otel.logs", Kind: "ping", MaxAttempts: 2, RetryBase: time.Millisecond}
+	q := runtime.QueueConfig{Name: "otel.logs", Kind: runtime.KindOf[ping](), MaxAttempts: 2, RetryBase: time.Millisecond}
 	p, err := runtime.NewProducer(context.Background(), b, q)
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func TestTraceRabbitMQ(t *testing.T) {
 // span the handler's and ended Ok.
 func checkOneTrace(t *testing.T, b runtime.Backend, name, system string) {
 	tel := newTelemetry(t, otelqueuey.Config{System: system})
-	q := runtime.QueueConfig{Name: name, Kind: "ping"}
+	q := runtime.QueueConfig{Name: name, Kind: runtime.KindOf[ping]()}
 	p, w, settled := instrumented(t, tel, b, q)
 	handlerSpan := make(chan trace.SpanContext, 1)
 	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
@@ -112,7 +112,7 @@ func TestTraceRetriedJob(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
-	q := runtime.QueueConfig{Name: "otel.retry", Kind: "ping", MaxAttempts: 3}
+	q := runtime.QueueConfig{Name: "otel.retry", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
 	p, w, settled := instrumented(t, tel, b, q)
 	errFlaky := errors.New("flaky")
 	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
@@ -209,7 +209,7 @@ func TestTraceScheduledJob(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
-	q := runtime.QueueConfig{Name: "otel.scheduled", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "otel.scheduled", Kind: runtime.KindOf[ping]()}
 	settled := make(settledSignal, 16)
 	enqueued := make(chan struct{}, 16)
 	// Outermost, so that when it hears back the producer span has ended.

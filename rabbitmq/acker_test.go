@@ -16,7 +16,7 @@ import (
 func TestCoalescedAcksKeepRequeues(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	q.Prefetch, q.Concurrency = 6, 6
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {

@@ -21,7 +21,7 @@ type job struct {
 func TestEnqueueAndHandle(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	p, err := runtime.NewProducer(ctx, b, q)

@@ -155,7 +155,7 @@ func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
 func TestPoisonKeepsPropertiesAndHeaders(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestDeclareMismatchSuggestsTheSetting(t *testing.T) {
 func TestUnroutableNeverSucceeds(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	good := runtime.DefaultQueueConfig(queueName(t))
-	good.Kind = "job"
+	good.Kind = runtime.KindOf[job]()
 	gone := runtime.DefaultQueueConfig(queueName(t))
 	for _, q := range []runtime.QueueConfig{good, gone} {
 		if err := b.Declare(ctxT(t), q); err != nil {
@@ -164,7 +164,7 @@ func TestUnroutableNeverSucceeds(t *testing.T) {
 func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	q.Prefetch = 20
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
@@ -240,7 +240,7 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	if _, err := runtime.NewProducer(ctxT(t), b, q); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
 func TestHeaderEnvelopesForARollingUpgrade(t *testing.T) {
 	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestDeferReturnsAheadOfBacklog(t *testing.T) {
 func testDeferReturnsAheadOfBacklog(t *testing.T, maxPriority int) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t, ".deferred.1000"))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	q.Prefetch, q.Concurrency = 1, 1
 	q.MaxPriority = maxPriority
 	p, err := runtime.NewProducer(ctxT(t), b, q)

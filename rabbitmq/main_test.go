@@ -134,7 +134,7 @@ func queueName(t *testing.T, companions ...string) string {
 func jobQueue(t *testing.T, b *rabbitmq.Backend, companions ...string) (runtime.QueueConfig, *runtime.Producer) {
 	t.Helper()
 	q := runtime.DefaultQueueConfig(queueName(t, companions...))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func TestLongestQueueName(t *testing.T) {
 	longest := runtime.MaxDeferral.Truncate(time.Second)
 	hold := fmt.Sprintf(".deferred.%d", longest.Milliseconds())
 	q := runtime.DefaultQueueConfig(longName(t, runtime.MaxQueueNameLen, hold))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	if n := len(q.Name + hold); n != 255 {
 		t.Fatalf("the longest hold queue name is %d bytes, want 255: MaxQueueNameLen leaves no room, or too much", n)
 	}

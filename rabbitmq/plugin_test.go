@@ -122,7 +122,7 @@ func TestPluginMissingIsExplained(t *testing.T) {
 
 	pubConn, conConn := rabbitmq.Connections(b)
 	delayed := runtime.DefaultQueueConfig(queueName(t))
-	delayed.Kind = "job"
+	delayed.Kind = runtime.KindOf[job]()
 	delayed.Delay = runtime.DelayPlugin
 	for i := range 2 { // the second time on a topology connection dialled again
 		err := b.Declare(ctxT(t), delayed)
@@ -178,7 +178,7 @@ func TestPluginNotProvisioned(t *testing.T) {
 	shared := "queuey-rmq-test.shared-delay." + hex.EncodeToString(buf[:])
 	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin, DelayExchange: shared, ProvisionedDelayExchange: true})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	for i := range 2 { // a 404 closes only the channel: the backend goes on
 		err := b.Declare(ctxT(t), q)
 		if !errors.Is(err, rabbitmq.ErrDelayExchangeMissing) {
@@ -247,7 +247,7 @@ func TestPluginShortWaitFirst(t *testing.T) {
 	requirePlugin(t)
 	b := dial(t, rabbitmq.Options{Delay: runtime.DelayPlugin})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	deleteExchangeAtEnd(t, q.Name+".delay")
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
@@ -309,10 +309,10 @@ func TestPluginWaitToDeletedExchange(t *testing.T) {
 	ex := "queuey-rmq-test.gone-delay." + hex.EncodeToString(buf[:])
 	b := dial(t, rabbitmq.Options{DelayExchange: ex, ProvisionedDelayExchange: true})
 	delayed := runtime.DefaultQueueConfig(queueName(t))
-	delayed.Kind = "job"
+	delayed.Kind = runtime.KindOf[job]()
 	delayed.Delay = runtime.DelayPlugin
 	work := runtime.DefaultQueueConfig(queueName(t))
-	work.Kind = "job"
+	work.Kind = runtime.KindOf[job]()
 	raw := rawChannel(t)
 	// A direct exchange stands in for the plugin's, as in
 	// TestPluginNotProvisioned: a passive declare cannot tell the type.

@@ -201,7 +201,7 @@ func TestOldWorkQueueKept(t *testing.T) {
 	rs := make(records, 64)
 	b := dial(t, rabbitmq.Options{Logger: slog.New(rs)})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	ch := rawChannel(t)
 	if _, err := ch.QueueDeclare(q.Name, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(q.MaxPriority)}); err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	var qs []runtime.QueueConfig
 	for _, name := range names {
 		q := runtime.DefaultQueueConfig(name)
-		q.Kind = "job"
+		q.Kind = runtime.KindOf[job]()
 		q.MaxPriority = 0 // cheap queues
 		qs = append(qs, q)
 		runtime.Handle(w, q, func(ctx context.Context, j job) error {

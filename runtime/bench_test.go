@@ -25,7 +25,7 @@ func BenchmarkMemoryEndToEnd(b *testing.B) {
 		b.Run("prefetch="+strconv.Itoa(prefetch), func(b *testing.B) {
 			be := runtime.NewMemoryBackend()
 			defer be.Close()
-			q := runtime.QueueConfig{Name: "bench", Kind: "benchJob", Prefetch: prefetch}
+			q := runtime.QueueConfig{Name: "bench", Kind: runtime.KindOf[benchJob](), Prefetch: prefetch}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p, err := runtime.NewProducer(ctx, be, q)
@@ -59,7 +59,7 @@ func BenchmarkMemoryEndToEnd(b *testing.B) {
 func BenchmarkMemoryEnqueue(b *testing.B) {
 	be := runtime.NewMemoryBackend()
 	defer be.Close()
-	q := runtime.QueueConfig{Name: "bench", Kind: "benchJob"}
+	q := runtime.QueueConfig{Name: "bench", Kind: runtime.KindOf[benchJob]()}
 	ctx := context.Background()
 	p, err := runtime.NewProducer(ctx, be, q)
 	if err != nil {

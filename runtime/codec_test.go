@@ -21,7 +21,7 @@ type tagged struct {
 func TestHandleDecodesEachJobFromZero(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "tagged", Kind: "tagged", Prefetch: 1}
+	q := runtime.QueueConfig{Name: "tagged", Kind: runtime.KindOf[tagged](), Prefetch: 1}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := runtime.NewProducer(ctx, b, q)
@@ -58,7 +58,7 @@ func TestHandleDecodesEachJobFromZero(t *testing.T) {
 func TestEnqueuePayloadCopiesThePayload(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := runtime.NewProducer(ctx, b, q)
@@ -121,7 +121,7 @@ type reading struct {
 func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
-	q := runtime.QueueConfig{Name: "readings", Kind: "reading", MaxAttempts: 3}
+	q := runtime.QueueConfig{Name: "readings", Kind: runtime.KindOf[reading](), MaxAttempts: 3}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
 	handled := make(chan reading, 1)
@@ -137,7 +137,7 @@ func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
 	}
 	startWorker(t, w)
 
-	const want = "decode reading payload: field Level: 300 does not fit int8"
+	const want = "decode runtime_test.reading payload: field Level: 300 does not fit int8"
 	o := rec.next(t)
 	if o.Kind != runtime.OutcomeDeadLettered || o.JobID != id || o.Attempt != 1 || o.Reason != want {
 		t.Fatalf("outcome = %v of %s on attempt %d, reason %q; want dead_lettered on attempt 1, reason %q", o.Kind, o.JobID, o.Attempt, o.Reason, want)

@@ -57,7 +57,7 @@ func gated(t *testing.T, fail string) *gatedBackend {
 func pingQueues(n int) []runtime.QueueConfig {
 	qs := make([]runtime.QueueConfig, n)
 	for i := range qs {
-		qs[i] = runtime.QueueConfig{Name: fmt.Sprintf("ping.%d", i), Kind: "ping"}
+		qs[i] = runtime.QueueConfig{Name: fmt.Sprintf("ping.%d", i), Kind: runtime.KindOf[ping]()}
 	}
 	return qs
 }

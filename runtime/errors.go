@@ -20,6 +20,10 @@ var (
 	// ErrKindConflict is returned by Declare for a queue already declared
 	// through the same backend for another job kind.
 	ErrKindConflict = errors.New("queuey: two job kinds on one queue")
+	// ErrJobType is returned by Enqueue, EnqueueMany and Worker.Run (for
+	// Handle and Periodic) when the Go type of the job is not the queue's
+	// kind: the job would reach a handler of another type.
+	ErrJobType = errors.New("queuey: job type is not the queue's kind")
 	// ErrNoHandlers is returned by Worker.Run when no handler was
 	// registered: there is nothing to run.
 	ErrNoHandlers = errors.New("queuey: no handlers registered")

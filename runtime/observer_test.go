@@ -67,7 +67,7 @@ func startWorker(t *testing.T, w *runtime.Worker) {
 func TestObserverOutcomes(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
-	q := runtime.QueueConfig{Name: "obs", Kind: "ping", MaxAttempts: 3}
+	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
 	errFlaky := errors.New("flaky")
@@ -116,7 +116,7 @@ func TestObserverOutcomes(t *testing.T) {
 		if !ok {
 			t.Fatalf("outcome of unknown job %+v", o)
 		}
-		if o.Queue != "obs" || o.JobKind != "ping" || o.MaxAttempts != 3 {
+		if o.Queue != "obs" || o.JobKind != runtime.KindOf[ping]() || o.MaxAttempts != 3 {
 			t.Errorf("outcome %+v: want queue obs, kind ping, max attempts 3", o)
 		}
 		if o.QueueLatency < 0 || o.HandlerDuration <= 0 {
@@ -211,7 +211,7 @@ func (d *failingDelivery) Redelivered() bool {
 func TestObserverRequeueAndRedelivery(t *testing.T) {
 	b := &failingAck{MemoryBackend: runtime.NewMemoryBackend()}
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
-	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { return nil })
@@ -245,7 +245,7 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 func TestObserverAbandoned(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
-	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
 	running := make(chan struct{}, 1)
 	stuck := func(ctx context.Context, p ping) error {
@@ -289,7 +289,7 @@ func TestObserverAbandoned(t *testing.T) {
 func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { _ = b.Close() })
-	q := runtime.QueueConfig{Name: "obs", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
 	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
 	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
@@ -306,7 +306,7 @@ func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, w)
-	if o := rec.next(t); o.Kind != runtime.OutcomeDeadLettered || o.JobKind != "ping" || o.Queue != "obs" {
+	if o := rec.next(t); o.Kind != runtime.OutcomeDeadLettered || o.JobKind != runtime.KindOf[ping]() || o.Queue != "obs" {
 		t.Fatalf("outcome = %+v, want dead_lettered, of kind ping on queue obs", o)
 	}
 	select {

@@ -36,6 +36,10 @@ const leasePrefix = "schedule."
 // q is declared when Run starts, whether or not w handles it. A bad
 // schedule, or a backend that is not a Leaser, is reported by Run.
 func Periodic[T any](w *Worker, q QueueConfig, s Schedule, job func() T) {
+	if err := checkJobType[T](&q); err != nil {
+		w.refuse(fmt.Errorf("schedule on queue %q: %w", q.Name, err))
+		return
+	}
 	w.addPeriodic(q, s, func() ([]byte, error) {
 		j := job()
 		return msgpack.Marshal(&j)

@@ -124,7 +124,10 @@ func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []
 // enqueue enqueues payload onto q; owned says that nobody else holds
 // payload, so a backend may keep it without a copy.
 func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, owned bool, opts []EnqueueOption) (string, error) {
-	o, q := p.options(q, opts)
+	o, q, err := p.options(q, opts)
+	if err != nil {
+		return "", err
+	}
 	env, err := p.envelope(q, o, payload)
 	if err != nil {
 		return "", err
@@ -159,7 +162,10 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 // naming the jobs that were not enqueued, if any. WithID is refused: IDs
 // must differ. Generated code calls EnqueueMany instead.
 func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
-	o, q := p.options(q, opts)
+	o, q, err := p.options(q, opts)
+	if err != nil {
+		return nil, err
+	}
 	if o.hasID {
 		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
 	}
@@ -193,8 +199,10 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 }
 
 // options applies opts and returns them with q as this producer declared it
-// (or with its defaults).
-func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig) {
+// (or with its defaults), but with q's own kind: a producer never changes
+// a job's kind. A q of another kind than the one declared under its name
+// is ErrKindConflict, before anything is published.
+func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig, error) {
 	var o enqueueOptions
 	if len(opts) > 0 {
 		o = applyOptions(opts)
@@ -202,10 +210,16 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 	p.mu.RLock()
 	declared, ok := p.queues[q.Name]
 	p.mu.RUnlock()
-	if ok {
-		return o, declared
+	if !ok {
+		return o, q.WithDefaults(), nil
 	}
-	return o, q.WithDefaults()
+	if err := KindConflict(declared, q); err != nil {
+		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
+	}
+	if q.Kind != "" {
+		declared.Kind = q.Kind
+	}
+	return o, declared, nil
 }
 
 // applyOptions returns the options opts set. It is apart from options so

@@ -18,7 +18,7 @@ import (
 func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx := context.Background()
 	p := producerOf(t, b, q)
 	var (
@@ -85,7 +85,7 @@ func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 func TestProducerMiddlewareWrongErrorCount(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx := context.Background()
 	p := producerOf(t, b, q)
 	p.Use(func(next runtime.PublishFunc) runtime.PublishFunc {

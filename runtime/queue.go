@@ -65,8 +65,11 @@ type QueueConfig struct {
 	// Kind is the Go type of the jobs on this queue as %T prints it: the
 	// package name, a dot, the type name (emails.SendEmail). A worker
 	// dead-letters a job of another kind without running the handler, and
-	// a backend refuses to declare one queue name for two kinds. Empty
-	// means any kind.
+	// a backend refuses to declare one queue name for two kinds. Enqueue,
+	// EnqueueMany, Handle and Periodic refuse a job type of another kind
+	// (ErrJobType), and give a config with no Kind their job type's
+	// (KindOf). Empty means any kind to the untyped calls (EnqueuePayload,
+	// Worker.Register).
 	Kind string
 	// Prefetch is how many unacked deliveries a consumer holds, 1..65535.
 	// Zero means DefaultPrefetch.

@@ -224,7 +224,7 @@ func TestPeriodicMissed(t *testing.T) {
 func TestHandleSchedule(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "sched.handle", Kind: "ping", Schedule: "@every 1s"}
+	q := runtime.QueueConfig{Name: "sched.handle", Kind: runtime.KindOf[ping](), Schedule: "@every 1s"}
 	w := runtime.NewWorker(b, quiet())
 	ids := make(chan string, 10)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
@@ -300,7 +300,7 @@ func TestHandleScheduleRefused(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			b := runtime.NewMemoryBackend()
 			defer b.Close()
-			q := runtime.QueueConfig{Name: "sched.refused", Kind: "ping", Schedule: spec}
+			q := runtime.QueueConfig{Name: "sched.refused", Kind: runtime.KindOf[ping](), Schedule: spec}
 			w := runtime.NewWorker(b, quiet())
 			runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,9 +9,30 @@ import (
 	"github.com/queuey/queuey/internal/mpfit"
 )
 
+// KindOf returns the kind of job type T, as the generator writes it into
+// QueueConfig.Kind: its package's name and its own, "emails.SendEmail".
+func KindOf[T any]() string { return reflect.TypeFor[T]().String() }
+
+// checkJobType returns q with its kind, KindOf[T] when q names none, or
+// ErrJobType when T is not q's job type.
+func checkJobType[T any](q *QueueConfig) error {
+	k := KindOf[T]()
+	switch q.Kind {
+	case k:
+	case "":
+		q.Kind = k
+	default:
+		return fmt.Errorf("%w: a %s given for queue %q, whose kind is %q", ErrJobType, k, q.Name, q.Kind)
+	}
+	return nil
+}
+
 // Enqueue encodes job with msgpack and enqueues it onto q. Generated
 // EnqueueX functions call it.
 func Enqueue[T any](ctx context.Context, p *Producer, q QueueConfig, job T, opts ...EnqueueOption) (string, error) {
+	if err := checkJobType[T](&q); err != nil {
+		return "", fmt.Errorf("enqueue onto %q: %w", q.Name, err)
+	}
 	payload, err := encodePayload(&job)
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", q.Kind, err)
@@ -24,6 +45,9 @@ func Enqueue[T any](ctx context.Context, p *Producer, q QueueConfig, job T, opts
 // It returns every job's ID in order and a *BatchError naming the jobs that
 // were not enqueued, if any. Generated EnqueueManyX functions call it.
 func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []T, opts ...EnqueueOption) ([]string, error) {
+	if err := checkJobType[T](&q); err != nil {
+		return nil, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
+	}
 	payloads := make([][]byte, len(jobs))
 	for i := range jobs {
 		payload, err := encodePayload(&jobs[i])
@@ -41,6 +65,10 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 // DecodeError. When q has a Schedule, w also enqueues a zero T at each of
 // its ticks (see Periodic). Generated HandleX functions call it.
 func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) error) {
+	if err := checkJobType[T](&q); err != nil {
+		w.refuse(fmt.Errorf("handler of queue %q: %w", q.Name, err))
+		return
+	}
 	if q.Schedule != "" && q.Validate() == nil {
 		Periodic(w, q, Schedule{Spec: q.Schedule, Missed: q.Missed}, func() T { var zero T; return zero })
 	}

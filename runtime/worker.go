@@ -143,6 +143,14 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: checkKind(q, h)})
 }
 
+// refuse records err, a registration that cannot be made, for Run to
+// report.
+func (w *Worker) refuse(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.regErrs = append(w.regErrs, err)
+}
+
 // Queues returns the configs of the queues registered on w, with their
 // defaults applied, in registration order.
 func (w *Worker) Queues() []QueueConfig {

@@ -36,7 +36,7 @@ func recvT[T any](t *testing.T, c <-chan T) T {
 func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	w := runtime.NewWorker(b, quiet())
 	ran := make(chan int, 1)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- p.N; return nil })
@@ -75,7 +75,7 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ping", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	h := func(ctx context.Context, p ping) error { return nil }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -111,7 +111,7 @@ func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
 // handled a first job, so that Run is known to be consuming.
 func runningWorker(t *testing.T, b *runtime.MemoryBackend, name string) (*runtime.Worker, <-chan error) {
 	t.Helper()
-	q := runtime.QueueConfig{Name: name, Kind: "ping"}
+	q := runtime.QueueConfig{Name: name, Kind: runtime.KindOf[ping]()}
 	w := runtime.NewWorker(b, quiet())
 	ran := make(chan struct{}, 1)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- struct{}{}; return nil })
@@ -178,7 +178,7 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 func TestMiddlewareOrder(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "mw", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "mw", Kind: runtime.KindOf[ping]()}
 	var mu sync.Mutex
 	var trail []string
 	mark := func(s string) { mu.Lock(); trail = append(trail, s); mu.Unlock() }
@@ -218,7 +218,7 @@ func TestMiddlewareOrder(t *testing.T) {
 func TestEnqueueOptionErrors(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "opts", Kind: "ping", MaxPriority: 3}
+	q := runtime.QueueConfig{Name: "opts", Kind: runtime.KindOf[ping](), MaxPriority: 3}
 	p, err := runtime.NewProducer(context.Background(), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestEnqueueOptionErrors(t *testing.T) {
 // handlers must not run (the jobs would run twice), and Run ends.
 func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 	b := runtime.NewMemoryBackend()
-	q := runtime.QueueConfig{Name: "buffered", Kind: "ping", Prefetch: 5, Concurrency: 1}
+	q := runtime.QueueConfig{Name: "buffered", Kind: runtime.KindOf[ping](), Prefetch: 5, Concurrency: 1}
 	p, err := runtime.NewProducer(context.Background(), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 func TestWithEmptyIDIsRefused(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
-	q := runtime.QueueConfig{Name: "ids", Kind: "ping"}
+	q := runtime.QueueConfig{Name: "ids", Kind: runtime.KindOf[ping]()}
 	p, err := runtime.NewProducer(context.Background(), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestRunReturnsNilAfterStop(t *testing.T) {
 	defer b.Close()
 	w := runtime.NewWorker(b, quiet())
 	started := make(chan struct{})
-	runtime.Handle(w, runtime.QueueConfig{Name: "stop", Kind: "ping"}, func(ctx context.Context, p ping) error { return nil })
+	runtime.Handle(w, runtime.QueueConfig{Name: "stop", Kind: runtime.KindOf[ping]()}, func(ctx context.Context, p ping) error { return nil })
 	errc := make(chan error, 1)
 	go func() {
 		close(started)
@@ -325,11 +325,38 @@ func TestRegisterTwoKindsOnOneQueue(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
 	w := runtime.NewWorker(b, quiet())
-	runtime.Handle(w, runtime.QueueConfig{Name: "notify", Kind: "sms.Send"}, func(ctx context.Context, p ping) error { return nil })
-	runtime.Handle(w, runtime.QueueConfig{Name: "notify", Kind: "push.Send"}, func(ctx context.Context, p ping) error { return nil })
+	w.Register(runtime.QueueConfig{Name: "notify", Kind: "sms.Send"}, func(context.Context, *runtime.Envelope) error { return nil })
+	w.Register(runtime.QueueConfig{Name: "notify", Kind: "push.Send"}, func(context.Context, *runtime.Envelope) error { return nil })
 	err := w.Run(context.Background())
 	want := `queuey: invalid option: queue "notify" registered twice: queuey: two job kinds on one queue: queue "notify" is declared for sms.Send jobs and now for push.Send jobs`
 	if !errors.Is(err, runtime.ErrKindConflict) || err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Run = %v, want ErrKindConflict starting %q", err, want)
+	}
+}
+
+// TestHandleAndPeriodicRefuseAnotherJobType: a handler or a schedule whose
+// job type is not the queue's kind is refused by Run with ErrJobType.
+func TestHandleAndPeriodicRefuseAnotherJobType(t *testing.T) {
+	type refund struct{ Cents int }
+	q := runtime.QueueConfig{Name: "basic", Kind: runtime.KindOf[ping]()}
+	for name, register := range map[string]func(w *runtime.Worker){
+		"handle": func(w *runtime.Worker) {
+			runtime.Handle(w, q, func(context.Context, refund) error { return nil })
+		},
+		"periodic": func(w *runtime.Worker) {
+			runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+			runtime.Periodic(w, q, runtime.Schedule{Spec: "@every 1h"}, func() refund { return refund{} })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := runtime.NewMemoryBackend()
+			defer b.Close()
+			w := runtime.NewWorker(b, quiet())
+			register(w)
+			err := w.Run(context.Background())
+			if !errors.Is(err, runtime.ErrJobType) || !strings.Contains(err.Error(), "runtime_test.refund") {
+				t.Errorf("Run = %v, want ErrJobType naming runtime_test.refund", err)
+			}
+		})
 	}
 }

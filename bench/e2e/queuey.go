@@ -102,7 +102,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // producer dials q.URL and declares q's queue through a producer.
 func (q Queuey) producer(ctx context.Context) (*rabbitmq.Backend, runtime.QueueConfig, *runtime.Producer, error) {
 	cfg := runtime.DefaultQueueConfig(q.Queue)
-	cfg.Kind = "Job"
+	cfg.Kind = runtime.KindOf[Job]()
 	cfg.Prefetch, cfg.Concurrency = q.Prefetch, cmp.Or(q.Concurrency, q.Prefetch)
 	if q.MaxPriority != 0 {
 		cfg.MaxPriority = max(q.MaxPriority, 0)

@@ -23,7 +23,7 @@ func benchServer(b *testing.B, queues, dead int) (*Server, string) {
 	b.Cleanup(func() { mb.Close() })
 	var first runtime.QueueConfig
 	for i := range queues {
-		cfg := runtime.QueueConfig{Name: fmt.Sprintf("bench.q%03d", i), Kind: "job", Prefetch: 1000}
+		cfg := runtime.QueueConfig{Name: fmt.Sprintf("bench.q%03d", i), Kind: runtime.KindOf[job](), Prefetch: 1000}
 		if err := mb.Declare(ctx, cfg); err != nil {
 			b.Fatal(err)
 		}

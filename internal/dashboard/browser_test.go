@@ -308,5 +308,5 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 func TestBrowserMemory(t *testing.T) {
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { b.Close() }) // after the worker stops
-	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: "job", MaxAttempts: 3}, "")
+	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: runtime.KindOf[job](), MaxAttempts: 3}, "")
 }

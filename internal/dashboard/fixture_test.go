@@ -24,7 +24,7 @@ type job struct {
 
 const testQueue = "dash.send"
 
-var testConfig = runtime.QueueConfig{Name: testQueue, Kind: "job", MaxAttempts: 3, RetryBase: time.Second}
+var testConfig = runtime.QueueConfig{Name: testQueue, Kind: runtime.KindOf[job](), MaxAttempts: 3, RetryBase: time.Second}
 
 // memFixture is a memory backend with testQueue declared and a dashboard
 // over it, served by httptest.

@@ -22,7 +22,7 @@ func rabbitQueue(t *testing.T, url string) runtime.QueueConfig {
 	t.Helper()
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
-	cfg := runtime.QueueConfig{Name: "queuey-dash-test." + t.Name() + "." + hex.EncodeToString(suffix), Kind: "job", MaxAttempts: 3}
+	cfg := runtime.QueueConfig{Name: "queuey-dash-test." + t.Name() + "." + hex.EncodeToString(suffix), Kind: runtime.KindOf[job](), MaxAttempts: 3}
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(url)
 		if err != nil {

@@ -86,7 +86,7 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 			t.Fatalf("DeadLetters = %v (total %d, next %q), want %v oldest first, total 3, no next page", got, l.Total, l.Next, ids)
 		}
 		d := l.Letters[1]
-		if d.Queue != h.q.Name || d.Kind != "job" || d.Attempt != 1 || d.MaxAttempts != h.q.MaxAttempts || d.EnqueuedAt.IsZero() || d.Poison {
+		if d.Queue != h.q.Name || d.Kind != h.q.Kind || d.Attempt != 1 || d.MaxAttempts != h.q.MaxAttempts || d.EnqueuedAt.IsZero() || d.Poison {
 			t.Errorf("letter = %+v, want queue %q kind job attempt 1 of %d with an enqueue time", d, h.q.Name, h.q.MaxAttempts)
 		}
 		wantContains(t, d.Reason, "card declined", "reason")

@@ -38,7 +38,7 @@ func testDeadLetterReasons(t *testing.T, f Features, nb func(*testing.T) runtime
 	if perm.Envelope == nil || perm.Envelope.Attempt != 1 {
 		t.Errorf("permanent failure dead-lettered at %+v, want attempt 1", perm.Envelope)
 	}
-	wantContains(t, bad.Reason, "decode job payload", "undecodable payload reason")
+	wantContains(t, bad.Reason, "decode backendtest.job payload", "undecodable payload reason")
 	if r := recv(t, runs, "the permanent job's run"); r.Info.ID != permID {
 		t.Errorf("handler ran job %s, want only %s (the undecodable one never reaches it)", r.Info.ID, permID)
 	}

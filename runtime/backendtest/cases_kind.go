@@ -29,7 +29,7 @@ func testWrongKind(t *testing.T, f Features, nb func(*testing.T) runtime.Backend
 	if dl[0].Envelope == nil || dl[0].Envelope.ID != "alien" {
 		t.Fatalf("dead letter %+v, want job alien", dl[0])
 	}
-	want := fmt.Sprintf(`job of kind "other.Job" on queue %q, whose handler takes "job": dead-lettered without running the handler`, h.q.Name)
+	want := fmt.Sprintf(`job of kind "other.Job" on queue %q, whose handler takes "backendtest.job": dead-lettered without running the handler`, h.q.Name)
 	wantContains(t, dl[0].Reason, want, "dead-letter reason")
 	select {
 	case r := <-runs:
@@ -46,7 +46,7 @@ func testKindConflict(t *testing.T, f Features, nb func(*testing.T) runtime.Back
 	other.Kind = "other.Job"
 	_, err := runtime.NewProducer(ctxT(t), h.b, other)
 	wantErrIs(t, err, runtime.ErrKindConflict, "declare for another kind")
-	want := fmt.Sprintf("queue %q is declared for job jobs and now for other.Job jobs", h.q.Name)
+	want := fmt.Sprintf("queue %q is declared for backendtest.job jobs and now for other.Job jobs", h.q.Name)
 	wantContains(t, err.Error(), want, "error")
 	same := h.q
 	same.Kind = ""
@@ -55,5 +55,44 @@ func testKindConflict(t *testing.T, f Features, nb func(*testing.T) runtime.Back
 	}
 	if _, err := runtime.NewProducer(ctxT(t), h.b, other); err == nil {
 		t.Errorf("declare for another kind after one without a kind succeeded")
+	}
+}
+
+// invoice is a job type of its own, enqueued under a queue name declared
+// for job.
+type invoice struct {
+	Cents int
+}
+
+// testEnqueueKindConflict: a job of another type enqueued under a queue name
+// this producer declared for job is refused with ErrKindConflict, naming
+// both kinds, before anything is published; a job type given for a config
+// of another kind is refused with ErrJobType; jobs of the right kind are
+// handled as before.
+func testEnqueueKindConflict(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, nil)
+	runs := make(chan run, 10)
+	h.start(func(ctx context.Context, j job) error {
+		runs <- runOf(ctx, j)
+		return nil
+	})
+	other := h.q
+	other.Kind = runtime.KindOf[invoice]()
+	_, err := runtime.Enqueue(ctxT(t), h.p, other, invoice{Cents: 100})
+	wantErrIs(t, err, runtime.ErrKindConflict, "enqueue of another kind under a declared name")
+	wantContains(t, err.Error(), "backendtest.job", "error")
+	wantContains(t, err.Error(), "backendtest.invoice", "error")
+	_, err = runtime.Enqueue(ctxT(t), h.p, h.q, invoice{Cents: 100})
+	wantErrIs(t, err, runtime.ErrJobType, "enqueue of an invoice with the job queue's config")
+	_, err = runtime.EnqueueMany(ctxT(t), h.p, h.q, []invoice{{Cents: 1}})
+	wantErrIs(t, err, runtime.ErrJobType, "enqueue many invoices with the job queue's config")
+	h.enqueue(job{N: 7})
+	if r := recv(t, runs, "the job of the right kind"); r.N != 7 {
+		t.Fatalf("ran job %d, want 7", r.N)
+	}
+	select {
+	case r := <-runs:
+		t.Errorf("handler ran %+v too: a refused enqueue was published", r)
+	case <-time.After(200 * time.Millisecond): // a window for a stray run, not a synchronisation
 	}
 }

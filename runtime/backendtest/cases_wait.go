@@ -275,7 +275,7 @@ func testDelayedEnqueue(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 func testWaitRefusals(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	ctx := ctxT(t)
-	env := &runtime.Envelope{ID: "x", Queue: h.q.Name, Kind: "job", Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
+	env := &runtime.Envelope{ID: "x", Queue: h.q.Name, Kind: h.q.Kind, Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
 	for _, d := range []time.Duration{
 		runtime.MaxDeferral + time.Millisecond,
 		runtime.MaxDeferral.Truncate(time.Second) + time.Millisecond, // rounds up past the limit

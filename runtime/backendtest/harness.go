@@ -63,7 +63,7 @@ func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.
 	t.Helper()
 	b := newBackend(t)
 	q := runtime.DefaultQueueConfig(uniqueName(t))
-	q.Kind = "job"
+	q.Kind = runtime.KindOf[job]()
 	q.RetryBase = time.Second
 	q.RetryMax = 4 * time.Second
 	q.QueueType = runtime.QueueClassic

@@ -39,6 +39,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"PoisonIsolation", false, testPoison},
 		{"WrongKindDeadLettered", false, testWrongKind},
 		{"KindConflict", false, testKindConflict},
+		{"EnqueueKindConflict", false, testEnqueueKindConflict},
 		{"ConcurrencyLimit", false, testConcurrency},
 		{"HandlerTimeout", false, testTimeout},
 		{"RedeliveryAfterShutdown", false, testRedelivery},
