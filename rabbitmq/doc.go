@@ -192,7 +192,9 @@
 //
 // Unacked deliveries go back to their queues by the broker's rules, and a
 // subscription whose channel died ends with an error, after which the
-// runtime's worker subscribes again at once. A publish whose confirm never
+// runtime's worker subscribes again at once, even while handlers of the
+// dead subscription still run (their jobs, which they can no longer
+// settle, are delivered again). A publish whose confirm never
 // came is reported as failed (ErrNotConfirmed), never as a success; it may
 // still have been stored, so a job can be delivered twice.
 //
@@ -209,7 +211,9 @@
 // the job goes to q.dead with the reason "delivered N times without being
 // settled". A
 // delivery a consumer had prefetched but not started when its channel
-// closed counts an attempt too. q dead-letters into q.dead through the
+// closed counts an attempt too; one a worker stopping or pausing cleanly
+// took and never started does not (runtime.Delivery.Release: a copy of the
+// job goes back to the queue's tail, confirmed, and the delivery is acked). q dead-letters into q.dead through the
 // default exchange (x-dead-letter-exchange "", x-dead-letter-routing-key
 // q.dead), unless Options.NoDeadLetterQueues is set, so that the broker's
 // own dead-lettering (a quorum queue's delivery limit) keeps the job. A q
@@ -239,6 +243,20 @@
 // default), and reopens channels and consumers behind their owners' backs,
 // while this backend ties delivery tags and coalesced acks to one channel
 // session and redeclares what it needs on use.
+//
+// # Long jobs and the broker's consumer_timeout
+//
+// RabbitMQ closes a channel whose delivery stays unacked longer than its
+// consumer_timeout (30 minutes by default; rabbitmq.conf), and delivers the
+// job again. A handler that runs longer can never settle its job: it runs
+// again, counted as another attempt, until max_attempts dead-letters it.
+// A job that may run that long needs the broker's consumer_timeout raised
+// (rabbitmq.conf, or on RabbitMQ 3.12 and later the queue argument
+// x-consumer-timeout set by a policy), or to be split into shorter jobs.
+// The broker does not tell its setting over AMQP: Consume logs a warning,
+// once per queue, when the queue's handler timeout is longer than the
+// default. Either way the worker consumes again at once when the channel
+// closes, so the queue keeps a consumer while the long run goes on.
 //
 // # Delay modes
 //

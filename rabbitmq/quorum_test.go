@@ -72,4 +72,3 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 		t.Errorf("warned again: %q", w)
 	}
 }
-

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,5 +274,68 @@ func TestSecondSettleRefused(t *testing.T) {
 	}
 	if err := sub.Err(); err != nil {
 		t.Fatalf("subscription failed: %v", err)
+	}
+}
+
+// TestResubscribesUnderRunningHandler: when the consuming channel dies
+// under a handler that goes on running (as when the broker's
+// consumer_timeout closes it under a long job), the worker consumes the
+// queue again at once, not once the handler returns, and the job the
+// broker delivers again runs on the new consumer.
+func TestResubscribesUnderRunningHandler(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q, p := jobQueue(t, b)
+	runs := make(chan int, 10)
+	release := make(chan struct{})
+	var first atomic.Bool
+	runWorker(t, b, q, func(ctx context.Context, j job) error {
+		runs <- j.N
+		if first.CompareAndSwap(false, true) {
+			select { // the long job: it outlives its channel
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() { close(release) })
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, runs, "the long job's first run")
+	for _, c := range rabbitmq.ConsumeConnections(b) {
+		c.Close()
+	}
+	// The broker delivers the long job again, to the new consumer, while
+	// its first run still goes on.
+	if n := within(t, runs, "the long job, delivered again while its first run goes on"); n != 1 {
+		t.Fatalf("ran job %d, want job 1 again", n)
+	}
+}
+
+// TestWarnsOfTimeoutPastConsumerTimeout: consuming a queue whose handler
+// timeout is longer than RabbitMQ's default consumer_timeout logs a warning
+// that says so and what to do, once per queue.
+func TestWarnsOfTimeoutPastConsumerTimeout(t *testing.T) {
+	rs := make(records, 256)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(rs)})
+	q, _ := jobQueue(t, b)
+	for range 2 {
+		long := q
+		long.Timeout = 45 * time.Minute
+		sub, err := b.Consume(ctxT(t), long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = sub.Close()
+	}
+	logs := allRecords(rs)
+	if n := strings.Count(logs, "default consumer_timeout"); n != 1 {
+		t.Errorf("%d warnings of the consumer_timeout, want 1:\n%s", n, logs)
+	}
+	for _, want := range []string{q.Name, "45m0s", "x-consumer-timeout", "split"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the warning does not say %q:\n%s", want, logs)
+		}
 	}
 }

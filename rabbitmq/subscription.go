@@ -33,6 +33,12 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	// The queue's arguments are the declared ones; how much this consumer
 	// holds is the caller's, which may differ from the declaring producer's.
 	prefetch := q.WithDefaults().Prefetch
+	if q.Timeout > brokerConsumerTimeout {
+		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
+			"a job unacked that long makes the broker close its channel and deliver it again, so a run that long never succeeds unless the broker's consumer_timeout is raised "+
+			"(rabbitmq.conf; or the queue argument x-consumer-timeout on RabbitMQ 3.12 and later), or the job is split into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
+			"queue", q.Name, "timeout", q.Timeout)
+	}
 	q = declared
 	q.Prefetch = prefetch
 	if err := ctx.Err(); err != nil {
@@ -56,6 +62,11 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	}
 	return s, nil
 }
+
+// brokerConsumerTimeout is RabbitMQ's default consumer_timeout: a
+// delivery unacked for that long makes the broker close its channel and
+// deliver it again. The broker does not tell its setting over AMQP.
+const brokerConsumerTimeout = 30 * time.Minute
 
 // consume is Consume of q, with its declared arguments, once.
 func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {

@@ -48,6 +48,13 @@ type queueRunner struct {
 	handler HandlerFunc
 
 	settleFailures atomic.Int64 // settles failed in a row
+
+	// slots bounds the handlers running at once, across the queue's
+	// subscriptions: one that failed under running handlers leaves them
+	// their slots while the next one starts (see consume).
+	slots chan struct{}
+	// lingering counts the failed subscriptions whose handlers still run.
+	lingering sync.WaitGroup
 }
 
 // run consumes until ctx ends, subscribing again with backoff when a
@@ -55,6 +62,8 @@ type queueRunner struct {
 // or the queue cannot be consumed (ErrCannotConsume): trying again would
 // not help.
 func (c *queueRunner) run(ctx context.Context) error {
+	c.slots = make(chan struct{}, c.queue.Concurrency)
+	defer c.lingering.Wait()
 	gate, err := c.watchPause(ctx)
 	if gate == nil {
 		return err
@@ -195,7 +204,6 @@ func (g *settleGate) close() {
 // goroutine once linger has passed, only the one running consume.
 func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelHandlers(nil)
 	gate := &settleGate{}
 	requeues := &timers{}
 	paused, release := pause.whenPaused()
@@ -203,7 +211,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 	h := &handlers{
 		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
 		sub: sub, paused: paused,
-		slots: make(chan struct{}, c.queue.Concurrency),
+		slots: c.slots,
 		done:  make(chan struct{}),
 	}
 	why := h.dispatch()
@@ -212,16 +220,41 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		h.wg.Wait()
 		close(finished)
 	}()
+	closeSub := func() {
+		cancelHandlers(nil)
+		gate.close()
+		requeues.stop() // the subscription closes: the broker puts those jobs back
+		if err := sub.Close(); err != nil {
+			c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
+		}
+	}
 
 	switch why {
 	case stopEnded:
-		// The subscription failed or ended: handlers running finish,
-		// unless ctx ends first.
+		// The subscription failed (its channel died: the broker's
+		// consumer_timeout, a lost connection) or ended. The handlers
+		// still running cannot settle their jobs on it, and the broker
+		// delivers those again; the queue must not go without a
+		// consumer until they return, however long they take. So run
+		// subscribes again at once, while they finish here; they keep
+		// their slots of the queue's concurrency meanwhile.
 		select {
 		case <-finished:
-		case <-ctx.Done():
-			c.awaitShutdown(finished, cancelHandlers)
+			closeSub()
+			return
+		default:
 		}
+		c.lingering.Add(1)
+		go func() {
+			defer c.lingering.Done()
+			select {
+			case <-finished:
+			case <-ctx.Done():
+				c.awaitShutdown(finished, cancelHandlers)
+			}
+			closeSub()
+		}()
+		return
 	case stopPaused:
 		c.w.log.Info("queuey: queue paused; jobs running finish, no new ones start", "queue", c.queue.Name)
 		h.stop(ctx)
@@ -234,11 +267,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		h.stop(ctx)
 		c.awaitShutdown(finished, cancelHandlers)
 	}
-	gate.close()
-	requeues.stop() // the subscription closes: the broker puts those jobs back
-	if err := sub.Close(); err != nil {
-		c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
-	}
+	closeSub()
 }
 
 // Why dispatch stopped taking deliveries.
