@@ -141,7 +141,7 @@ func (m managementAPI) deliveryLimit(t *testing.T, queue string, limit int) {
 func quorumDeadLetters(t *testing.T, b *rabbitmq.Backend, n int) (runtime.QueueConfig, []string) {
 	t.Helper()
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = "job", runtime.QueueQuorum, 0, 1, 1
+	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = runtime.KindOf[int](), runtime.QueueQuorum, 0, 1, 1
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)

@@ -129,7 +129,7 @@ func TestUnroutableNeverSucceeds(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				env := &runtime.Envelope{ID: fmt.Sprintf("id-%d", r.n%20), Queue: q, Kind: "job", Payload: payload, Attempt: 1, MaxAttempts: 1}
+				env := &runtime.Envelope{ID: fmt.Sprintf("id-%d", r.n%20), Queue: q, Kind: runtime.KindOf[job](), Payload: payload, Attempt: 1, MaxAttempts: 1}
 				r.err = b.Publish(ctxT(t), env, 0)
 				results <- r
 			}
@@ -250,7 +250,7 @@ func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := publishRaw(t, raw, q.Name, amqp.Publishing{
-		ContentType: "application/msgpack", MessageId: "old-1", Type: "job", DeliveryMode: amqp.Persistent,
+		ContentType: "application/msgpack", MessageId: "old-1", Type: runtime.KindOf[job](), DeliveryMode: amqp.Persistent,
 		Headers: amqp.Table{
 			"x-queuey-attempt": int64(2), "x-queuey-max-attempts": int64(5), "x-queuey-priority": int64(0),
 			"x-queuey-enqueued-at": enqueued.UnixNano(), "x-queuey-queue": q.Name,

@@ -204,7 +204,7 @@ func TestPluginNotProvisioned(t *testing.T) {
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatalf("Declare with the exchange provisioned: %v", err)
 	}
-	env := &runtime.Envelope{ID: "w1", Queue: q.Name, Kind: "job", Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
+	env := &runtime.Envelope{ID: "w1", Queue: q.Name, Kind: runtime.KindOf[job](), Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
 	if err := b.Publish(ctxT(t), env, 1500*time.Millisecond); err != nil {
 		t.Fatalf("wait through the provisioned exchange: %v", err)
 	}
@@ -338,11 +338,11 @@ func TestPluginWaitToDeletedExchange(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			if i%((good+waits)/waits) == 0 {
-				env := &runtime.Envelope{ID: fmt.Sprint("w", i), Queue: delayed.Name, Kind: "job", Attempt: 1, MaxAttempts: 1}
+				env := &runtime.Envelope{ID: fmt.Sprint("w", i), Queue: delayed.Name, Kind: runtime.KindOf[job](), Attempt: 1, MaxAttempts: 1}
 				waitErrs <- b.Publish(ctxT(t), env, time.Second)
 				return
 			}
-			env := &runtime.Envelope{ID: fmt.Sprint("g", i), Queue: work.Name, Kind: "job", Attempt: 1, MaxAttempts: 1}
+			env := &runtime.Envelope{ID: fmt.Sprint("g", i), Queue: work.Name, Kind: runtime.KindOf[job](), Attempt: 1, MaxAttempts: 1}
 			goodErrs <- b.Publish(ctxT(t), env, 0)
 		})
 	}

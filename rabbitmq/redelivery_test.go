@@ -27,7 +27,7 @@ func TestRedeliveryObserved(t *testing.T) {
 		t.Run(string(qt), func(t *testing.T) {
 			b := dial(t, rabbitmq.Options{})
 			q := runtime.DefaultQueueConfig(queueName(t))
-			q.Kind, q.QueueType = "job", qt
+			q.Kind, q.QueueType = runtime.KindOf[job](), qt
 			if qt == runtime.QueueQuorum {
 				q.MaxPriority = 0
 			}

@@ -78,7 +78,7 @@ func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *ru
 	b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.DefaultQueueConfig("q")
-	q.Kind, q.Prefetch, q.Concurrency = "Job", 1, 1
+	q.Kind, q.Prefetch, q.Concurrency = runtime.KindOf[job](), 1, 1
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestDeadLsTableAndPages(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "ID ") || !strings.Contains(lines[0], "REASON") || !strings.HasPrefix(lines[1], ids[0]) || !strings.HasPrefix(lines[2], ids[1]) {
 		t.Fatalf("table:\n%s", r.out)
 	}
-	if strings.Index(lines[0], "KIND") != strings.Index(lines[1], "Job") {
+	if strings.Index(lines[0], "KIND") != strings.Index(lines[1], "cli_test.job") {
 		t.Errorf("columns not aligned:\n%s", r.out)
 	}
 	_, cursor, ok := strings.Cut(r.out, "--after ")
@@ -283,7 +283,7 @@ func TestRedriveByReasonAndKind(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "moved 0 dead letters") {
 		t.Fatalf("redrive of no match: exit %d, %q %q", r.code, r.out, r.err)
 	}
-	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "Job")
+	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "cli_test.job")
 	var res runtime.RedriveResult
 	if err := json.Unmarshal([]byte(r.out), &res); r.code != 0 || err != nil || len(res.Moved) != 2 || res.Moved[0] != ids[0] {
 		t.Fatalf("redrive --reason --kind: exit %d, %v, %+v; want %v moved", r.code, err, res, ids)

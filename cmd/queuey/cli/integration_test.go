@@ -57,7 +57,7 @@ func newBrokerQueue(t *testing.T) *brokerQueue {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind, q.Prefetch, q.Concurrency, q.MaxAttempts, q.RetryBase = "Job", 1, 1, 2, 10*time.Millisecond
+	q.Kind, q.Prefetch, q.Concurrency, q.MaxAttempts, q.RetryBase = runtime.KindOf[job](), 1, 1, 2, 10*time.Millisecond
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestBrokerDeadLsTwice(t *testing.T) {
 		t.Fatalf("dead ls gave %v then %v, want %v both times", ids(first), ids(second), want)
 	}
 	l := first[0]
-	if l.Attempt != 2 || l.MaxAttempts != 2 || !strings.Contains(l.Reason, "550 mailbox") || !strings.Contains(l.LastError, "550 mailbox") || l.Kind != "Job" {
+	if l.Attempt != 2 || l.MaxAttempts != 2 || !strings.Contains(l.Reason, "550 mailbox") || !strings.Contains(l.LastError, "550 mailbox") || l.Kind != "cli_test.job" {
 		t.Errorf("letter %+v, want attempt 2 of 2 of kind Job with the error", l)
 	}
 	r := bq.cli(ctxT(t), cli.Env{}, "dead", "show", bq.q.Name, want[1])
