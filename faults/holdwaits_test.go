@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -19,20 +20,7 @@ func runWaits(t *testing.T, b runtime.Backend, q runtime.QueueConfig, h func(con
 	t.Helper()
 	w := runtime.NewWorker(b, runtime.WithLogger(verbose()))
 	runtime.Handle(w, q, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(wait):
-			t.Errorf("worker did not stop within %v", wait)
-		}
-	})
+	brokertest.Run(t, w)
 }
 
 // TestSlowLinkWaits: through a link that delays every byte by 800 ms each

@@ -25,7 +25,7 @@ func TestQuorumHoldQueuesBounded(t *testing.T) {
 	name := queueName(t)
 	deleteAll(t, name)
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind, q.QueueType = "job", runtime.QueueQuorum
+	q.Kind, q.QueueType = runtime.KindOf[job](), runtime.QueueQuorum
 	q.Prefetch, q.Concurrency = 200, 200
 	ctx := ctxT(t, 3*wait)
 	b := clustertest.Dial(t, 2, rabbitmq.Options{})

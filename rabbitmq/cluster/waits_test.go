@@ -33,7 +33,7 @@ func TestQuorumWaitsSurviveLeaderKill(t *testing.T) {
 	name := queueName(t)
 	deleteAll(t, name)
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind, q.QueueType = "job", runtime.QueueQuorum
+	q.Kind, q.QueueType = runtime.KindOf[job](), runtime.QueueQuorum
 	q.Prefetch, q.Concurrency = 50, 50
 	q.RetryBase, q.RetryMax = retryAfter, retryAfter
 
