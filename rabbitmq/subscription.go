@@ -187,7 +187,7 @@ func (s *subscription) Stop() error {
 // prefetch lets the broker send: it ends once spentQuiet passes without
 // one, or after spentMax.
 const (
-	spentQuiet = 50 * time.Millisecond
+	spentQuiet = 150 * time.Millisecond
 	spentMax   = time.Second
 )
 
