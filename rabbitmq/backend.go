@@ -51,9 +51,12 @@ type Backend struct {
 
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
-	subs   map[*subscription]struct{}     // open subscriptions
-	closed chan struct{}
-	once   sync.Once
+	// targets are queues this backend did not declare, known for waits
+	// (TargetWaits).
+	targets map[string]runtime.QueueConfig
+	subs    map[*subscription]struct{} // open subscriptions
+	closed  chan struct{}
+	once    sync.Once
 }
 
 // encodeCopy is encode of a copy of a job already on the broker (a
@@ -325,6 +328,80 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	return q, nil
 }
 
+// waitTarget returns the config of queue for a wait onto it: as declared
+// through this backend, or as given to TargetWaits.
+func (b *Backend) waitTarget(name string) (runtime.QueueConfig, error) {
+	b.mu.RLock()
+	q, ok := b.queues[name]
+	if !ok {
+		q, ok = b.targets[name]
+	}
+	b.mu.RUnlock()
+	if !ok {
+		return q, runtime.UnknownQueueError(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
+	}
+	return q, nil
+}
+
+var _ runtime.WaitTargeter = (*Backend)(nil)
+
+// TargetWaits makes waits onto q possible without declaring q: it checks
+// that q exists on the broker (and, with delay=plugin, its delay exchange),
+// and keeps q's config, which says which hold queues or delay exchange its
+// waits use. A queue declared through this backend keeps the config it was
+// declared with.
+func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error {
+	if b.isClosed() {
+		return runtime.ErrClosed
+	}
+	if _, err := b.declared(q.Name); err == nil {
+		return nil
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	q = q.WithDefaults()
+	if q.DelayExchange == "" {
+		q.DelayExchange = b.opts.DelayExchange
+	}
+	d, err := b.delayer(q)
+	if err != nil {
+		return err
+	}
+	if err := b.checkNames(q, d); err != nil {
+		return err
+	}
+	err = b.decl.do(ctx, fmt.Sprintf("check queue %q", q.Name), func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclarePassive(q.Name, true, false, false, false, nil)
+		return err
+	})
+	switch {
+	case isNoQueue(err):
+		return runtime.UnknownQueueError(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
+	case err != nil:
+		return brokerError(fmt.Sprintf("check queue %q", q.Name), err)
+	}
+	if q.Delay == runtime.DelayPlugin {
+		ex := plugin.ExchangeName(q)
+		err := b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
+			return ch.ExchangeDeclarePassive(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
+		})
+		if isCode(err, amqp.NotFound) {
+			return plugin.NotProvisionedError(q.Name, ex, err)
+		}
+		if err != nil {
+			return brokerError(fmt.Sprintf("queue %q: check delay exchange %q", q.Name, ex), err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.targets == nil {
+		b.targets = make(map[string]runtime.QueueConfig)
+	}
+	b.targets[q.Name] = q
+	return nil
+}
+
 // PublishBatch publishes envs to their queues at once, many in flight on
 // one channel, each confirmed and mandatory, and returns one error per
 // envelope.
@@ -403,7 +480,7 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
 	}
-	q, err := b.declared(queue)
+	q, err := b.waitTarget(queue)
 	if err != nil {
 		return fmt.Errorf("%s wait: %w", kind, err)
 	}

@@ -72,8 +72,8 @@ type Backend interface {
 	Declare(ctx context.Context, q QueueConfig) error
 	// Publish stores env on env.Queue, at once when delay is zero or after
 	// delay, rounded up to the backend's granularity. A wait onto a queue
-	// not declared through this backend is ErrUnknownQueue; one above
-	// MaxDeferral is ErrDelayTooLong.
+	// neither declared through this backend nor told to it (WaitTargeter)
+	// is ErrUnknownQueue; one above MaxDeferral is ErrDelayTooLong.
 	Publish(ctx context.Context, env *Envelope, delay time.Duration) error
 	// Consume starts delivering q's jobs, holding at most q.Prefetch
 	// unsettled deliveries at once. q must have been declared.
@@ -130,6 +130,17 @@ type Delivery interface {
 	// DeadLetter moves next to the queue's dead-letter queue with reason,
 	// then acks; a backend without dead-letter queues rejects instead.
 	DeadLetter(ctx context.Context, next *Envelope, reason string) error
+}
+
+// WaitTargeter is implemented by backends that need a queue's config to
+// hold a wait (a delayed enqueue) onto it: RabbitMQ picks the hold queues
+// or the delay exchange by the queue's type and delay mode. A producer that
+// did not declare a queue calls TargetWaits with the caller's config before
+// its first delayed enqueue onto it. TargetWaits checks that the queue
+// exists, declares nothing of the queue, and remembers its config for
+// waits; a queue that does not exist is ErrUnknownQueue, naming it.
+type WaitTargeter interface {
+	TargetWaits(ctx context.Context, q QueueConfig) error
 }
 
 // DeadLetter is a job in a dead-letter queue.

@@ -25,9 +25,10 @@ type Producer struct {
 	backend Backend
 	now     func() time.Time
 
-	mu      sync.RWMutex
-	queues  map[string]QueueConfig // declared through this producer
-	publish PublishFunc            // middleware around the backend; nil without Use
+	mu       sync.RWMutex
+	queues   map[string]QueueConfig // declared through this producer
+	targeted map[string]struct{}    // told to the backend for waits (WaitTargeter)
+	publish  PublishFunc            // middleware around the backend; nil without Use
 }
 
 // NewProducer returns a Producer over b after declaring queues on it.
@@ -55,8 +56,9 @@ func NewProducer(ctx context.Context, b Backend, queues ...QueueConfig) (*Produc
 // by any process on the broker; in memory, through the same
 // MemoryBackend) takes jobs at once, and an enqueue onto a queue that does
 // not exist is ErrUnknownQueue, with how to declare it. An enqueue with
-// WithDelay needs the queue declared through the same backend value, in
-// this process: a wait needs the queue's config.
+// WithDelay holds the job as the config given to it says (on RabbitMQ: the
+// queue's type and delay mode pick its hold queues or delay exchange),
+// after checking once that the queue exists (WaitTargeter).
 func NewProducerUndeclared(b Backend) *Producer {
 	return &Producer{backend: b, now: time.Now, queues: map[string]QueueConfig{}}
 }
@@ -128,6 +130,9 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	if err != nil {
 		return "", err
 	}
+	if err := p.targetWaits(ctx, q, o); err != nil {
+		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
+	}
 	env, err := p.envelope(q, o, payload)
 	if err != nil {
 		return "", err
@@ -165,6 +170,9 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 	o, q, err := p.options(q, opts)
 	if err != nil {
 		return nil, err
+	}
+	if err := p.targetWaits(ctx, q, o); err != nil {
+		return nil, fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
 	}
 	if o.hasID {
 		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
@@ -220,6 +228,37 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 		declared.Kind = q.Kind
 	}
 	return o, declared, nil
+}
+
+// targetWaits tells the backend, when it needs to know (WaitTargeter),
+// the config of q before the first delayed enqueue onto q, which this
+// producer did not declare: the backend holds the wait as q's config says,
+// without q declared here.
+func (p *Producer) targetWaits(ctx context.Context, q QueueConfig, o enqueueOptions) error {
+	if o.delay <= 0 {
+		return nil
+	}
+	wt, ok := p.backend.(WaitTargeter)
+	if !ok {
+		return nil
+	}
+	p.mu.RLock()
+	_, declared := p.queues[q.Name]
+	_, targeted := p.targeted[q.Name]
+	p.mu.RUnlock()
+	if declared || targeted {
+		return nil
+	}
+	if err := wt.TargetWaits(ctx, q); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.targeted == nil {
+		p.targeted = make(map[string]struct{})
+	}
+	p.targeted[q.Name] = struct{}{}
+	p.mu.Unlock()
+	return nil
 }
 
 // applyOptions returns the options opts set. It is apart from options so
