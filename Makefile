@@ -63,7 +63,7 @@ chromium: ## make sure a headless Chromium is installed for the dashboard's brow
 	@./scripts/chromium.sh >/dev/null
 
 .PHONY: cluster
-cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) beside the main broker
+cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) beside the main broker; it stays up (make test stops a cluster only when it started it, unless QUEUEY_KEEP_CLUSTER=1)
 	./scripts/cluster.sh up
 
 .PHONY: cluster-down

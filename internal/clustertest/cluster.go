@@ -65,6 +65,9 @@ func Node(name string) int {
 var (
 	upOnce sync.Once
 	upErr  error
+	// started says that this process started the cluster: Teardown stops
+	// it again.
+	started bool
 )
 
 // Setup starts the cluster, unless every node already answers; call it
@@ -100,7 +103,27 @@ func up() error {
 	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
 	defer cancel()
 	_, err := script(ctx, "up")
+	started = err == nil
 	return err
+}
+
+// keepEnv, when set, keeps a cluster that the tests started running after
+// them, for repeated runs; `make cluster` starts one that stays too.
+const keepEnv = "QUEUEY_KEEP_CLUSTER"
+
+// Teardown stops the cluster, and removes its state, when this process
+// started it and QUEUEY_KEEP_CLUSTER is not set, so that a test run leaves
+// the machine as it found it: a cluster that ran before the tests runs on.
+// Call it from TestMain once the tests are done.
+func Teardown() {
+	if !started || os.Getenv(keepEnv) != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+	defer cancel()
+	if _, err := script(ctx, "down"); err != nil {
+		fmt.Fprintf(os.Stderr, "clustertest: stop the cluster this run started: %v\n", err)
+	}
 }
 
 func allAnswer() bool {

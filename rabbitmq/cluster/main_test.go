@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,10 @@ import (
 
 func TestMain(m *testing.M) {
 	clustertest.Setup()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		clustertest.Teardown()
+		os.Exit(code)
+	}))
 }
 
 // wait bounds every wait of these tests on an event.
