@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkWaitPublish enqueues 20,000 jobs with a delay, 64 at once: each
-// is a declare of its hold queue (which renews the queue's lease) and a
-// confirmed publish to it. Half wait 60s and half 120s, so two hold queues
+// is a confirmed publish to its hold queue and the declare after it on the
+// same channel, which renews the queue's lease. Half wait 60s and half 120s, so two hold queues
 // are in use, as retries with a few backoff steps are. Nothing is consumed;
 // the queues are deleted afterwards.
 func BenchmarkWaitPublish(b *testing.B) {
