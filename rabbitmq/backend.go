@@ -208,23 +208,13 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return runtime.ErrClosed
 	}
-	if err := q.Validate(); err != nil {
-		return err
-	}
-	q = q.WithDefaults()
-	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
-		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
-			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
-	}
-	d, err := b.delayer(q)
+	q, d, err := b.resolve(q)
 	if err != nil {
 		return err
 	}
-	if q.DelayExchange == "" {
-		q.DelayExchange = b.opts.DelayExchange
-	}
-	if err := b.checkNames(q, d); err != nil {
-		return err
+	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
+			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
 	}
 	// The delay exchange first: when it is missing, or the plugin is, no
 	// queue is left behind.
@@ -328,6 +318,27 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	return q, nil
 }
 
+// resolve returns q as this backend runs it, validated, with its defaults
+// and its delay exchange, and the delayer of its delay mode; it refuses a
+// q with a derived name too long for the broker (checkNames).
+func (b *Backend) resolve(q runtime.QueueConfig) (runtime.QueueConfig, delayer, error) {
+	if err := q.Validate(); err != nil {
+		return q, nil, err
+	}
+	q = q.WithDefaults()
+	if q.DelayExchange == "" {
+		q.DelayExchange = b.opts.DelayExchange
+	}
+	d, err := b.delayer(q)
+	if err != nil {
+		return q, nil, err
+	}
+	if err := b.checkNames(q, d); err != nil {
+		return q, nil, err
+	}
+	return q, d, nil
+}
+
 // waitTarget returns the config of queue for a wait onto it: as declared
 // through this backend, or as given to TargetWaits.
 func (b *Backend) waitTarget(name string) (runtime.QueueConfig, error) {
@@ -357,18 +368,8 @@ func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error 
 	if _, err := b.declared(q.Name); err == nil {
 		return nil
 	}
-	if err := q.Validate(); err != nil {
-		return err
-	}
-	q = q.WithDefaults()
-	if q.DelayExchange == "" {
-		q.DelayExchange = b.opts.DelayExchange
-	}
-	d, err := b.delayer(q)
+	q, d, err := b.resolve(q)
 	if err != nil {
-		return err
-	}
-	if err := b.checkNames(q, d); err != nil {
 		return err
 	}
 	err = b.decl.do(ctx, fmt.Sprintf("check queue %q", q.Name), func(ch *amqp.Channel) error {
@@ -381,16 +382,9 @@ func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error 
 	case err != nil:
 		return brokerError(fmt.Sprintf("check queue %q", q.Name), err)
 	}
-	if q.Delay == runtime.DelayPlugin {
-		ex := plugin.ExchangeName(q)
-		err := b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
-			return ch.ExchangeDeclarePassive(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
-		})
-		if isCode(err, amqp.NotFound) {
-			return plugin.NotProvisionedError(q.Name, ex, err)
-		}
-		if err != nil {
-			return brokerError(fmt.Sprintf("queue %q: check delay exchange %q", q.Name, ex), err)
+	if pd, ok := d.(pluginDelayer); ok {
+		if err := pd.checkExchange(ctx, q); err != nil {
+			return err
 		}
 	}
 	b.mu.Lock()

@@ -147,29 +147,36 @@ type pluginDelayer struct {
 // channel, and the publishing and consuming connections must not go with
 // it.
 func (d pluginDelayer) prepare(ctx context.Context, q runtime.QueueConfig) error {
-	ex := plugin.ExchangeName(q)
 	if d.b.opts.ProvisionedDelayExchange {
-		err := d.b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
-			return ch.ExchangeDeclarePassive(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
-		})
-		if isCode(err, amqp.NotFound) {
-			return plugin.NotProvisionedError(q.Name, ex, err)
-		}
-		if err != nil {
-			return brokerError(fmt.Sprintf("queue %q: check delay exchange %q", q.Name, ex), err)
-		}
-	} else {
-		err := d.b.topo.do(ctx, fmt.Sprintf("declare delay exchange %q", ex), func(ch *amqp.Channel) error {
-			return ch.ExchangeDeclare(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
-		})
-		switch {
-		case plugin.IsPluginMissing(err):
-			return plugin.MissingError(q.Name, err)
-		case isCode(err, amqp.PreconditionFailed):
-			return plugin.MismatchError(q.Name, ex, err)
-		case err != nil:
-			return brokerError(fmt.Sprintf("queue %q: declare delay exchange %q", q.Name, ex), err)
-		}
+		return d.checkExchange(ctx, q)
+	}
+	ex := plugin.ExchangeName(q)
+	err := d.b.topo.do(ctx, fmt.Sprintf("declare delay exchange %q", ex), func(ch *amqp.Channel) error {
+		return ch.ExchangeDeclare(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
+	})
+	switch {
+	case plugin.IsPluginMissing(err):
+		return plugin.MissingError(q.Name, err)
+	case isCode(err, amqp.PreconditionFailed):
+		return plugin.MismatchError(q.Name, ex, err)
+	case err != nil:
+		return brokerError(fmt.Sprintf("queue %q: declare delay exchange %q", q.Name, ex), err)
+	}
+	return nil
+}
+
+// checkExchange checks that q's delay exchange exists, declaring nothing.
+// It runs on the topology connection, as prepare does.
+func (d pluginDelayer) checkExchange(ctx context.Context, q runtime.QueueConfig) error {
+	ex := plugin.ExchangeName(q)
+	err := d.b.topo.do(ctx, fmt.Sprintf("check delay exchange %q", ex), func(ch *amqp.Channel) error {
+		return ch.ExchangeDeclarePassive(ex, plugin.ExchangeType, true, false, false, false, plugin.ExchangeArgs())
+	})
+	if isCode(err, amqp.NotFound) {
+		return plugin.NotProvisionedError(q.Name, ex, err)
+	}
+	if err != nil {
+		return brokerError(fmt.Sprintf("queue %q: check delay exchange %q", q.Name, ex), err)
 	}
 	return nil
 }
