@@ -62,7 +62,9 @@ func UnknownQueueError(queue, why string) error {
 }
 
 // ErrQueueMismatch is returned by Declare when the queue exists with other
-// arguments than the config asks for.
+// arguments than the config asks for, and by an enqueue whose config
+// differs from the one its producer declared under that name in what the
+// enqueue depends on (priority range, attempts, queue type, delay mode).
 var ErrQueueMismatch = errors.New("queuey: queue exists with other arguments")
 
 // BatchError reports the jobs of one EnqueueMany call that were not

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -209,7 +210,10 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 // options applies opts and returns them with q as this producer declared it
 // (or with its defaults), but with q's own kind: a producer never changes
 // a job's kind. A q of another kind than the one declared under its name
-// is ErrKindConflict, before anything is published.
+// is ErrKindConflict, and one that differs from it in what an enqueue
+// depends on (producerMismatch) is ErrQueueMismatch, before anything is
+// published: the declared config is never silently put in place of the
+// caller's.
 func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig, error) {
 	var o enqueueOptions
 	if len(opts) > 0 {
@@ -224,10 +228,38 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 	if err := KindConflict(declared, q); err != nil {
 		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
 	}
+	if err := producerMismatch(declared, q.WithDefaults()); err != nil {
+		return o, q, err
+	}
 	if q.Kind != "" {
 		declared.Kind = q.Kind
 	}
 	return o, declared, nil
+}
+
+// producerMismatch returns ErrQueueMismatch when q, given to an enqueue,
+// differs from declared, the config this producer declared under its name,
+// in a field the enqueue depends on: the priority range, the attempts the
+// job carries, and where its waits are held. Each differing field is named
+// with both values. Fields only consumers read (prefetch, concurrency,
+// retry delays, timeout, schedule) may differ.
+func producerMismatch(declared, q QueueConfig) error {
+	var diffs []string
+	diff := func(field string, d, g any) {
+		if d != g {
+			diffs = append(diffs, fmt.Sprintf("%s %v here, %v declared", field, g, d))
+		}
+	}
+	diff("MaxPriority", declared.MaxPriority, q.MaxPriority)
+	diff("MaxAttempts", declared.MaxAttempts, q.MaxAttempts)
+	diff("QueueType", strconv.Quote(string(declared.QueueType)), strconv.Quote(string(q.QueueType)))
+	diff("Delay", strconv.Quote(string(declared.Delay)), strconv.Quote(string(q.Delay)))
+	diff("DelayExchange", strconv.Quote(declared.DelayExchange), strconv.Quote(q.DelayExchange))
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: enqueue onto %q with a config that differs from the one this producer declared: %s; enqueue with the declared config (a generated XQueue variable)",
+		ErrQueueMismatch, q.Name, strings.Join(diffs, "; "))
 }
 
 // targetWaits tells the backend, when it needs to know (WaitTargeter),
