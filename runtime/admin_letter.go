@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queuey/queuey/internal/mpscan"
 )
 
 // DeadLetterInfo is a dead letter as operators see it: the envelope's
@@ -80,7 +82,7 @@ func PoisonID(body []byte) string {
 // strings, and map keys that are not strings their fmt form.
 func PayloadJSON(payload []byte) (json.RawMessage, error) {
 	var v any
-	if err := unmarshalUntrusted(payload, &v); err != nil {
+	if err := mpscan.Unmarshal(payload, &v); err != nil {
 		return nil, fmt.Errorf("payload is not msgpack: %w", err)
 	}
 	b, err := json.Marshal(jsonable(v))

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/internal/mpscan"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -166,7 +168,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
 	m := &memMsg{raw: append([]byte(nil), body...)}
 	var env Envelope
-	if err := unmarshalUntrusted(body, &env); err == nil && env.ID != "" && env.Queue == queue {
+	if err := mpscan.Unmarshal(body, &env); err == nil && env.ID != "" && env.Queue == queue {
 		m.env, m.raw = &env, nil
 		m.prio = env.Priority
 	}
