@@ -23,9 +23,8 @@ import (
 )
 
 var (
-	_ runtime.Backend          = (*Backend)(nil)
-	_ runtime.DeadLetterReader = (*Backend)(nil)
-	_ runtime.BatchPublisher   = (*Backend)(nil)
+	_ runtime.Backend        = (*Backend)(nil)
+	_ runtime.BatchPublisher = (*Backend)(nil)
 )
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
