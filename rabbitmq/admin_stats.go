@@ -15,7 +15,6 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
-	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -243,7 +242,7 @@ func (b *Backend) retryHolds(q admin.Queue) []string {
 	seen := map[string]bool{}
 	var names []string
 	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
-		h, err := b.holdQueue(cfg, topology.Retry, cfg.RetryDelay(attempt))
+		h, err := b.holdQueue(cfg, admin.HoldRetry, cfg.RetryDelay(attempt))
 		if err != nil || seen[h.Name] {
 			continue
 		}
