@@ -16,7 +16,7 @@ const (
 
 // PoisonRefusal is the reason a re-drive gives for keeping a poison
 // letter, in its RefusedLetter.
-const PoisonRefusal = "poison: the message is not a valid envelope, so there is no job to put back; inspect it with dead show and remove it with dead purge --id"
+const PoisonRefusal = "poison: the message is not a valid envelope, so there is no job to put back"
 
 // DeadLetterSelector says which dead letters a re-drive or purge takes.
 // The letters it takes are those with one of IDs, or, without IDs, every

@@ -180,6 +180,10 @@ func (c *redriveCmd) Run(r *run) error {
 		printf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
 		for _, f := range res.Refused {
 			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
+			if f.Reason == admin.PoisonRefusal {
+				fmt.Fprintf(r.env.Stdout, "  inspect it with queuey dead show %s %s; remove it with queuey dead purge %s --id %s\n",
+					shellWord(c.Queue), shellWord(f.ID), shellWord(c.Queue), shellWord(f.ID))
+			}
 		}
 		for _, id := range res.NotFound {
 			printf(r.env.Stdout, "not found: %s\n", id)

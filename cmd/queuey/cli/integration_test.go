@@ -295,8 +295,9 @@ func TestBrokerPoison(t *testing.T) {
 		t.Errorf("dead show of poison (exit %d):\n%s%s", r.code, r.out, r.err)
 	}
 	r = bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--all", "--yes")
-	if r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+ls[0].ID+": poison") {
-		t.Errorf("redrive of poison: exit %d\n%s%s", r.code, r.out, r.err)
+	hint := "inspect it with queuey dead show " + bq.q.Name + " " + ls[0].ID + "; remove it with queuey dead purge " + bq.q.Name + " --id " + ls[0].ID
+	if r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+ls[0].ID+": poison") || !strings.Contains(r.out, hint) {
+		t.Errorf("redrive of poison: exit %d, want the refusal and %q:\n%s%s", r.code, hint, r.out, r.err)
 	}
 	bq.dead(1)
 }
