@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -23,9 +24,8 @@ import (
 )
 
 var (
-	_ runtime.Backend          = (*Backend)(nil)
-	_ runtime.DeadLetterReader = (*Backend)(nil)
-	_ runtime.BatchPublisher   = (*Backend)(nil)
+	_ runtime.Backend        = (*Backend)(nil)
+	_ runtime.BatchPublisher = (*Backend)(nil)
 )
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
@@ -455,7 +455,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 		return fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 	}
 	if delay > 0 {
-		return b.wait(ctx, env.Queue, topology.Deferred, env, codec.Options{Priority: env.Priority}, delay)
+		return b.wait(ctx, env.Queue, admin.HoldDeferred, env, codec.Options{Priority: env.Priority}, delay)
 	}
 	msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 	if err != nil {
@@ -469,7 +469,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 // after delay, at least one granularity (runtime.WaitDelay). A delay that
 // is too long or a queue not declared here is refused before anything is
 // published.
-func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
+func (b *Backend) wait(ctx context.Context, queue string, kind admin.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
 	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)

@@ -305,8 +305,8 @@
 //
 // # Operating: the admin API
 //
-// Backend implements runtime.Inspector and runtime.DeadLetterAdmin, which
-// the queuey command is built on. AMQP 0-9-1 has no peek, so dead letters
+// Backend implements admin.Inspector, admin.DeadLetterAdmin, admin.Pauser
+// and admin.ReadyCounter, which the queuey command is built on. AMQP 0-9-1 has no peek, so dead letters
 // are read by an exclusive consumer of the dead-letter queue (two readers
 // take turns), and what a read leaves in place stays there by a means that
 // depends on the queue's type:
@@ -351,6 +351,7 @@
 // in-flight counts come from the management HTTP API
 // (Options.ManagementURL; by default the broker's host on port 15672 with
 // the same credentials). Without it, QueueStats reports in-flight counts as
-// runtime.Unknown, finds retry hold queues from the queue's retry schedule,
-// and says in Missing that deferral hold queues cannot be seen.
+// admin.NotSeen, finds retry hold queues from the queue's retry schedule
+// (the admin.Queue it is asked about), and says in Missing that deferral
+// hold queues cannot be seen.
 package rabbitmq

@@ -62,10 +62,12 @@ var (
 	// publish was already sent: the broker may still store it once the
 	// alarm clears.
 	ErrBlocked = errors.New("rabbitmq: the broker blocks publishing (resource alarm)")
-	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
-	// was told not to declare dead-letter queues.
-	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")
 )
+
+// errNoDeadLetterQueues is the error of reading, re-driving or purging the
+// dead letters of a backend told not to declare dead-letter queues: it
+// keeps none.
+var errNoDeadLetterQueues = errors.New("rabbitmq: no dead letters are kept (Options.NoDeadLetterQueues)")
 
 // brokerError wraps err from doing what, adding the broker's reply code
 // meaning when err is a channel or connection exception (brokerReply).

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -211,24 +212,13 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 	for len(got) < good {
 		got[within(t, done, fmt.Sprintf("good job %d of %d (consumer stalled?)", len(got)+1, good))] = true
 	}
-	var dead []runtime.DeadLetter
-	deadline := time.Now().Add(wait)
-	for len(dead) < wantPoison && time.Now().Before(deadline) {
-		more, err := b.TakeDeadLetters(ctxT(t), q.Name, wantPoison-len(dead))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead = append(dead, more...)
-		if len(more) == 0 {
-			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
-		}
-	}
-	if len(dead) != wantPoison {
-		t.Fatalf("%d poison messages in the dead-letter queue, want %d", len(dead), wantPoison)
+	dead := deadLetters(t, b, q.Name, wantPoison)
+	if list, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{}); err != nil || list.Total != wantPoison {
+		t.Fatalf("%d poison messages in the dead-letter queue (%v), want %d", list.Total, err, wantPoison)
 	}
 	for _, d := range dead {
-		if d.Envelope != nil || !strings.Contains(d.Reason, "not a valid envelope") {
-			t.Errorf("dead letter = envelope %v, reason %q; want no envelope and the reason", d.Envelope, d.Reason)
+		if !d.Poison || !strings.Contains(d.Reason, "not a valid envelope") {
+			t.Errorf("dead letter = %+v; want poison and the reason", d)
 		}
 	}
 }
@@ -496,7 +486,7 @@ func TestNoDeadLetterQueuesRejects(t *testing.T) {
 	if n := queueLen(t, raw, q.Name); n != 0 {
 		t.Errorf("queue holds %d messages after reject, want 0", n)
 	}
-	if _, err := b.TakeDeadLetters(ctxT(t), q.Name, 1); !errors.Is(err, rabbitmq.ErrNoDeadLetterQueues) {
-		t.Errorf("TakeDeadLetters = %v, want ErrNoDeadLetterQueues", err)
+	if _, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{}); err == nil || !strings.Contains(err.Error(), "NoDeadLetterQueues") {
+		t.Errorf("DeadLetters = %v, want an error that no dead letters are kept (NoDeadLetterQueues)", err)
 	}
 }

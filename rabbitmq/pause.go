@@ -11,11 +11,12 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
 
-var _ runtime.Pauser = (*Backend)(nil)
+var _ admin.Pauser = (*Backend)(nil)
 
 // Paused queues, with nothing but the broker.
 //

@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -14,7 +15,7 @@ import (
 // holdQueue returns the hold queue of q for a wait of delay: a quorum one
 // on the bounded ladder of topology.QuorumRung when q is a quorum queue, so
 // waits are replicated like q, and a classic one otherwise.
-func (b *Backend) holdQueue(q runtime.QueueConfig, kind topology.HoldKind, delay time.Duration) (topology.Queue, error) {
+func (b *Backend) holdQueue(q runtime.QueueConfig, kind admin.HoldKind, delay time.Duration) (topology.Queue, error) {
 	if q.QueueType == runtime.QueueQuorum {
 		h, _, err := b.names.QuorumHold(q.Name, kind, delay, b.opts.Granularity)
 		return h, err

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -51,22 +50,8 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, b, q, func(context.Context, int) error { return runtime.Permanent(errors.New("no")) })
-	deadline := time.Now().Add(wait)
-	for {
-		dl, err := b.TakeDeadLetters(ctxT(t), q.Name, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(dl) == 1 {
-			if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
-				t.Fatalf("dead letter %+v, want job %s", dl[0], id)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead letter after %v", wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	if dl := deadLetters(t, b, q.Name, 1); dl[0].Poison || dl[0].ID != id {
+		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	if w := warnings(logs); len(w) != 0 {
 		t.Errorf("warned again: %q", w)

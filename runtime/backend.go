@@ -143,33 +143,6 @@ type WaitTargeter interface {
 	TargetWaits(ctx context.Context, q QueueConfig) error
 }
 
-// DeadLetter is a job in a dead-letter queue.
-type DeadLetter struct {
-	// Envelope is the dead job, nil when the message was not a valid
-	// envelope.
-	Envelope *Envelope
-	// Reason says why the job is dead: its last error, a permanent error,
-	// or why the message could not be read.
-	Reason string
-	// Body is the raw message body when Envelope is nil.
-	Body []byte
-}
-
-// DeadLetterReader is implemented by backends that can hand dead letters
-// back: for inspection, tests and re-driving.
-type DeadLetterReader interface {
-	// TakeDeadLetters removes and returns up to max dead letters of queue
-	// (the logical queue, not its dead-letter queue's name), oldest first.
-	TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error)
-}
-
-// ReadyCounter is implemented by backends that can tell how many jobs wait
-// ready on a queue: not handed to a consumer, not held in a wait. It serves
-// monitoring and tests.
-type ReadyCounter interface {
-	Ready(ctx context.Context, queue string) (int, error)
-}
-
 // BatchPublisher is implemented by backends that can keep many publishes
 // of one caller in flight at once. PublishBatch stores each envelope on its
 // queue at once (no delay) and returns one error per envelope, nil where it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -144,7 +145,7 @@ func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dead, err := b.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{})
+	dead, err := b.DeadLetters(ctx, q.Name, admin.DeadLetterPage{})
 	if err != nil {
 		t.Fatal(err)
 	}

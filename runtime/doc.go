@@ -65,8 +65,8 @@
 // workers enqueue a job at each tick of a cron spec: one worker of every
 // process at a time, elected through the backend's Leaser, fires each
 // tick, at least once, with the deterministic ID TickID(name, tick). A
-// backend that is a Pauser lets an operator pause a queue: every worker
-// stops taking its jobs and starts again on resume.
+// backend that is an admin.Pauser lets an operator pause a queue: every
+// worker stops taking its jobs and starts again on resume.
 //
 // # Backends
 //
@@ -81,11 +81,8 @@
 //
 // # Operating
 //
-// Two optional capabilities beside Backend serve operators' tools (the
-// queuey command, a dashboard): Inspector counts queues (QueueStats) and
-// reads dead letters without removing them, oldest first, in pages
-// chained by a cursor (DeadLetters, DeadLetter), each described as a
-// DeadLetterInfo with its payload decoded to JSON; DeadLetterAdmin re-drives
-// dead letters onto their queue with a fresh attempt count, publishing each
-// before removing it, and purges them. Both backends implement both.
+// Operators' tools (the queuey command, a dashboard) use package admin:
+// queue statistics, dead letters, re-drive, purge and pausing, optional
+// capabilities that both backends implement. A worker whose backend is an
+// admin.Pauser stops taking a paused queue's jobs.
 package runtime

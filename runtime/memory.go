@@ -8,6 +8,9 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/mpscan"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -31,10 +34,9 @@ type MemoryBackend struct {
 }
 
 var (
-	_ Backend          = (*MemoryBackend)(nil)
-	_ DeadLetterReader = (*MemoryBackend)(nil)
-	_ ReadyCounter     = (*MemoryBackend)(nil)
-	_ Redelivery       = (*memDelivery)(nil)
+	_ Backend            = (*MemoryBackend)(nil)
+	_ admin.ReadyCounter = (*MemoryBackend)(nil)
+	_ Redelivery         = (*memDelivery)(nil)
 )
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -56,7 +58,7 @@ func (b *MemoryBackend) SetLogger(l *slog.Logger) {
 type memQueue struct {
 	cfg   QueueConfig
 	ready memHeap
-	dead  []DeadLetter
+	dead  []memDead
 	subs  []*memSub
 	next  int // round-robin start among subs
 }
@@ -103,18 +105,18 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 
 // Publish stores env on its queue, at once or after delay.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
-	return b.publish(ctx, env.Clone(), env.Priority, delay, false, HoldDeferred)
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
 func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {
-	return b.publish(ctx, env, env.Priority, delay, false, HoldDeferred)
+	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
 // prio; atMax raises it to the queue's maximum. A wait is held as kind.
-func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
-func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
 	d, err := RoundDelay(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
@@ -166,7 +168,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
 	m := &memMsg{raw: append([]byte(nil), body...)}
 	var env Envelope
-	if err := unmarshalUntrusted(body, &env); err == nil && env.ID != "" && env.Queue == queue {
+	if err := mpscan.Unmarshal(body, &env); err == nil && env.ID != "" && env.Queue == queue {
 		m.env, m.raw = &env, nil
 		m.prio = env.Priority
 	}
@@ -200,7 +202,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 		if m.env == nil {
 			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
 			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
-			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
+			q.dead = append(q.dead, memDead{reason: reason, body: m.raw})
 			continue
 		}
 		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
@@ -223,7 +225,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 				reason := UnsettledReason(runs, dead.MaxAttempts)
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
-				q.dead = append(q.dead, DeadLetter{Envelope: &dead, Reason: reason})
+				q.dead = append(q.dead, memDead{env: &dead, reason: reason})
 				continue
 			}
 		}
@@ -260,20 +262,6 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	mq.subs = append(mq.subs, s)
 	b.dispatchLocked(mq)
 	return s, nil
-}
-
-// TakeDeadLetters removes and returns up to max dead letters of queue.
-func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	q, ok := b.queues[queue]
-	if !ok {
-		return nil, UnknownQueueError(queue, "was not declared on this backend")
-	}
-	n := min(max(limit, 0), len(q.dead))
-	out := append([]DeadLetter(nil), q.dead[:n]...)
-	q.dead = q.dead[n:]
-	return out, nil
 }
 
 // Ready returns how many jobs wait ready on queue, like Len; an undeclared

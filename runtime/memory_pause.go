@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/queuey/queuey/admin"
 )
 
-var _ Pauser = (*MemoryBackend)(nil)
+var _ admin.Pauser = (*MemoryBackend)(nil)
 
 // memPauses is the paused state of a MemoryBackend's queues and who
 // watches it.
@@ -78,4 +80,14 @@ func (b *MemoryBackend) WatchPaused(ctx context.Context, queue string) (<-chan b
 		close(c)
 	}()
 	return c, nil
+}
+
+// sendLatest puts v in c, a channel of capacity 1 with this one writer,
+// replacing a value not yet read.
+func sendLatest(c chan bool, v bool) {
+	select {
+	case <-c:
+	default:
+	}
+	c <- v
 }

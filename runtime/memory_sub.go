@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/queuey/queuey/admin"
 )
 
 // memSub is a MemoryBackend subscription.
@@ -162,9 +164,9 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := d.heldLocked(); err != nil {
 		return err
 	}
-	kind := HoldRetry
+	kind := admin.HoldRetry
 	if ahead {
-		kind = HoldDeferred
+		kind = admin.HoldDeferred
 	}
 	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead, kind); err != nil {
 		return err
@@ -175,6 +177,6 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 }
 
 func (d *memDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
-	dl := DeadLetter{Envelope: next.Clone(), Reason: reason}
+	dl := memDead{env: next.Clone(), reason: reason}
 	return d.settle(func(q *memQueue) { q.dead = append(q.dead, dl) })
 }

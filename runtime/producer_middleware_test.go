@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -114,7 +115,7 @@ func producerOf(t *testing.T, b runtime.Backend, q runtime.QueueConfig) *runtime
 // TestQueueyHeadersAreReserved: every header queuey sets on a job is among
 // the names producers refuse.
 func TestQueueyHeadersAreReserved(t *testing.T) {
-	for _, h := range []string{runtime.HeaderTick, runtime.HeaderRedrives, runtime.HeaderRedrivenAt} {
+	for _, h := range []string{runtime.HeaderTick, admin.HeaderRedrives, admin.HeaderRedrivenAt} {
 		if !strings.HasPrefix(h, runtime.ReservedHeaderPrefix) {
 			t.Errorf("header %q does not start with ReservedHeaderPrefix %q: an application could set it", h, runtime.ReservedHeaderPrefix)
 		}

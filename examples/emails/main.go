@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
@@ -156,7 +157,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 // printDeadLetters waits until the job id is a dead letter of queue and
 // prints it, leaving it there for an operator to inspect.
 func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue, id string) error {
-	in, ok := b.(runtime.Inspector)
+	in, ok := b.(admin.Inspector)
 	if !ok {
 		p.printf("dead", "this backend cannot show dead letters; see queue %s.dead", queue)
 		return nil
@@ -171,7 +172,7 @@ func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue,
 			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.ID, dl.Attempt, dl.MaxAttempts, dl.Reason)
 			return nil
 		}
-		if !errors.Is(err, runtime.ErrDeadLetterNotFound) {
+		if !errors.Is(err, admin.ErrDeadLetterNotFound) {
 			return fmt.Errorf("dead letter %s of %s: %w", id, queue, err)
 		}
 		select {

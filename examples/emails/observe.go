@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
@@ -96,7 +97,7 @@ func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry
 		tel.metrics = "http://" + lis.Addr().String() + "/metrics"
 		cfg.MeterProvider = mp
 		stops = append(stops, srv.Shutdown, mp.Shutdown)
-		if rc, ok := b.(runtime.ReadyCounter); ok {
+		if rc, ok := b.(admin.ReadyCounter); ok {
 			cfg.Depth = rc
 			for _, q := range emails.Queues() {
 				cfg.DepthQueues = append(cfg.DepthQueues, q.Name)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -158,7 +160,7 @@ func startBrowserQueue(t *testing.T, b runtime.Backend, cfg runtime.QueueConfig)
 	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	runtime.Handle(w, cfg, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
-		if info.Headers[runtime.HeaderRedrives] == "" {
+		if info.Headers[admin.HeaderRedrives] == "" {
 			return runtime.Permanent(fmt.Errorf("mailbox %s does not exist <b>550</b>", j.To))
 		}
 		select {
@@ -184,15 +186,15 @@ func startBrowserQueue(t *testing.T, b runtime.Backend, cfg runtime.QueueConfig)
 	return q
 }
 
-// waitDead waits until admin reports n dead letters on queue.
-func waitDead(t *testing.T, admin Admin, cfg runtime.QueueConfig, n int) {
+// waitDead waits until ad reports n dead letters on queue.
+func waitDead(t *testing.T, ad Admin, cfg runtime.QueueConfig, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := admin.QueueStats(ctx, cfg)
+		st, err := ad.QueueStats(ctx, adminq.Of(cfg))
 		if err == nil && st[0].Dead == n {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -53,7 +54,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 func TestPoisonLetter(t *testing.T) {
 	f := newMemFixture(t, Options{})
 	f.poison(t, "not an envelope <i>at all</i>")
-	id := runtime.PoisonID([]byte("not an envelope <i>at all</i>"))
+	id := admin.PoisonID([]byte("not an envelope <i>at all</i>"))
 	status, body := f.get(t, "/queues/dash.send/dead/"+id)
 	if status != 200 {
 		t.Fatalf("GET poison letter = %d\n%s", status, body)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -97,7 +98,7 @@ func (f *memFixture) kill(t *testing.T, reason string, jobs ...job) []string {
 // dead returns how many dead letters testQueue holds.
 func (f *memFixture) dead(t *testing.T) int {
 	t.Helper()
-	st, err := f.b.QueueStats(context.Background(), testConfig)
+	st, err := f.b.QueueStats(context.Background(), admin.Queue{Name: testConfig.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

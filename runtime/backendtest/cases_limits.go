@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -78,7 +79,7 @@ func testReservedHeaders(t *testing.T, f Features, nb func(*testing.T) runtime.B
 	_, err = runtime.EnqueueMany(ctxT(t), h.p, h.q, []job{{N: 2}, {N: 3}}, runtime.WithHeaders(map[string]string{runtime.HeaderTick: "2026-01-01T00:00:00Z"}))
 	wantErrIs(t, err, runtime.ErrInvalidOption, "enqueue of many with a reserved header")
 	wantContains(t, err.Error(), `header "queuey-tick" is reserved`, "error")
-	if rc, ok := h.b.(runtime.ReadyCounter); ok {
+	if rc, ok := h.b.(admin.ReadyCounter); ok {
 		if n, err := rc.Ready(ctxT(t), h.q.Name); err != nil || n != 0 {
 			t.Errorf("ready jobs after refused enqueues = %d (err %v), want 0", n, err)
 		}

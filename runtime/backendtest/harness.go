@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
 // Features says what a backend under test offers beyond the Backend
-// interface. Optional capabilities that are interfaces (DeadLetterReader,
-// RawPublisher) are found by type assertion instead.
+// interface. Optional capabilities that are interfaces (those of package
+// admin, RawPublisher) are found by type assertion instead.
 type Features struct {
 	// NoPriority is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
@@ -135,33 +136,31 @@ func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...
 	return stop
 }
 
-// deadLetters waits until n dead letters of the queue are readable and
-// returns them; it skips the test when the backend cannot hand them back.
-func (h *harness) deadLetters(n int) []runtime.DeadLetter {
+// deadLetters waits until the queue holds at least n dead letters and
+// returns the n oldest, read through admin.Inspector, which leaves them in
+// place; it skips the test when the backend is not an admin.Inspector.
+func (h *harness) deadLetters(n int) []admin.DeadLetterInfo {
 	h.t.Helper()
-	r, ok := h.b.(runtime.DeadLetterReader)
+	in, ok := h.b.(admin.Inspector)
 	if !ok {
-		h.t.Skip("backend does not implement runtime.DeadLetterReader")
+		h.t.Skip("backend does not implement admin.Inspector")
 	}
-	var got []runtime.DeadLetter
 	deadline := time.Now().Add(wait)
-	for len(got) < n {
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		more, err := r.TakeDeadLetters(ctx, h.q.Name, n-len(got))
+		list, err := in.DeadLetters(ctx, h.q.Name, admin.DeadLetterPage{Limit: n})
 		cancel()
 		if err != nil {
-			h.t.Fatalf("TakeDeadLetters: %v", err)
+			h.t.Fatalf("DeadLetters: %v", err)
 		}
-		got = append(got, more...)
-		if len(got) >= n {
-			break
+		if len(list.Letters) >= n {
+			return list.Letters
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("got %d dead letters of %q within %v, want %d: %+v", len(got), h.q.Name, wait, n, got)
+			h.t.Fatalf("got %d dead letters of %q within %v, want %d: %+v", len(list.Letters), h.q.Name, wait, n, list.Letters)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
 	}
-	return got
 }
 
 // recv receives from c within the suite's bound or fails the test.

@@ -6,6 +6,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -88,7 +89,7 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 // its number is bounded by the ladder instead. A delay above
 // runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong; a delay of
 // zero or less has no hold queue and is an error too.
-func (n Names) QuorumHold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
+func (n Names) QuorumHold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
 	return n.hold(name, kind, delay, granularity, QuorumRung, func(ttl int64) amqp.Table {
 		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueQuorum),
@@ -107,7 +108,7 @@ func (n Names) QuorumHolds(name string, granularity time.Duration) []string {
 	n = n.WithDefaults()
 	rungs := QuorumRungs(granularity)
 	names := make([]string, 0, 2*len(rungs))
-	for _, kind := range []HoldKind{Retry, Deferred} {
+	for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
 		for _, r := range rungs {
 			names = append(names, n.holdName(name, kind, r.Milliseconds()))
 		}

@@ -21,6 +21,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -162,27 +163,11 @@ func (n Names) Dead(name string) Queue {
 	return Queue{Name: name + n.WithDefaults().DeadSuffix, Args: amqp.Table{}}
 }
 
-// HoldKind says what a hold queue holds.
-type HoldKind int
-
-// Hold queue kinds.
-const (
-	Retry HoldKind = iota
-	Deferred
-)
-
-func (k HoldKind) String() string {
-	if k == Deferred {
-		return "deferred"
-	}
-	return "retry"
-}
-
 // Hold returns the hold queue of logical queue name for a wait of delay,
 // rounded up to granularity with runtime.RoundDelay, and the rounded delay.
 // A delay above runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong;
 // a delay of zero or less has no hold queue and is an error too.
-func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
+func (n Names) Hold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
 	return n.hold(name, kind, delay, granularity, runtime.RoundDelay, func(ttl int64) amqp.Table {
 		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueClassic),
@@ -214,7 +199,7 @@ func HoldExpires(ttl int64) int64 {
 
 // hold returns the hold queue of name of kind for delay, rounded with
 // round, and declared with args of its TTL in milliseconds.
-func (n Names) hold(name string, kind HoldKind, delay, granularity time.Duration, round func(d, g time.Duration) (time.Duration, error), args func(ttl int64) amqp.Table) (Queue, time.Duration, error) {
+func (n Names) hold(name string, kind admin.HoldKind, delay, granularity time.Duration, round func(d, g time.Duration) (time.Duration, error), args func(ttl int64) amqp.Table) (Queue, time.Duration, error) {
 	n = n.WithDefaults()
 	d, err := round(delay, granularity)
 	if err != nil {
@@ -229,9 +214,9 @@ func (n Names) hold(name string, kind HoldKind, delay, granularity time.Duration
 
 // holdName names the hold queue of logical queue name, of kind, with a TTL
 // of ttl milliseconds: "<name><suffix>.<ttl>". n has its defaults set.
-func (n Names) holdName(name string, kind HoldKind, ttl int64) string {
+func (n Names) holdName(name string, kind admin.HoldKind, ttl int64) string {
 	suffix := n.RetrySuffix
-	if kind == Deferred {
+	if kind == admin.HoldDeferred {
 		suffix = n.DeferredSuffix
 	}
 	return fmt.Sprintf("%s%s.%d", name, suffix, ttl)
