@@ -63,12 +63,12 @@ var keySpecs = map[string]keySpec{
 			return names.Queue(v)
 		},
 	},
-	KeyPrefetch: intKey(1, runtime.MaxPrefetch, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
+	KeyPrefetch: intKey(1, runtime.PrefetchLimit, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
 	KeyConcurrency: {
 		accepted: "an integer in 1..prefetch",
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > runtime.MaxPrefetch {
+			if err != nil || n < 1 || n > runtime.PrefetchLimit {
 				return false
 			}
 			q.Concurrency = n

@@ -41,19 +41,19 @@ const (
 	DefaultRetryMax    = time.Hour
 )
 
-// Limits of the QueueConfig fields.
+// Limits of the QueueConfig fields: the largest value each accepts.
 const (
-	MaxPrefetch      = 65535
+	PrefetchLimit    = 65535
 	MaxPriorityLimit = 255
 	MaxAttemptsLimit = 1000
-	// MaxQueueNameLen is the longest queue name, 235 bytes: AMQP's limit
-	// on a name, 255 bytes, less the 20 that the longest name a backend
-	// derives from a queue name adds with default options (RabbitMQ's
-	// deferral hold queue of the longest wait, "<q>.deferred.2147483647").
-	// So a name that validates is one the broker takes with everything
-	// named after it.
-	MaxQueueNameLen = names.MaxQueue
 )
+
+// MaxQueueNameLen is the longest queue name, 235 bytes: AMQP's limit on a
+// name, 255 bytes, less the 20 that the longest name a backend derives
+// from a queue name adds with default options (RabbitMQ's deferral hold
+// queue of the longest wait, "<q>.deferred.2147483647"). So a name that
+// validates is one the broker takes with everything named after it.
+const MaxQueueNameLen = names.MaxQueue
 
 // QueueConfig is the resolved configuration of one job queue. Generated code
 // declares one per annotated job type.
@@ -71,18 +71,18 @@ type QueueConfig struct {
 	// (KindOf). Empty means any kind to the untyped calls (EnqueuePayload,
 	// Worker.Register).
 	Kind string
-	// Prefetch is how many unacked deliveries a consumer holds, 1..65535.
-	// Zero means DefaultPrefetch.
+	// Prefetch is how many unacked deliveries a consumer holds,
+	// 1..PrefetchLimit. Zero means DefaultPrefetch.
 	Prefetch int
 	// Concurrency is how many handlers run at once for this queue in one
 	// worker, 1..Prefetch. Zero means Prefetch.
 	Concurrency int
-	// MaxPriority is the queue's x-max-priority, 0..255. Zero declares no
+	// MaxPriority is the queue's x-max-priority, 0..MaxPriorityLimit. Zero declares no
 	// priority: deferred jobs then return in FIFO order. The annotation's
 	// default is DefaultMaxPriority.
 	MaxPriority int
 	// MaxAttempts is how many runs a failing job gets before it is
-	// dead-lettered, 1..1000. Zero means DefaultMaxAttempts.
+	// dead-lettered, 1..MaxAttemptsLimit. Zero means DefaultMaxAttempts.
 	MaxAttempts int
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
@@ -164,17 +164,17 @@ func (q QueueConfig) Validate() error {
 	case q.Schedule != "" && len(q.Name) > MaxScheduleNameLen:
 		bad("Name", fmt.Sprintf("%q", q.Name), fmt.Sprintf("at most %d bytes with a Schedule, which is named after the queue (see Schedule.Name)", MaxScheduleNameLen))
 	}
-	if q.Prefetch < 1 || q.Prefetch > MaxPrefetch {
-		bad("Prefetch", q.Prefetch, "1..65535")
+	if q.Prefetch < 1 || q.Prefetch > PrefetchLimit {
+		bad("Prefetch", q.Prefetch, fmt.Sprintf("1..%d", PrefetchLimit))
 	}
 	if q.Concurrency < 1 || q.Concurrency > q.Prefetch {
 		bad("Concurrency", q.Concurrency, fmt.Sprintf("1..Prefetch (%d)", q.Prefetch))
 	}
 	if q.MaxPriority < 0 || q.MaxPriority > MaxPriorityLimit {
-		bad("MaxPriority", q.MaxPriority, "0..255")
+		bad("MaxPriority", q.MaxPriority, fmt.Sprintf("0..%d", MaxPriorityLimit))
 	}
 	if q.MaxAttempts < 1 || q.MaxAttempts > MaxAttemptsLimit {
-		bad("MaxAttempts", q.MaxAttempts, "1..1000")
+		bad("MaxAttempts", q.MaxAttempts, fmt.Sprintf("1..%d", MaxAttemptsLimit))
 	}
 	if q.RetryBase < 0 {
 		bad("RetryBase", q.RetryBase, "a positive duration")
