@@ -31,8 +31,8 @@ const (
 	DelayPlugin DelayMode = "plugin"
 )
 
-// Defaults of the //queuey:queue annotation. DefaultQueueConfig applies
-// them all; in a QueueConfig literal a zero field means what its doc says.
+// Defaults of the QueueConfig fields, which WithDefaults gives each zero
+// field and an annotation gives each key it leaves out.
 const (
 	DefaultPrefetch    = 10
 	DefaultMaxPriority = 10
@@ -40,6 +40,13 @@ const (
 	DefaultRetryBase   = time.Second
 	DefaultRetryMax    = time.Hour
 )
+
+// NoPriority, as a QueueConfig's MaxPriority, declares the queue without
+// priorities (no x-max-priority): every job on it runs at priority 0, and a
+// deferred job returns in FIFO order, behind the backlog. The annotation
+// says it with max_priority=0; in a QueueConfig a zero MaxPriority means
+// DefaultMaxPriority, as every zero field means its default.
+const NoPriority = -1
 
 // Limits of the QueueConfig fields: the largest value each accepts.
 const (
@@ -77,9 +84,10 @@ type QueueConfig struct {
 	// Concurrency is how many handlers run at once for this queue in one
 	// worker, 1..Prefetch. Zero means Prefetch.
 	Concurrency int
-	// MaxPriority is the queue's x-max-priority, 0..MaxPriorityLimit. Zero declares no
-	// priority: deferred jobs then return in FIFO order. The annotation's
-	// default is DefaultMaxPriority.
+	// MaxPriority is the queue's x-max-priority, 1..MaxPriorityLimit: the
+	// highest priority a job on it may have, and the one a deferred job
+	// returns at, ahead of the backlog. NoPriority declares none. Zero
+	// means DefaultMaxPriority.
 	MaxPriority int
 	// MaxAttempts is how many runs a failing job gets before it is
 	// dead-lettered, 1..MaxAttemptsLimit. Zero means DefaultMaxAttempts.
@@ -111,29 +119,27 @@ type QueueConfig struct {
 	Missed Missed
 }
 
-// DefaultQueueConfig returns the configuration an annotation without keys
-// gives a queue called name. Its Delay is empty: the backend's default mode,
-// which is DelayQueue unless the backend is configured otherwise.
+// DefaultQueueConfig returns the configuration of a queue called name with
+// every default: QueueConfig{Name: name}.WithDefaults(), which is also what
+// an annotation without keys gives (with the job's Kind). Its Delay is
+// empty: the backend's default mode, which is DelayQueue unless the backend
+// is configured otherwise.
 func DefaultQueueConfig(name string) QueueConfig {
-	return QueueConfig{
-		Name:        name,
-		Prefetch:    DefaultPrefetch,
-		Concurrency: DefaultPrefetch,
-		MaxPriority: DefaultMaxPriority,
-		MaxAttempts: DefaultMaxAttempts,
-		RetryBase:   DefaultRetryBase,
-		RetryMax:    DefaultRetryMax,
-		QueueType:   QueueClassic,
-	}
+	return QueueConfig{Name: name}.WithDefaults()
 }
 
-// WithDefaults returns q with every zero field that has a default set to it.
+// WithDefaults returns q with every zero field that has a default set to
+// it, as each field's doc says. It is the one place the defaults are
+// applied; applying it twice changes nothing.
 func (q QueueConfig) WithDefaults() QueueConfig {
 	if q.Prefetch == 0 {
 		q.Prefetch = DefaultPrefetch
 	}
 	if q.Concurrency == 0 {
 		q.Concurrency = q.Prefetch
+	}
+	if q.MaxPriority == 0 {
+		q.MaxPriority = DefaultMaxPriority
 	}
 	if q.MaxAttempts == 0 {
 		q.MaxAttempts = DefaultMaxAttempts
@@ -148,6 +154,24 @@ func (q QueueConfig) WithDefaults() QueueConfig {
 		q.QueueType = QueueClassic
 	}
 	return q
+}
+
+// topPriority is the highest wire priority of q's jobs: its MaxPriority,
+// or 0 when it declares no priority. q is resolved (WithDefaults).
+func (q QueueConfig) topPriority() uint8 {
+	if q.MaxPriority == NoPriority {
+		return 0
+	}
+	return uint8(q.MaxPriority)
+}
+
+// describePriority names maxPriority, a resolved MaxPriority, as the
+// annotation says it, for messages.
+func describePriority(maxPriority int) string {
+	if maxPriority == NoPriority {
+		return "max_priority=0 (NoPriority)"
+	}
+	return fmt.Sprintf("max_priority=%d", maxPriority)
 }
 
 // Validate reports every field of q (after WithDefaults) that is out of its
@@ -170,8 +194,8 @@ func (q QueueConfig) Validate() error {
 	if q.Concurrency < 1 || q.Concurrency > q.Prefetch {
 		bad("Concurrency", q.Concurrency, fmt.Sprintf("1..Prefetch (%d)", q.Prefetch))
 	}
-	if q.MaxPriority < 0 || q.MaxPriority > MaxPriorityLimit {
-		bad("MaxPriority", q.MaxPriority, fmt.Sprintf("0..%d", MaxPriorityLimit))
+	if q.MaxPriority != NoPriority && (q.MaxPriority < 1 || q.MaxPriority > MaxPriorityLimit) {
+		bad("MaxPriority", q.MaxPriority, fmt.Sprintf("1..%d, 0 for DefaultMaxPriority (%d), or NoPriority (%d) for none", MaxPriorityLimit, DefaultMaxPriority, NoPriority))
 	}
 	if q.MaxAttempts < 1 || q.MaxAttempts > MaxAttemptsLimit {
 		bad("MaxAttempts", q.MaxAttempts, fmt.Sprintf("1..%d", MaxAttemptsLimit))
