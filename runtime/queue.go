@@ -62,8 +62,10 @@ const (
 // validates is one the broker takes with everything named after it.
 const MaxQueueNameLen = names.MaxQueue
 
-// QueueConfig is the resolved configuration of one job queue. Generated code
-// declares one per annotated job type.
+// QueueConfig is the configuration of one job queue. A zero field means its
+// default, as its doc says (WithDefaults applies them), so a literal with
+// just a Name is a queue with every default. Generated code declares one
+// per annotated job type, its annotation resolved.
 type QueueConfig struct {
 	// Name is the broker queue name, [A-Za-z0-9._-]+, at most
 	// MaxQueueNameLen bytes, and at most MaxScheduleNameLen with a
@@ -98,7 +100,8 @@ type QueueConfig struct {
 	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
 	// (596h31m23s), so that every retry delay is a wait a backend accepts;
 	// a backend with a coarser granularity refuses, at Declare, a RetryMax
-	// above its LongestWait. Zero means DefaultRetryMax.
+	// above its LongestWait. Zero means DefaultRetryMax, or RetryBase when
+	// that is longer.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -107,7 +110,8 @@ type QueueConfig struct {
 	// Delay is how waits are held. Empty means the backend's default.
 	Delay DelayMode
 	// DelayExchange names the x-delayed-message exchange with DelayPlugin.
-	// Empty means "<Name>.delay".
+	// Empty means the backend's default, which is "<Name>.delay" unless the
+	// backend is configured otherwise.
 	DelayExchange string
 	// Schedule, when set, is a Schedule.Spec: every worker that handles
 	// this queue (Handle, a generated HandleX) also enqueues a job of the
@@ -129,8 +133,10 @@ func DefaultQueueConfig(name string) QueueConfig {
 }
 
 // WithDefaults returns q with every zero field that has a default set to
-// it, as each field's doc says. It is the one place the defaults are
-// applied; applying it twice changes nothing.
+// it, as each field's doc says; Delay and DelayExchange, whose defaults are
+// the backend's, and Missed, whose default the Schedule applies, stay
+// empty. It is the one place these defaults are applied; applying it twice
+// changes nothing.
 func (q QueueConfig) WithDefaults() QueueConfig {
 	if q.Prefetch == 0 {
 		q.Prefetch = DefaultPrefetch
