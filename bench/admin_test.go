@@ -105,7 +105,7 @@ func BenchmarkAdmin(b *testing.B) {
 		}
 	})
 	qq := runtime.DefaultQueueConfig(name + ".quorum")
-	qq.Kind, qq.QueueType, qq.MaxPriority = "benchJob", runtime.QueueQuorum, 0
+	qq.Kind, qq.QueueType, qq.MaxPriority = "benchJob", runtime.QueueQuorum, runtime.NoPriority
 	names = append(names, qq.Name, qq.Name+".dead")
 	if _, err := runtime.NewProducer(ctx, be, qq); err != nil {
 		b.Fatal(err)

@@ -98,7 +98,7 @@ func declareIdle(b *testing.B, mp int, prefix string) (rate, mem float64) {
 	names := make([]string, priorityQueues)
 	for i := range queues {
 		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		queues[i].MaxPriority = mp
+		queues[i].MaxPriority = configPriority(mp)
 		names[i] = queues[i].Name
 	}
 	defer brokertest.DeleteQueues(amqpURL(), names...)
@@ -152,7 +152,7 @@ func drainBacklog(b *testing.B, mp int, name string) float64 {
 	defer be.Close()
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind = runtime.KindOf[priorityJob]()
-	q.MaxPriority = mp
+	q.MaxPriority = configPriority(mp)
 	q.Prefetch = prefetch
 	defer brokertest.DeleteQueues(amqpURL(), name)
 	p, err := runtime.NewProducer(ctx, be, q)

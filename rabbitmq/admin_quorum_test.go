@@ -142,7 +142,7 @@ func (m managementAPI) deliveryLimit(t *testing.T, queue string, limit int) {
 func quorumDeadLetters(t *testing.T, b *rabbitmq.Backend, n int) (runtime.QueueConfig, []string) {
 	t.Helper()
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = runtime.KindOf[int](), runtime.QueueQuorum, 0, 1, 1
+	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = runtime.KindOf[int](), runtime.QueueQuorum, runtime.NoPriority, 1, 1
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func fillDead(t *testing.T, q runtime.QueueConfig, n int) []string {
 func TestQuorumDeadLetterReadInterrupted(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, 0
+	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, runtime.NoPriority
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatal(err)
 	}

@@ -489,7 +489,8 @@ func (b *Backend) wait(ctx context.Context, queue string, kind admin.HoldKind, e
 	return d.wait(ctx, q, kind, msg, rounded)
 }
 
-// maxPriority is the wire priority a deferred job of q travels at.
+// maxPriority is the wire priority a deferred job of q travels at: its
+// MaxPriority, or 0 on a queue of runtime.NoPriority.
 func maxPriority(q runtime.QueueConfig) uint8 {
 	return uint8(min(max(q.MaxPriority, 0), 255))
 }

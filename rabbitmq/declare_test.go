@@ -25,7 +25,7 @@ func TestMismatchErrorSuggests(t *testing.T) {
 		want   string
 	}{
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received the value '10' of type 'signedint' but current is none",
-			false, "max_priority=0 (deferral still works"},
+			false, "max_priority=0 (MaxPriority: runtime.NoPriority in a QueueConfig; deferral still works"},
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received '10' but current is '3'",
 			false, "max_priority=3"},
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received none but current is the value '3' of type 'signedint'",

@@ -75,8 +75,9 @@
 // and the two ways out: drain and delete it so it is declared again, or
 // declare it as it is, with the setting that matches the argument the
 // broker names: queue_type=<its type> for x-queue-type, max_priority=<its
-// x-max-priority> for x-max-priority, or max_priority=0 for a queue
-// without one (deferral still works then but returns FIFO).
+// x-max-priority> for x-max-priority, or max_priority=0 (MaxPriority:
+// runtime.NoPriority) for a queue without one (deferral still works then
+// but returns FIFO).
 //
 // # Quorum queues
 //

@@ -30,7 +30,7 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	if !errors.Is(err, rabbitmq.ErrQueueMismatch) {
 		t.Fatalf("Declare over a queue without priorities = %v, want ErrQueueMismatch", err)
 	}
-	for _, want := range []string{fmt.Sprintf("%q", name), "drain and delete", "max_priority=0", "FIFO"} {
+	for _, want := range []string{fmt.Sprintf("%q", name), "drain and delete", "max_priority=0", "MaxPriority: runtime.NoPriority", "FIFO"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -40,7 +40,7 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	// The second way out works, and the refused declare left the backend
 	// usable.
-	q.MaxPriority = 0
+	q.MaxPriority = runtime.NoPriority
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatalf("Declare as it was: %v", err)
 	}
@@ -50,6 +50,30 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	if n := queueLen(t, raw, name); n != 1 {
 		t.Errorf("queue holds %d messages, want 1", n)
+	}
+}
+
+// TestLiteralDeclaresDefaultPriority: a QueueConfig literal without
+// MaxPriority declares x-max-priority=DefaultMaxPriority, as
+// DefaultQueueConfig does, and NoPriority declares none. A plain declare
+// with those arguments matches each (the broker refuses one that does
+// not).
+func TestLiteralDeclaresDefaultPriority(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	literal, none := queueName(t), queueName(t)
+	for _, q := range []runtime.QueueConfig{{Name: literal}, {Name: none, MaxPriority: runtime.NoPriority}} {
+		if err := b.Declare(ctxT(t), q); err != nil {
+			t.Fatalf("Declare %+v: %v", q, err)
+		}
+	}
+	for name, args := range map[string]amqp.Table{
+		literal: {"x-queue-type": "classic", "x-max-priority": int32(runtime.DefaultMaxPriority)},
+		none:    {"x-queue-type": "classic"},
+	} {
+		args["x-dead-letter-exchange"], args["x-dead-letter-routing-key"] = "", name+".dead"
+		if _, err := rawChannel(t).QueueDeclare(name, true, false, false, false, args); err != nil {
+			t.Errorf("declare %q with %v: %v", name, args, err)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 	logs := make(records, 64)
 	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[int](), runtime.QueueQuorum, 0
+	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[int](), runtime.QueueQuorum, runtime.NoPriority
 	if _, err := rawChannel(t).QueueDeclare(q.Name+".dead", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}

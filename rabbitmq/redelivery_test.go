@@ -29,7 +29,7 @@ func TestRedeliveryObserved(t *testing.T) {
 			q := runtime.DefaultQueueConfig(queueName(t))
 			q.Kind, q.QueueType = runtime.KindOf[job](), qt
 			if qt == runtime.QueueQuorum {
-				q.MaxPriority = 0
+				q.MaxPriority = runtime.NoPriority
 			}
 			p, err := runtime.NewProducer(ctxT(t), b, q)
 			if err != nil {

@@ -91,7 +91,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	for _, name := range names {
 		q := runtime.DefaultQueueConfig(name)
 		q.Kind = runtime.KindOf[job]()
-		q.MaxPriority = 0 // cheap queues
+		q.MaxPriority = runtime.NoPriority // cheap queues
 		qs = append(qs, q)
 		runtime.Handle(w, q, func(ctx context.Context, j job) error {
 			ran <- j.N

@@ -91,8 +91,8 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 			return err
 		}
 		if old.cfg.MaxPriority != q.MaxPriority || old.cfg.QueueType != q.QueueType {
-			return fmt.Errorf("%w: queue %q has max_priority=%d queue_type=%s, declared with max_priority=%d queue_type=%s",
-				ErrQueueMismatch, q.Name, old.cfg.MaxPriority, old.cfg.QueueType, q.MaxPriority, q.QueueType)
+			return fmt.Errorf("%w: queue %q has %s queue_type=%s, declared with %s queue_type=%s",
+				ErrQueueMismatch, q.Name, describePriority(old.cfg.MaxPriority), old.cfg.QueueType, describePriority(q.MaxPriority), q.QueueType)
 		}
 		if old.cfg.Kind == "" {
 			old.cfg.Kind = q.Kind
@@ -138,10 +138,10 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		return UnknownQueueError(env.Queue, "was not declared on this backend")
 	}
 	if atMax {
-		prio = uint8(q.cfg.MaxPriority)
+		prio = q.cfg.topPriority()
 	}
 	b.seq++
-	m := &memMsg{env: env, prio: min(prio, uint8(q.cfg.MaxPriority)), seq: b.seq}
+	m := &memMsg{env: env, prio: min(prio, q.cfg.topPriority()), seq: b.seq}
 	if d == 0 {
 		b.pushLocked(q, m)
 		return nil
@@ -180,7 +180,7 @@ func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byt
 	}
 	b.seq++
 	m.seq = b.seq
-	m.prio = min(m.prio, uint8(q.cfg.MaxPriority))
+	m.prio = min(m.prio, q.cfg.topPriority())
 	b.pushLocked(q, m)
 	return nil
 }

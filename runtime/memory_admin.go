@@ -222,7 +222,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 		} else {
 			env := RedriveEnvelope(d.env, queue, time.Now())
 			b.seq++
-			b.pushLocked(q, &memMsg{env: env, prio: min(env.Priority, uint8(q.cfg.MaxPriority)), seq: b.seq})
+			b.pushLocked(q, &memMsg{env: env, prio: min(env.Priority, q.cfg.topPriority()), seq: b.seq})
 			q.dead = slices.Delete(q.dead, i, i+1)
 			res.Moved = append(res.Moved, info.ID)
 			next = i

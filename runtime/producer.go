@@ -80,8 +80,8 @@ type enqueueOptions struct {
 	hasID       bool
 }
 
-// WithPriority enqueues the job at priority p, 0..the queue's MaxPriority.
-// Higher runs first. The default is 0.
+// WithPriority enqueues the job at priority p, 0..the queue's MaxPriority
+// (only 0 on a queue of NoPriority). Higher runs first. The default is 0.
 func WithPriority(p int) EnqueueOption {
 	return func(o *enqueueOptions) { o.priority, o.hasPriority = p, true }
 }
@@ -323,8 +323,11 @@ func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*E
 
 // check refuses options that q cannot take.
 func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
-	if o.hasPriority && (o.priority < 0 || o.priority > q.MaxPriority) {
-		return fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
+	if top := int(q.topPriority()); o.hasPriority && (o.priority < 0 || o.priority > top) {
+		if q.MaxPriority == NoPriority {
+			return fmt.Errorf("%w: queue %q: priority %d, want 0: the queue declares no priority (%s)", ErrInvalidOption, q.Name, o.priority, describePriority(q.MaxPriority))
+		}
+		return fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, top)
 	}
 	if o.delay < 0 {
 		return fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)

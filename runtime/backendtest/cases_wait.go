@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,13 +179,49 @@ func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		t.Skip("backend queues do not order by priority")
 	}
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	order := deferFirstOfBacklog(t, h)
+	if len(order) < 3 || order[0] != 0 || order[1] != 1 || order[2] != 0 {
+		t.Fatalf("run order %v, want 0 (defers), 1, then 0 again ahead of 2..%d", order, deferBacklog)
+	}
+}
+
+// testNoPriorityDefersFIFO: a queue of runtime.NoPriority takes only
+// priority 0, and a job deferred on it returns behind the jobs waiting on
+// it, in FIFO order.
+func testNoPriorityDefersFIFO(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) {
+		q.Prefetch, q.Concurrency, q.MaxPriority = 1, 1, runtime.NoPriority
+	})
+	_, err := runtime.Enqueue(ctxT(t), h.p, h.q, job{}, runtime.WithPriority(1))
+	wantErrIs(t, err, runtime.ErrInvalidOption, "priority 1 on a queue without priorities")
+	wantContains(t, err.Error(), "declares no priority", "the refusal")
+	order := deferFirstOfBacklog(t, h, runtime.WithPriority(0))
+	want := []int{0}
+	for i := 1; i <= deferBacklog; i++ {
+		want = append(want, i)
+	}
+	want = append(want, 0)
+	if !slices.Equal(order, want) {
+		t.Fatalf("run order %v, want %v: job 0 defers and returns behind the backlog", order, want)
+	}
+}
+
+// deferBacklog is how many jobs wait behind the deferred one in
+// deferFirstOfBacklog.
+const deferBacklog = 20
+
+// deferFirstOfBacklog enqueues jobs 0..deferBacklog (with opts) onto h's
+// queue, whose prefetch is 1, and runs them: job 0 defers once, and job 1
+// is held until job 0 is back on the queue (seen through admin.ReadyCounter). It
+// returns the order of the runs up to job 0's second one.
+func deferFirstOfBacklog(t *testing.T, h *harness, opts ...runtime.EnqueueOption) []int {
+	t.Helper()
 	rc, ok := h.b.(admin.ReadyCounter)
 	if !ok {
 		t.Skip("backend does not implement admin.ReadyCounter")
 	}
-	const backlog = 20
-	for i := 0; i <= backlog; i++ {
-		h.enqueue(job{N: i})
+	for i := 0; i <= deferBacklog; i++ {
+		h.enqueue(job{N: i}, opts...)
 	}
 	var (
 		mu    sync.Mutex
@@ -204,8 +241,9 @@ func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		case j.N == 0 && first:
 			return runtime.Defer(time.Second)
 		case j.N == 1:
-			// Jobs 2..20 wait; job 0 joins them when its wait ends.
-			waitErr <- waitReady(ctx, rc, h.q.Name, backlog)
+			// Jobs 2..deferBacklog wait; job 0 joins them when its wait
+			// ends.
+			waitErr <- waitReady(ctx, rc, h.q.Name, deferBacklog)
 		}
 		return nil
 	})
@@ -215,9 +253,7 @@ func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 	recv(t, done, "the deferred job's return")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(order) < 3 || order[0] != 0 || order[1] != 1 || order[2] != 0 {
-		t.Fatalf("run order %v, want 0 (defers), 1, then 0 again ahead of 2..%d", order, backlog)
-	}
+	return slices.Clone(order)
 }
 
 // waitReady waits until at least n jobs are ready on queue.

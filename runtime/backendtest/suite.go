@@ -30,6 +30,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"HostileHandlerErrors", true, testHostileErrors},
 		{"DeferBurnsNoAttempt", true, testDeferNoAttempt},
 		{"DeferReturnsAheadOfBacklog", true, testDeferAhead},
+		{"NoPriorityDefersFIFO", true, testNoPriorityDefersFIFO},
 		{"DeferZeroWaitsOneGranularity", true, testDeferZero},
 		{"ShortWaitNotBehindLong", true, testShortWaitFirst},
 		{"DelayedEnqueue", true, testDelayedEnqueue},

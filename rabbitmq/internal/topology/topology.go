@@ -3,7 +3,7 @@
 //
 // For logical queue q:
 //
-//	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue;
+//	q                  durable; x-queue-type; x-max-priority on a classic queue, unless runtime.NoPriority;
 //	                   dead-letters to ""/q.dead (DeadLettered)
 //	q.dead             durable (the broker's default type); quorum when q is
 //	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires (HoldExpires)
@@ -116,7 +116,7 @@ type Priorities int
 
 const (
 	// PrioritiesAsAsked: x-max-priority as the config asks, or no
-	// priorities asked for (max_priority 0).
+	// priorities asked for (runtime.NoPriority).
 	PrioritiesAsAsked Priorities = iota
 	// PrioritiesNone: a quorum queue of RabbitMQ 3.x, which has none;
 	// deferred jobs return in FIFO order.
@@ -132,21 +132,17 @@ const (
 	PrioritiesTwoLevels
 )
 
-// Work returns the work queue of q and how it orders by priority. A quorum
-// queue never gets x-max-priority, whatever the broker's version: 3.x
-// refuses it, and 4.x quorum queues have their priorities built in and
+// Work returns the work queue of q, a resolved config
+// (runtime.QueueConfig.WithDefaults), and how it orders by priority. A
+// quorum queue never gets x-max-priority, whatever the broker's version:
+// 3.x refuses it, and 4.x quorum queues have their priorities built in and
 // refuse it too.
 func Work(q runtime.QueueConfig, broker Version) (Queue, Priorities) {
-	args := amqp.Table{}
-	qt := q.QueueType
-	if qt == "" {
-		qt = runtime.QueueClassic
-	}
-	args[ArgQueueType] = string(qt)
+	args := amqp.Table{ArgQueueType: string(q.QueueType)}
 	prio := PrioritiesAsAsked
 	switch {
-	case q.MaxPriority <= 0:
-	case qt != runtime.QueueQuorum:
+	case q.MaxPriority == runtime.NoPriority:
+	case q.QueueType != runtime.QueueQuorum:
 		args[ArgMaxPriority] = int32(q.MaxPriority)
 	case !broker.QuorumPriorities():
 		prio = PrioritiesNone

@@ -28,8 +28,10 @@ func TestWork(t *testing.T) {
 			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
 		{"classic with priority on 4.x", runtime.QueueConfig{Name: "q", MaxPriority: 10}, v4,
 			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
-		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: 0, QueueType: runtime.QueueClassic}, v3,
+		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority}, v3,
 			amqp.Table{"x-queue-type": "classic"}, PrioritiesAsAsked},
+		{"literal has the default priority", runtime.QueueConfig{Name: "q"}, v3,
+			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(runtime.DefaultMaxPriority)}, PrioritiesAsAsked},
 		{"quorum on 3.x has none", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v3,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesNone},
 		{"quorum on 4.x, high enough", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v4,
@@ -38,13 +40,15 @@ func TestWork(t *testing.T) {
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTwoLevels},
 		{"quorum on 4.x, too low", runtime.QueueConfig{Name: "q", MaxPriority: 4, QueueType: runtime.QueueQuorum}, v4,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTooLow},
-		{"quorum without priority", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
+		{"quorum without priority", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority, QueueType: runtime.QueueQuorum}, v3,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
-		{"quorum without priority on 4.x", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v4,
+		{"quorum without priority on 4.x", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority, QueueType: runtime.QueueQuorum}, v4,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
+		{"quorum literal on 3.x has none", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, prio := Work(tc.q, tc.broker)
+			got, prio := Work(tc.q.WithDefaults(), tc.broker)
 			if got.Name != tc.q.Name {
 				t.Errorf("name = %q, want %q", got.Name, tc.q.Name)
 			}
