@@ -139,17 +139,15 @@
 //     consumer. With Options.NoDeadLetterQueues, it and every dead job are
 //     rejected (requeue=false) instead, for a broker policy to route.
 //   - A publish with a field longer than an AMQP short string (255 bytes:
-//     a job ID, a kind, a queue or exchange name, and with
-//     Options.HeaderEnvelopes a job header's name) is refused
-//     with ErrFieldTooLong, naming the field and its length, before it
+//     a job ID, a kind, a queue or exchange name) is refused with
+//     ErrFieldTooLong, naming the field and its length, before it
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish
 //     in flight on it.
 //   - So is a publish the broker would not take, with ErrTooLarge (which
 //     is runtime.ErrTooLarge) naming the job, the queue, the size and the
-//     limit: a content header (the properties and every header; job
-//     headers travel there only with Options.HeaderEnvelopes) that does not
-//     fit in one frame of the connection's negotiated frame_max, which
+//     limit: a content header (the properties and every header) that
+//     does not fit in one frame of the connection's negotiated frame_max, which
 //     makes the broker close the connection, or a body over
 //     Options.MaxMessageSize (the broker's max_message_size, which it does
 //     not tell clients; zero means its version's default), which makes it
@@ -157,11 +155,7 @@
 //   - A copy of a job already on the broker (a retry, a deferral, a dead
 //     letter, a redelivery, a re-drive) is made to fit in a frame rather
 //     than refused, which would leave the job to fail the same way again:
-//     with
-//     Options.HeaderEnvelopes, a copy whose headers would not fit in a
-//     frame (its last error or dead reason added) travels in the body
-//     format instead, which this version reads; a dead letter's last error
-//     header is left out if need be (its body keeps the last error whole),
+//     a dead letter's last error header is left out if need be (its body keeps the last error whole),
 //     then its reason header is cut, saying so. An invalid message's copy
 //     to q.dead drops the largest of its own headers until it fits, and
 //     its reason names them.
