@@ -92,9 +92,9 @@
 // ladder, exact up to 8 granularities and then four rungs per doubling
 // (10s, 12s, 14s, 16s, 20s, ...), never shorter than asked and at most a
 // quarter plus a granularity longer, which makes at most 81 hold queues of
-// each kind per queue at 1s granularity. A classic q.dead or hold queue
-// left by an earlier version is kept and used, with a warning once, never
-// PRECONDITION_FAILED.
+// each kind per queue at 1s granularity. A classic q.dead that exists
+// already (declared by another program, or by hand) is kept and used, with
+// a warning once, never PRECONDITION_FAILED.
 //
 // A quorum queue is never declared with x-max-priority, whatever the
 // broker's version (read from the connection's server properties):
@@ -211,8 +211,8 @@
 // default exchange (x-dead-letter-exchange "", x-dead-letter-routing-key
 // q.dead), unless Options.NoDeadLetterQueues is set, so that the broker's
 // own dead-lettering (a quorum queue's delivery limit) keeps the job. A q
-// declared by an earlier version has no such arguments and cannot be
-// changed: Declare keeps it as it is and logs one warning with the policy
+// that exists without these arguments (declared by another program, or by
+// hand before queuey used it) cannot be changed: Declare keeps it as it is and logs one warning with the policy
 // (rabbitmqctl set_policy) or the drain-and-delete that migrates it.
 //
 // While the broker blocks the publishing connection for a resource alarm
