@@ -68,14 +68,13 @@ func (b *Backend) encodeCopy(env *runtime.Envelope, o codec.Options) (amqp.Publi
 	return b.encode(env, o)
 }
 
-// encode is codec.Encode in the format o.HeaderEnvelopes chooses.
+// encode is codec.Encode with the size checks of encodeAppend.
 func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
 	msg, _, err := b.encodeAppend(nil, env, o)
 	return msg, err
 }
 
-// encodeAppend is codec.EncodeAppend in the format o.HeaderEnvelopes
-// chooses. A job whose payload alone is over the max message size is
+// encodeAppend is codec.EncodeAppend. A job whose payload alone is over the max message size is
 // refused before it is encoded (codec.CheckPayload).
 func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
 	if env != nil {
@@ -83,7 +82,6 @@ func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Option
 			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", clip(env.Queue), err)
 		}
 	}
-	o.HeaderFormat = b.opts.HeaderEnvelopes
 	return codec.EncodeAppend(dst, env, o)
 }
 
@@ -403,18 +401,14 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	errs := make([]error, len(envs))
 	msgs := make([]outMsg, 0, len(envs))
 	idx := make([]int, 0, len(envs))
-	// The bodies share one buffer, which lives until the last confirm (the
-	// header format puts none in it).
-	var bodies []byte
-	if !b.opts.HeaderEnvelopes {
-		size := 0
-		for _, env := range envs {
-			if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
-				size += codec.BodySize(env)
-			}
+	// The bodies share one buffer, which lives until the last confirm.
+	size := 0
+	for _, env := range envs {
+		if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
+			size += codec.BodySize(env)
 		}
-		bodies = make([]byte, 0, size)
 	}
+	bodies := make([]byte, 0, size)
 	for i, env := range envs {
 		switch {
 		case env == nil:

@@ -93,9 +93,9 @@
 // ladder, exact up to 8 granularities and then four rungs per doubling
 // (10s, 12s, 14s, 16s, 20s, ...), never shorter than asked and at most a
 // quarter plus a granularity longer, which makes at most 81 hold queues of
-// each kind per queue at 1s granularity. A classic q.dead or hold queue
-// left by an earlier version is kept and used, with a warning once, never
-// PRECONDITION_FAILED.
+// each kind per queue at 1s granularity. A classic q.dead that exists
+// already (declared by another program, or by hand) is kept and used, with
+// a warning once, never PRECONDITION_FAILED.
 //
 // A quorum queue is never declared with x-max-priority, whatever the
 // broker's version (read from the connection's server properties):
@@ -140,17 +140,15 @@
 //     consumer. With Options.NoDeadLetterQueues, it and every dead job are
 //     rejected (requeue=false) instead, for a broker policy to route.
 //   - A publish with a field longer than an AMQP short string (255 bytes:
-//     a job ID, a kind, a queue or exchange name, and with
-//     Options.HeaderEnvelopes a job header's name) is refused
-//     with ErrFieldTooLong, naming the field and its length, before it
+//     a job ID, a kind, a queue or exchange name) is refused with
+//     ErrFieldTooLong, naming the field and its length, before it
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish
 //     in flight on it.
 //   - So is a publish the broker would not take, with ErrTooLarge (which
 //     is runtime.ErrTooLarge) naming the job, the queue, the size and the
-//     limit: a content header (the properties and every header; job
-//     headers travel there only with Options.HeaderEnvelopes) that does not
-//     fit in one frame of the connection's negotiated frame_max, which
+//     limit: a content header (the properties and every header) that
+//     does not fit in one frame of the connection's negotiated frame_max, which
 //     makes the broker close the connection, or a body over
 //     Options.MaxMessageSize (the broker's max_message_size, which it does
 //     not tell clients; zero means its version's default), which makes it
@@ -158,11 +156,7 @@
 //   - A copy of a job already on the broker (a retry, a deferral, a dead
 //     letter, a redelivery, a re-drive) is made to fit in a frame rather
 //     than refused, which would leave the job to fail the same way again:
-//     with
-//     Options.HeaderEnvelopes, a copy whose headers would not fit in a
-//     frame (its last error or dead reason added) travels in the body
-//     format instead, which this version reads; a dead letter's last error
-//     header is left out if need be (its body keeps the last error whole),
+//     a dead letter's last error header is left out if need be (its body keeps the last error whole),
 //     then its reason header is cut, saying so. An invalid message's copy
 //     to q.dead drops the largest of its own headers until it fits, and
 //     its reason names them.
@@ -218,8 +212,8 @@
 // default exchange (x-dead-letter-exchange "", x-dead-letter-routing-key
 // q.dead), unless Options.NoDeadLetterQueues is set, so that the broker's
 // own dead-lettering (a quorum queue's delivery limit) keeps the job. A q
-// declared by an earlier version has no such arguments and cannot be
-// changed: Declare keeps it as it is and logs one warning with the policy
+// that exists without these arguments (declared by another program, or by
+// hand before queuey used it) cannot be changed: Declare keeps it as it is and logs one warning with the policy
 // (rabbitmqctl set_policy) or the drain-and-delete that migrates it.
 //
 // While the broker blocks the publishing connection for a resource alarm

@@ -40,9 +40,8 @@ var (
 	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
 	// ErrFieldTooLong is returned, before anything is sent, for a publish
 	// with a field longer than an AMQP short string carries (255 bytes):
-	// a job ID, a kind or a queue name (and, with Options.HeaderEnvelopes,
-	// a job header's name). Sent, it would make
-	// the broker close the publishing connection, failing every publish in
+	// a job ID, a kind or a queue name. Sent, it would make the broker
+	// close the publishing connection, failing every publish in
 	// flight on it.
 	ErrFieldTooLong = codec.ErrTooLong
 	// ErrTooLarge is returned, before anything is sent, for a publish the
@@ -52,8 +51,7 @@ var (
 	// frame of the connection's negotiated frame_max, 128 KiB by default
 	// (sent, the broker closes the connection, 501 FRAME_ERROR). Either
 	// way every other publish in flight would fail with it; refused, only
-	// this one does. Job headers travel in the content header only with
-	// Options.HeaderEnvelopes. It is runtime.ErrTooLarge, so callers match
+	// this one does. It is runtime.ErrTooLarge, so callers match
 	// it whatever the backend.
 	ErrTooLarge = runtime.ErrTooLarge
 	// ErrBlocked is returned for a publish made while the publishing

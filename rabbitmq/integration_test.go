@@ -202,14 +202,14 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 	poison := []func() error{
 		func() error { return b.PublishRaw(ctxT(t), q.Name, []byte("not msgpack, no headers")) },
 		func() error { return b.PublishRaw(ctxT(t), q.Name, nil) },
-		func() error { // right content type and id, no headers
+		func() error { // plain msgpack: not the envelope's content type
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/msgpack", MessageId: "p1", Body: []byte{0x80}})
 		},
-		func() error { // ill-typed header
+		func() error { // plain msgpack with what look like envelope headers
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/msgpack", MessageId: "p2",
-				Headers: amqp.Table{"x-queuey-attempt": "one"}, Body: []byte{0x80}})
+				Headers: amqp.Table{"x-queuey-attempt": int64(1)}, Body: []byte{0x80}})
 		},
-		func() error { // today's content type, a body cut short
+		func() error { // the envelope's content type, a body cut short
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/vnd.queuey.envelope+msgpack", MessageId: "p3",
 				Body: []byte{0x97, 0x01}})
 		},
@@ -244,88 +244,6 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 		if !d.Poison || !strings.Contains(d.Reason, "not a valid envelope") {
 			t.Errorf("dead letter = %+v; want poison and the reason", d)
 		}
-	}
-}
-
-// TestJobsOfTheHeaderFormatStillRun: a job published before the envelope's
-// fields moved into the body (every field an x-queuey- header, content
-// type application/msgpack), still queued after an upgrade, runs as it
-// would have, with its attempt, headers and enqueue time.
-func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
-	b := dial(t, rabbitmq.Options{})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = runtime.KindOf[job]()
-	if _, err := runtime.NewProducer(ctxT(t), b, q); err != nil {
-		t.Fatal(err)
-	}
-	enqueued := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	raw := rawChannel(t)
-	if err := raw.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	err := publishRaw(t, raw, q.Name, amqp.Publishing{
-		ContentType: "application/msgpack", MessageId: "old-1", Type: runtime.KindOf[job](), DeliveryMode: amqp.Persistent,
-		Headers: amqp.Table{
-			"x-queuey-attempt": int64(2), "x-queuey-max-attempts": int64(5), "x-queuey-priority": int64(0),
-			"x-queuey-enqueued-at": enqueued.UnixNano(), "x-queuey-queue": q.Name,
-			"x-queuey-last-error": "earlier", "x-queuey-h-tenant": "t1",
-		},
-		Body: []byte{0x81, 0xa1, 'N', 0x07}, // {"N": 7}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type ran struct {
-		n    int
-		info runtime.Info
-	}
-	got := make(chan ran, 1)
-	runWorker(t, b, q, func(ctx context.Context, j job) error {
-		info, _ := runtime.InfoFromContext(ctx)
-		got <- ran{j.N, info}
-		return nil
-	})
-	r := within(t, got, "the job of the header format")
-	if r.n != 7 || r.info.ID != "old-1" || r.info.Attempt != 2 || r.info.MaxAttempts != 5 ||
-		r.info.Headers["tenant"] != "t1" || !r.info.EnqueuedAt.Equal(enqueued) {
-		t.Errorf("ran job %d with %+v; want job 7, id old-1, attempt 2 of 5, header tenant=t1, enqueued %v", r.n, r.info, enqueued)
-	}
-}
-
-// TestHeaderEnvelopesForARollingUpgrade: with Options.HeaderEnvelopes a
-// job goes out as earlier versions wrote it, which they can read, and a
-// worker of this version runs it too.
-func TestHeaderEnvelopesForARollingUpgrade(t *testing.T) {
-	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = runtime.KindOf[job]()
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := runtime.Enqueue(ctxT(t), p, q, job{N: 3}, runtime.WithHeaders(map[string]string{"tenant": "t1"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := rawChannel(t)
-	m, ok, err := raw.Get(q.Name, false)
-	if err != nil || !ok {
-		t.Fatalf("basic.get: %v, %v", ok, err)
-	}
-	if m.ContentType != "application/msgpack" || m.Headers["x-queuey-attempt"] != int64(1) ||
-		m.Headers["x-queuey-queue"] != q.Name || m.Headers["x-queuey-h-tenant"] != "t1" || m.MessageId != id {
-		t.Errorf("published as content type %q, id %q, headers %v; want the header format", m.ContentType, m.MessageId, m.Headers)
-	}
-	if err := m.Nack(false, true); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan int, 1)
-	runWorker(t, b, q, func(_ context.Context, j job) error {
-		got <- j.N
-		return nil
-	})
-	if n := within(t, got, "the job in the header format"); n != 3 {
-		t.Errorf("ran job %d, want 3", n)
 	}
 }
 

@@ -95,15 +95,6 @@ type Options struct {
 	// client whose node died carries on through another. Empty means the
 	// one url. A URL's password never appears in a log line or an error.
 	Nodes []string
-	// HeaderEnvelopes, when true, publishes every job in the format of
-	// queuey versions before the envelope's fields moved into the body:
-	// the payload alone as the body, every other field in x-queuey-
-	// headers, content type application/msgpack. Those versions read
-	// only that format, and dead-letter what they cannot read; this one
-	// reads both. For a rolling upgrade, set it on upgraded processes
-	// until no worker of an earlier version consumes, then drop it: the
-	// body format costs the broker less per job, in CPU and in memory.
-	HeaderEnvelopes bool
 	// MaxMessageSize is the broker's max_message_size, in bytes: a job
 	// whose message body would be longer is refused with ErrTooLarge
 	// before it is sent, since the broker would close the channel instead,

@@ -22,8 +22,8 @@ func warnings(logs records) []string {
 	return warned
 }
 
-// TestQuorumKeepsClassicDeadQueue: a quorum queue whose classic
-// dead-letter queue exists from an earlier version declares without
+// TestQuorumKeepsClassicDeadQueue: a quorum queue whose dead-letter queue
+// exists as a classic queue declares without
 // PRECONDITION_FAILED, warns once with the migration steps, and still
 // dead-letters into the classic queue.
 func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
@@ -42,7 +42,7 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 		t.Fatalf("second declare: %v", err)
 	}
 	warned := warnings(logs)
-	if len(warned) != 1 || !strings.Contains(warned[0], "classic queue from an earlier version") || !strings.Contains(warned[0], "To migrate") {
+	if len(warned) != 1 || !strings.Contains(warned[0], "is a classic queue; it is kept") || !strings.Contains(warned[0], "To migrate") {
 		t.Errorf("warned %q, want one warning with the migration steps", warned)
 	}
 	id, err := runtime.Enqueue(ctxT(t), p, q, 1)

@@ -190,7 +190,7 @@ func TestWorkQueueDeadLettersIntoDead(t *testing.T) {
 	}
 }
 
-// TestOldWorkQueueKept: a q declared by an earlier version, without a
+// TestOldWorkQueueKept: a q declared by another program, without a
 // dead-letter exchange, keeps working: Declare keeps it as it is and warns
 // once, with the way to migrate, instead of failing with
 // PRECONDITION_FAILED.

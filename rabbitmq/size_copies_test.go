@@ -78,13 +78,11 @@ func TestPoisonFillingItsFrameReachesDeadLetters(t *testing.T) {
 	}
 }
 
-// TestDeadLetterOfAJobFillingItsFrame: with job headers in the content
-// header, a job whose headers nearly fill a frame dead-letters (the reason
-// and last error added would not fit: the copy travels in the body format)
-// with nothing lost, and is re-driven (the re-drive headers added would not
-// fit either), and the publishing connection stays up.
-func TestDeadLetterOfAJobFillingItsFrame(t *testing.T) {
-	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
+// TestDeadLetterOfALargeJob: a job with a header of nearly a frame's size
+// and a long last error dead-letters with nothing lost, and is re-driven,
+// and the publishing connection stays up.
+func TestDeadLetterOfALargeJob(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
 	q, p := jobQueue(t, b)
 	pub, _ := rabbitmq.Connections(b)
 	big := strings.Repeat("h", 126_000)
