@@ -160,6 +160,9 @@ func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
 // declared with x-max-priority: neither version accepts it.
 func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
 
+// Logger returns the backend's logger, Options.Logger or slog.Default().
+func (b *Backend) Logger() *slog.Logger { return b.log }
+
 // Close closes the backend's connections. Unsettled deliveries go back to
 // their queues; publishes waiting for a confirm fail with ErrNotConfirmed.
 // Close is safe to call twice.

@@ -72,8 +72,10 @@ type Options struct {
 	// configure permission on the exchange. False (zero) declares the
 	// exchange and the binding.
 	ProvisionedDelayExchange bool
-	// Logger receives warnings (quorum queues without priorities) and
-	// errors (poison messages). Nil means slog.Default().
+	// Logger receives the backend's warnings (quorum queues without
+	// priorities) and errors (poison messages), and the records of every
+	// worker over the backend (runtime.Backend.Logger). Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// PublishChannels is how many confirm-mode channels publishes are
 	// spread over, each carrying many publishes in flight. Zero means

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -82,6 +83,10 @@ type Backend interface {
 	// (connections, timers) is let go. Calls after Close fail with
 	// ErrClosed. Close is safe to call twice.
 	Close() error
+	// Logger returns the logger the backend reports to, never nil.
+	// Workers over the backend log there too (see Worker), so that one
+	// logger, given where the backend is made, receives every record.
+	Logger() *slog.Logger
 }
 
 // Subscription is a running consumer of one queue.

@@ -37,21 +37,36 @@ var (
 	_ Redelivery       = (*memDelivery)(nil)
 )
 
+// MemoryOption configures a MemoryBackend.
+type MemoryOption func(*MemoryBackend)
+
+// MemoryLogger makes l the memory backend's logger (Backend.Logger), which
+// receives its records (poison messages, jobs dead-lettered after
+// unsettled deliveries) and those of every worker over it. Nil, or no
+// MemoryLogger, means slog.Default().
+func MemoryLogger(l *slog.Logger) MemoryOption {
+	return func(b *MemoryBackend) {
+		if l != nil {
+			b.log = l
+		}
+	}
+}
+
 // NewMemoryBackend returns an empty MemoryBackend.
-func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{
+func NewMemoryBackend(opts ...MemoryOption) *MemoryBackend {
+	b := &MemoryBackend{
 		log:    slog.Default(),
 		queues: map[string]*memQueue{},
 		timers: map[*time.Timer]memHold{},
 	}
+	for _, opt := range opts {
+		opt(b)
+	}
+	return b
 }
 
-// SetLogger sets the logger that poison messages are reported to.
-func (b *MemoryBackend) SetLogger(l *slog.Logger) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log = l
-}
+// Logger returns the backend's logger (MemoryLogger).
+func (b *MemoryBackend) Logger() *slog.Logger { return b.log }
 
 type memQueue struct {
 	cfg   QueueConfig

@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/queuey/queuey/runtime"
@@ -11,8 +9,7 @@ import (
 
 func TestMemoryBackendConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Features{}, func(t *testing.T) runtime.Backend {
-		b := runtime.NewMemoryBackend()
-		b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+		b := quietMemory()
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	})

@@ -29,19 +29,6 @@ const maxReasonLen = 4096
 // WorkerOption configures a Worker.
 type WorkerOption func(*Worker)
 
-// WithLogger sets the worker's logger. The default is slog.Default().
-// Records about one run of a job (its retry, dead letter, deferral, a
-// panic, a failed settle) are logged with the run's context, as the
-// worker's observers made it, so that a handler can read what it carries:
-// otelqueuey.NewLogHandler adds the run's trace and span IDs.
-func WithLogger(l *slog.Logger) WorkerOption {
-	return func(w *Worker) {
-		if l != nil {
-			w.log = l
-		}
-	}
-}
-
 // WithShutdownTimeout sets how long Run waits for in-flight handlers after
 // its context ends before it cancels them and returns; their jobs are left
 // unsettled, to be delivered again. Zero or less means
@@ -71,6 +58,13 @@ func WithProducerMiddleware(mw ...ProducerMiddleware) WorkerOption {
 }
 
 // Worker consumes registered queues and runs their handlers.
+//
+// A worker logs through its backend's logger (Backend.Logger: given to
+// NewMemoryBackend with MemoryLogger, or as rabbitmq.Options.Logger).
+// Records about one run of a job (its retry, dead letter, deferral, a
+// panic, a failed settle) are logged with the run's context, as the
+// worker's observers made it, so that a handler can read what it carries:
+// otelqueuey.NewLogHandler adds the run's trace and span IDs.
 type Worker struct {
 	backend            Backend
 	log                *slog.Logger
@@ -100,10 +94,13 @@ type registration struct {
 func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 	w := &Worker{
 		backend:         b,
-		log:             slog.Default(),
+		log:             b.Logger(),
 		shutdownTimeout: DefaultShutdownTimeout,
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
+	}
+	if w.log == nil {
+		w.log = slog.Default()
 	}
 	for _, opt := range opts {
 		opt(w)

@@ -58,7 +58,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 	defer cancel()
 	start := time.Now()
 
-	b, name, closeBackend, err := openBackend(ctx)
+	if obs.exports() {
+		// Records about a run carry its trace and span IDs.
+		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
+	}
+	b, name, closeBackend, err := openBackend(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -71,11 +75,8 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 		return err
 	}
 	defer tel.shutdown(context.WithoutCancel(ctx))
-	if tel.inst != nil {
-		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
-	}
 	app := newApp(p)
-	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))...)
+	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithShutdownTimeout(5*time.Second))...)
 	emails.HandleSendEmail(w, app.sendEmail)
 	emails.HandleChargeCard(w, app.chargeCard)
 	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)

@@ -36,6 +36,9 @@ type observability struct {
 	metricsAddr string // where to serve /metrics
 }
 
+// exports reports whether obs exports anything.
+func (obs observability) exports() bool { return obs.trace || obs.metricsAddr != "" }
+
 func observabilityFromEnv() (observability, error) {
 	obs := observability{metricsAddr: os.Getenv(metricsEnv)}
 	switch v := os.Getenv(traceEnv); v {
@@ -59,7 +62,7 @@ type telemetry struct {
 // and a Prometheus endpoint with the queues' depths.
 func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry, error) {
 	tel := &telemetry{shutdown: func(context.Context) error { return nil }}
-	if !obs.trace && obs.metricsAddr == "" {
+	if !obs.exports() {
 		return tel, nil
 	}
 	cfg := otelqueuey.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}

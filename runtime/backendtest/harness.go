@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -111,7 +109,6 @@ func (h *harness) enqueue(j job, opts ...runtime.EnqueueOption) string {
 // stop is called; stop returns Run's error.
 func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...runtime.WorkerOption) (stop func() error) {
 	h.t.Helper()
-	opts = append([]runtime.WorkerOption{runtime.WithLogger(quietLogger())}, opts...)
 	w := runtime.NewWorker(h.b, opts...)
 	runtime.Handle(w, h.q, handler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -174,12 +171,6 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 		t.Fatalf("timed out after %v waiting for %s", wait, what)
 		panic("unreachable")
 	}
-}
-
-// quietLogger drops the worker's logs below error level, which the suite
-// provokes on purpose.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 type run struct {
