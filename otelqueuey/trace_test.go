@@ -203,8 +203,8 @@ func deleteQueues(t testing.TB, url string, names ...string) {
 }
 
 // TestTraceScheduledJob checks that a job a schedule enqueues, through the
-// worker's producer middleware, gets a producer span and that its run's
-// consumer span is that span's child.
+// instrumented producer given to the worker, gets a producer span and that
+// its run's consumer span is that span's child.
 func TestTraceScheduledJob(t *testing.T) {
 	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
@@ -220,8 +220,9 @@ func TestTraceScheduledJob(t *testing.T) {
 			return errs
 		}
 	}
-	w := runtime.NewWorker(b, runtime.WithObserver(tel.inst, settled),
-		runtime.WithProducerMiddleware(signal, tel.inst.ProducerMiddleware()))
+	p := runtime.NewProducerUndeclared(b)
+	p.Use(signal, tel.inst.ProducerMiddleware())
+	w := runtime.NewWorker(b, runtime.WithObserver(tel.inst, settled), runtime.WithProducer(p))
 	runtime.Periodic(w, q, runtime.Schedule{Spec: "@every 1s"}, func() ping { return ping{N: 1} })
 	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 	startWorker(t, w)

@@ -52,12 +52,13 @@
 //
 // Producer.Use wraps every enqueue in ProducerMiddleware, which sees the
 // envelopes before they are published (and can add headers, such as trace
-// context) and the error of each. WithMiddleware wraps every handler run.
-// WithObserver adds Observers, told when each run starts and of exactly
-// one settled outcome per run: what middleware cannot see, since it is
-// decided after the handler returns. Package otelqueuey builds OpenTelemetry
-// tracing and metrics on these hooks; this package imports no telemetry
-// library.
+// context) and the error of each; WithProducer sends the jobs a worker's
+// schedules enqueue through such a producer. Worker.Use wraps every
+// handler run in Middleware. WithObserver adds Observers, told when each
+// run starts and of exactly one settled outcome per run: what middleware
+// cannot see, since it is decided after the handler returns. Package
+// otelqueuey builds OpenTelemetry tracing and metrics on these hooks; this
+// package imports no telemetry library.
 //
 // # Schedules and pauses
 //

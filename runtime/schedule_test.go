@@ -249,8 +249,8 @@ func TestHandleSchedule(t *testing.T) {
 }
 
 // TestPeriodicProducerMiddleware: a schedule's tick is enqueued through the
-// worker's producer middleware, which sees the tick's job and can add a
-// header that the handler then reads beside the tick's own.
+// worker's producer (WithProducer), whose middleware sees the tick's job
+// and can add a header that the handler then reads beside the tick's own.
 func TestPeriodicProducerMiddleware(t *testing.T) {
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops
@@ -265,7 +265,9 @@ func TestPeriodicProducerMiddleware(t *testing.T) {
 			return next(ctx, envs, delay)
 		}
 	}
-	w := runtime.NewWorker(b, runtime.WithProducerMiddleware(stamp))
+	p := runtime.NewProducerUndeclared(b)
+	p.Use(stamp)
+	w := runtime.NewWorker(b, runtime.WithProducer(p))
 	runtime.Periodic(w, q, runtime.Schedule{Name: "stamped", Spec: "@every 1s"}, func() ping { return ping{N: 1} })
 	headers := make(chan runtime.Info, 10)
 	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {

@@ -144,6 +144,21 @@ func TestWorkerRegisterAfterRunPanics(t *testing.T) {
 	runtime.Handle(w, runtime.QueueConfig{Name: "late"}, func(ctx context.Context, p ping) error { return nil })
 }
 
+func TestWorkerUseAfterRunPanics(t *testing.T) {
+	b := quietMemory()
+	defer b.Close()
+	w, errc := runningWorker(t, b, "first")
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), "Worker.Use called after Worker.Run started") {
+			t.Errorf("recovered %v, want a panic saying Use came after Run", r)
+		}
+		_ = w.Stop(context.Background())
+		recvT(t, errc)
+	}()
+	w.Use(func(next runtime.HandlerFunc) runtime.HandlerFunc { return next })
+}
+
 func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
 	b := quietMemory()
 	_, errc := runningWorker(t, b, "closing")
@@ -193,7 +208,9 @@ func TestMiddlewareOrder(t *testing.T) {
 			}
 		}
 	}
-	w := runtime.NewWorker(b, runtime.WithMiddleware(mw("outer"), mw("inner")))
+	w := runtime.NewWorker(b)
+	w.Use(mw("inner"), mw("innermost"))
+	w.Use(mw("outer"), mw("middle")) // a later Use wraps around earlier ones
 	done := make(chan struct{})
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { mark("handler"); close(done); return nil })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,7 +225,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	if err := recvT(t, errc); err != nil {
 		t.Errorf("Run = %v, want nil after its context ended", err)
 	}
-	want := []string{"outer>", "inner>", "handler", "<inner", "<outer"}
+	want := []string{"outer>", "middle>", "inner>", "innermost>", "handler", "<innermost", "<inner", "<middle", "<outer"}
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(trail, want) {

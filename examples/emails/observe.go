@@ -129,11 +129,11 @@ func (t *telemetry) producer(p *runtime.Producer) {
 }
 
 // workerOptions returns the worker options of the instrumentation: its
-// observer, and its producer middleware for jobs the worker's schedules
-// would enqueue.
+// observer. (The jobs the worker's schedules enqueue are instrumented by
+// giving the worker the instrumented producer, runtime.WithProducer.)
 func (t *telemetry) workerOptions() []runtime.WorkerOption {
 	if t.inst == nil {
 		return nil
 	}
-	return []runtime.WorkerOption{runtime.WithObserver(t.inst), runtime.WithProducerMiddleware(t.inst.ProducerMiddleware())}
+	return []runtime.WorkerOption{runtime.WithObserver(t.inst)}
 }

@@ -178,7 +178,8 @@ func TestUndecodablePayload(t *testing.T) {
 		}
 	}
 	ran := make(chan struct{}, 1)
-	w := runtime.NewWorker(b, runtime.WithMiddleware(observe))
+	w := runtime.NewWorker(b)
+	w.Use(observe)
 	HandleEverything(w, func(context.Context, Everything) error {
 		ran <- struct{}{}
 		return nil
