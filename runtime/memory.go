@@ -8,6 +8,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/internal/rawpublish"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -175,10 +177,21 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	return nil
 }
 
-// PublishRaw puts body on queue as a message of its own, as a foreign
-// producer might. A body that is not a msgpack Envelope of this queue is
-// poison: it is moved to the dead letters when it reaches a consumer.
-func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
+func init() {
+	rawpublish.ToMemory = func(ctx context.Context, b any, queue string, body []byte) error {
+		mb, ok := b.(*MemoryBackend)
+		if !ok {
+			return fmt.Errorf("rawpublish: %T is not a *runtime.MemoryBackend", b)
+		}
+		return mb.publishRaw(ctx, queue, body)
+	}
+}
+
+// publishRaw puts body on queue as a message of its own, as a foreign
+// producer might (rawpublish.ToMemory, for tests). A body that is not a
+// msgpack Envelope of this queue is poison: it is moved to the dead
+// letters when it reaches a consumer.
+func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byte) error {
 	m := &memMsg{raw: append([]byte(nil), body...)}
 	var env Envelope
 	if err := unmarshalUntrusted(body, &env); err == nil && env.ID != "" && env.Queue == queue {
@@ -291,8 +304,9 @@ func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit
 	return out, nil
 }
 
-// Ready returns how many jobs wait ready on queue, like Len; an undeclared
-// queue is ErrUnknownQueue.
+// Ready returns how many jobs wait ready on queue, not counting those
+// handed to consumers or held in waits; an undeclared queue is
+// ErrUnknownQueue.
 func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -323,17 +337,6 @@ func (b *MemoryBackend) Busy(queue string) bool {
 		}
 	}
 	return false
-}
-
-// Len returns how many jobs wait ready on queue, not counting those handed
-// to consumers or held in waits.
-func (b *MemoryBackend) Len(queue string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if q, ok := b.queues[queue]; ok {
-		return q.ready.Len()
-	}
-	return 0
 }
 
 // Close stops every wait and subscription. Jobs still held are dropped.

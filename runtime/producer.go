@@ -63,9 +63,6 @@ func NewProducerUndeclared(b Backend) *Producer {
 	return &Producer{backend: b, now: time.Now, queues: map[string]QueueConfig{}}
 }
 
-// Backend returns the backend p publishes to.
-func (p *Producer) Backend() Backend { return p.backend }
-
 // EnqueueOption changes how one job is enqueued.
 type EnqueueOption func(*enqueueOptions)
 

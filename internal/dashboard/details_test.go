@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -35,7 +36,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := f.dead(t)
-	if err := f.b.PublishRaw(ctx, testQueue, []byte(body)); err != nil {
+	if err := rawpublish.ToMemory(ctx, f.b, testQueue, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := f.b.Consume(ctx, testConfig)

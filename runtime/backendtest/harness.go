@@ -14,8 +14,8 @@ import (
 )
 
 // Features says what a backend under test offers beyond the Backend
-// interface. Optional capabilities that are interfaces (DeadLetterReader,
-// RawPublisher) are found by type assertion instead.
+// interface. Optional capabilities that are interfaces (DeadLetterReader)
+// are found by type assertion instead.
 type Features struct {
 	// NoPriority is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
@@ -33,12 +33,12 @@ type Features struct {
 	// OnlyWaits runs only the cases about waits (retries, deferrals, delayed
 	// enqueues), for a second delay mode of the same backend.
 	OnlyWaits bool
-}
-
-// RawPublisher is implemented by backends that can put arbitrary bytes on a
-// queue, as a foreign producer might. The suite uses it to inject poison.
-type RawPublisher interface {
-	PublishRaw(ctx context.Context, queue string, body []byte) error
+	// PublishRaw puts body on queue of b, a backend newBackend made, as a
+	// message of its own, as a foreign producer might: the poison cases
+	// use it to put messages that are not envelopes on a queue. Nil skips
+	// them. The backend's own test supplies it, so that a backend need
+	// not export a way to publish what is not an envelope.
+	PublishRaw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error
 }
 
 // wait bounds every wait of the suite on an event.
@@ -51,10 +51,11 @@ type job struct {
 
 // harness is one test's queue, producer and backend.
 type harness struct {
-	t *testing.T
-	b runtime.Backend
-	q runtime.QueueConfig
-	p *runtime.Producer
+	t   *testing.T
+	b   runtime.Backend
+	q   runtime.QueueConfig
+	p   *runtime.Producer
+	raw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error // Features.PublishRaw
 }
 
 func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend, mod func(q *runtime.QueueConfig)) *harness {
@@ -78,7 +79,7 @@ func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
-	return &harness{t: t, b: b, q: q, p: p}
+	return &harness{t: t, b: b, q: q, p: p, raw: f.PublishRaw}
 }
 
 func uniqueName(t *testing.T) string {
@@ -103,6 +104,21 @@ func (h *harness) enqueue(j job, opts ...runtime.EnqueueOption) string {
 		h.t.Fatalf("Enqueue: %v", err)
 	}
 	return id
+}
+
+// publishRaw puts body on the queue as a message of its own
+// (Features.PublishRaw); it skips the test when the backend's test gave no
+// way to.
+func (h *harness) publishRaw(body []byte) {
+	h.t.Helper()
+	if h.raw == nil {
+		h.t.Skip("no Features.PublishRaw: cannot put a message that is not an envelope on a queue")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.raw(ctx, h.b, h.q.Name, body); err != nil {
+		h.t.Fatalf("PublishRaw: %v", err)
+	}
 }
 
 // start runs a worker with handler h until the test ends or the returned
