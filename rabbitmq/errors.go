@@ -25,10 +25,6 @@ var (
 	// too). The job may or may not be stored; it is reported as failed,
 	// never as a success.
 	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
-	// ErrQueueMismatch is returned when a queue exists with arguments other
-	// than those its QueueConfig asks for. It is runtime.ErrQueueMismatch,
-	// so callers match it whatever the backend.
-	ErrQueueMismatch = runtime.ErrQueueMismatch
 	// ErrPluginMissing is returned by Declare of a plugin-mode queue when
 	// the broker does not know the x-delayed-message exchange type: the
 	// delayed-message-exchange plugin is not enabled.
@@ -45,17 +41,6 @@ var (
 	// the broker close the publishing connection, failing every publish in
 	// flight on it.
 	ErrFieldTooLong = codec.ErrTooLong
-	// ErrTooLarge is returned, before anything is sent, for a publish the
-	// broker would not take: a body over Options.MaxMessageSize (sent, the
-	// broker closes the channel, 406 PRECONDITION_FAILED), or a content
-	// header, the properties with every header, that does not fit in one
-	// frame of the connection's negotiated frame_max, 128 KiB by default
-	// (sent, the broker closes the connection, 501 FRAME_ERROR). Either
-	// way every other publish in flight would fail with it; refused, only
-	// this one does. Job headers travel in the content header only with
-	// Options.HeaderEnvelopes. It is runtime.ErrTooLarge, so callers match
-	// it whatever the backend.
-	ErrTooLarge = runtime.ErrTooLarge
 	// ErrBlocked is returned for a publish made while the publishing
 	// connection is blocked by a resource alarm of the broker (memory or
 	// disk), once its context ends. It is also ErrNotConfirmed when the

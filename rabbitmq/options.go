@@ -107,7 +107,7 @@ type Options struct {
 	// body format costs the broker less per job, in CPU and in memory.
 	HeaderEnvelopes bool
 	// MaxMessageSize is the broker's max_message_size, in bytes: a job
-	// whose message body would be longer is refused with ErrTooLarge
+	// whose message body would be longer is refused with runtime.ErrTooLarge
 	// before it is sent, since the broker would close the channel instead,
 	// failing every other publish in flight on it. The broker does not
 	// tell it to clients: set it to the broker's max_message_size when

@@ -111,7 +111,7 @@ func TestOversizedHeadersAreRefusedBeforeSending(t *testing.T) {
 	_, bad := runtime.Enqueue(ctxT(t), p, q, job{N: -1}, runtime.WithID("too-big"), runtime.WithHeaders(big))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) || !errors.Is(bad, runtime.ErrTooLarge) {
+	if !errors.Is(bad, runtime.ErrTooLarge) || !errors.Is(bad, runtime.ErrTooLarge) {
 		t.Fatalf("enqueue with a 140 kB header = %v, want ErrTooLarge", bad)
 	}
 	for _, want := range []string{`"too-big"`, q.Name, "content header", "frame_max 131072", "x-queuey-h-big"} {
@@ -126,7 +126,7 @@ func TestOversizedHeadersAreRefusedBeforeSending(t *testing.T) {
 	}
 	envs[10].Headers = big
 	for i, err := range b.PublishBatch(ctxT(t), envs) {
-		if i == 10 && !errors.Is(err, rabbitmq.ErrTooLarge) {
+		if i == 10 && !errors.Is(err, runtime.ErrTooLarge) {
 			t.Errorf("batch: the job with a 140 kB header = %v, want ErrTooLarge", err)
 		} else if i != 10 && err != nil {
 			t.Errorf("batch: job %d: %v", i, err)
@@ -152,7 +152,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit-8), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) {
+	if !errors.Is(bad, runtime.ErrTooLarge) {
 		t.Fatalf("enqueue of a job 8 bytes short of the limit = %v, want ErrTooLarge", bad)
 	}
 	for _, want := range []string{`"too-big"`, q.Name, "its body is", fmt.Sprintf("max message size of %d", limit), "MaxMessageSize"} {
@@ -172,7 +172,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("batch with one 2 MiB job = %v, want a BatchError", err)
 	}
 	for i, err := range be.Errs {
-		if i == 10 && !errors.Is(err, rabbitmq.ErrTooLarge) {
+		if i == 10 && !errors.Is(err, runtime.ErrTooLarge) {
 			t.Errorf("batch: the 2 MiB job = %v, want ErrTooLarge", err)
 		} else if i != 10 && err != nil {
 			t.Errorf("batch: job %d: %v", i, err)
@@ -219,7 +219,7 @@ func TestBrokerMaxMessageSizeIsTheDefault(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit+1), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
+	if !errors.Is(bad, runtime.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
 		t.Fatalf("enqueue of a job of %d bytes = %v, want ErrTooLarge naming %d", limit+1, bad, limit)
 	}
 }
