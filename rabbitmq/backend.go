@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -205,8 +206,8 @@ func (b *Backend) isClosed() bool {
 // ErrPluginMissing) leaves no queue behind, and q bound to it last. A q
 // that this backend could not run is refused with runtime.ErrInvalidConfig
 // before anything is declared: a name derived from q's too long for the
-// broker, or a RetryMax above runtime.LongestWait of Options.Granularity,
-// whose retries would be refused as too long.
+// broker, or a RetryMax above runtime.MaxDeferral rounded down to
+// Options.Granularity, whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return runtime.ErrClosed
@@ -215,7 +216,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if err != nil {
 		return err
 	}
-	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+	if limit := waits.Longest(b.opts.Granularity); q.RetryMax > limit {
 		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
 			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
 	}
@@ -469,11 +470,11 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 
 // wait publishes env, encoded with o (its wire priority, and what it must
 // fit when it is a copy of a job on the broker), to come back to queue
-// after delay, at least one granularity (runtime.WaitDelay). A delay that
+// after delay, at least one granularity (waits.RoundAtLeastOne). A delay that
 // is too long or a queue not declared here is refused before anything is
 // published.
 func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
-	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
+	rounded, err := waits.RoundAtLeastOne(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
 	}

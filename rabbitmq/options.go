@@ -46,8 +46,8 @@ type Options struct {
 	// Granularity is what every wait is rounded up to; it bounds how many
 	// hold queues exist. It must be a whole number of milliseconds, 1ms to
 	// 1h. Zero means runtime.DefaultGranularity (1s). The longest wait is
-	// runtime.LongestWait(Granularity): a coarser granularity refuses a
-	// queue whose RetryMax is above it.
+	// runtime.MaxDeferral rounded down to Granularity: a coarser
+	// granularity refuses a queue whose RetryMax is above it.
 	Granularity time.Duration
 	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
 	// job is rejected (requeue=false) instead, for a broker policy to route.

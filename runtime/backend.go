@@ -2,63 +2,23 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // DefaultGranularity is the default wait granularity: every delay is rounded
 // up to a multiple of it, which bounds how many hold queues exist.
-const DefaultGranularity = time.Second
+const DefaultGranularity = waits.DefaultGranularity
 
-// MaxDeferral is the longest wait a backend accepts, about 24.8 days:
-// 2^32-1 ms halved, since a hold queue's x-expires is twice its TTL and an
-// x-expires of 2^32-1 ms is what RabbitMQ is known to take (3.10.8 takes
-// more). It is also within the delayed-message plugin's x-delay limit,
-// 2^31-1 ms.
-const MaxDeferral = (1<<32 - 1) * time.Millisecond / 2
-
-// LongestWait returns the longest wait a backend of the given granularity
-// (DefaultGranularity when zero or less) accepts: MaxDeferral rounded down
-// to a multiple of the granularity, 596h31m23s at the default. Every delay
-// up to it rounds up (RoundDelay, WaitDelay) to at most it; a delay above
-// it is refused with ErrDelayTooLong.
-func LongestWait(granularity time.Duration) time.Duration {
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	return MaxDeferral / granularity * granularity
-}
-
-// RoundDelay rounds d up to a multiple of granularity (DefaultGranularity
-// when zero or less) and refuses a result above MaxDeferral with
-// ErrDelayTooLong. A delay of zero or less stays zero.
-func RoundDelay(d, granularity time.Duration) (time.Duration, error) {
-	if d <= 0 {
-		return 0, nil
-	}
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	if d > MaxDeferral {
-		return 0, fmt.Errorf("%w: %v exceeds MaxDeferral (%v)", ErrDelayTooLong, d, MaxDeferral)
-	}
-	r := (d + granularity - 1) / granularity * granularity
-	if r > MaxDeferral {
-		return 0, fmt.Errorf("%w: %v, rounded up to %v, exceeds MaxDeferral (%v)", ErrDelayTooLong, d, r, MaxDeferral)
-	}
-	return r, nil
-}
-
-// WaitDelay is the wait of a retry or a deferral: d rounded up as RoundDelay
-// does, but at least one granularity, so that a handler returning Defer(0)
-// does not run its job again at once, ahead of the backlog, for ever.
-func WaitDelay(d, granularity time.Duration) (time.Duration, error) {
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	return RoundDelay(max(d, granularity), granularity)
-}
+// MaxDeferral is the longest wait a backend accepts, (2^32-1) ms / 2,
+// about 24.8 days: a hold queue's x-expires is twice its TTL, and an
+// x-expires of 2^32-1 ms is what RabbitMQ is known to take. It is also
+// within the delayed-message plugin's x-delay limit, 2^31-1 ms. A wait is
+// first rounded up to the backend's granularity, so the longest accepted
+// is MaxDeferral rounded down to it: 596h31m23s at DefaultGranularity.
+const MaxDeferral = waits.MaxDeferral
 
 // Backend carries envelopes between producers and workers. Implementations
 // must be safe for concurrent use. Every publish returns only once the job
@@ -124,13 +84,13 @@ type Delivery interface {
 	// back behind jobs that came after it.
 	Release(ctx context.Context) error
 	// Retry publishes next to come back to its queue after delay at
-	// next.Priority, then acks this delivery. The wait is WaitDelay(delay):
-	// at least one granularity.
+	// next.Priority, then acks this delivery. The wait is delay rounded up
+	// to the backend's granularity, and at least one granularity.
 	Retry(ctx context.Context, next *Envelope, delay time.Duration) error
 	// Defer publishes next to come back to its queue after delay ahead of
 	// the queue's backlog (at the queue's maximum priority), then acks. The
-	// wait is WaitDelay(delay): at least one granularity, even for a delay
-	// of zero or less.
+	// wait is delay rounded up to the backend's granularity, and at least
+	// one granularity, even for a delay of zero or less.
 	Defer(ctx context.Context, next *Envelope, delay time.Duration) error
 	// DeadLetter moves next to the queue's dead-letter queue with reason,
 	// then acks; a backend without dead-letter queues rejects instead.

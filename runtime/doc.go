@@ -33,11 +33,12 @@
 //
 // Every delay is rounded up to the backend's granularity (DefaultGranularity)
 // and a delay above MaxDeferral is refused, never clamped. A retry or a
-// deferral waits at least one granularity (WaitDelay), so Defer(0) does not
-// run a job again at once. A handler's too-long Defer counts as a failed
-// run. A retry is never too long: QueueConfig.RetryMax is at most
-// LongestWait(DefaultGranularity), and a backend with a coarser
-// granularity refuses, at Declare, a RetryMax above its own LongestWait.
+// deferral waits at least one granularity, so Defer(0) does not run a job
+// again at once. A handler's too-long Defer counts as a failed run. A retry
+// is never too long: QueueConfig.RetryMax is at most MaxDeferral rounded
+// down to DefaultGranularity, and a backend with a coarser granularity
+// refuses, at Declare, a RetryMax above MaxDeferral rounded down to its
+// own.
 //
 // # Shutdown
 //

@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/queuey/queuey/internal/waits"
 )
 
 var (
@@ -12,7 +14,7 @@ var (
 	// ErrDelayTooLong is returned for a wait longer than MaxDeferral after
 	// rounding up to the backend's granularity. Waits are refused, never
 	// clamped: releasing a job early is the one thing a wait must not do.
-	ErrDelayTooLong = errors.New("queuey: delay too long")
+	ErrDelayTooLong = waits.ErrTooLong
 	// ErrInvalidConfig is wrapped by every QueueConfig validation error.
 	ErrInvalidConfig = errors.New("queuey: invalid queue config")
 	// ErrInvalidOption is wrapped by errors about enqueue and worker options.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -141,7 +142,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 }
 
 func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
-	d, err := RoundDelay(delay, DefaultGranularity)
+	d, err := waits.Round(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // QueueType is the RabbitMQ queue type of a queue.
@@ -87,10 +88,11 @@ type QueueConfig struct {
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
 	RetryBase time.Duration
-	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
-	// (596h31m23s), so that every retry delay is a wait a backend accepts;
-	// a backend with a coarser granularity refuses, at Declare, a RetryMax
-	// above its LongestWait. Zero means DefaultRetryMax.
+	// RetryMax caps the retry delay, at most MaxDeferral rounded down to
+	// DefaultGranularity (596h31m23s), so that every retry delay is a wait
+	// a backend accepts; a backend with a coarser granularity refuses, at
+	// Declare, a RetryMax above MaxDeferral rounded down to its own. Zero
+	// means DefaultRetryMax.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -182,7 +184,7 @@ func (q QueueConfig) Validate() error {
 	if q.RetryMax < q.RetryBase {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at least RetryBase (%v)", q.RetryBase))
 	}
-	if limit := LongestWait(DefaultGranularity); q.RetryMax > limit {
+	if limit := waits.Longest(DefaultGranularity); q.RetryMax > limit {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most %v, MaxDeferral (%v) rounded down to DefaultGranularity: a retry delay is rounded up to the granularity, and a wait above MaxDeferral is refused", limit, MaxDeferral))
 	}
 	if q.Timeout < 0 {
