@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
@@ -252,7 +253,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old, ok := b.queues[q.Name]; ok {
-		if err := runtime.KindConflict(old, q); err != nil {
+		if err := queueerr.KindConflict(q.Name, old.Kind, q.Kind); err != nil {
 			return err
 		}
 		q.Kind = cmp.Or(q.Kind, old.Kind)
@@ -317,7 +318,7 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	q, ok := b.queues[name]
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
+		return q, queueerr.Unknown(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
 	}
 	return q, nil
 }
@@ -353,7 +354,7 @@ func (b *Backend) waitTarget(name string) (runtime.QueueConfig, error) {
 	}
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
+		return q, queueerr.Unknown(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
 	}
 	return q, nil
 }
@@ -382,7 +383,7 @@ func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error 
 	})
 	switch {
 	case isNoQueue(err):
-		return runtime.UnknownQueueError(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
+		return queueerr.Unknown(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
 	case err != nil:
 		return brokerError(fmt.Sprintf("check queue %q", q.Name), err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -83,7 +84,7 @@ func missingQueue(queue string, err error) error {
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
-	return fmt.Errorf("%w (%w)", runtime.UnknownQueueError(queue, "does not exist on the broker"), err)
+	return fmt.Errorf("%w (%w)", queueerr.Unknown(queue, "does not exist on the broker"), err)
 }
 
 // consumeError wraps err from doing what to start a consumer, and makes it

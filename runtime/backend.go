@@ -27,9 +27,9 @@ const MaxDeferral = waits.MaxDeferral
 type Backend interface {
 	// Declare makes queue q exist with its arguments, and the queues it
 	// needs beside it (such as its dead-letter queue). It is idempotent. A
-	// queue that exists with other arguments is an error naming the queue;
-	// one declared through this backend for another job kind is
-	// ErrKindConflict (see KindConflict).
+	// queue that exists with other arguments is ErrQueueMismatch, naming
+	// the queue; one declared through this backend for another job kind is
+	// ErrKindConflict.
 	Declare(ctx context.Context, q QueueConfig) error
 	// Publish stores env on env.Queue, at once when delay is zero or after
 	// delay, rounded up to the backend's granularity. A wait onto a queue

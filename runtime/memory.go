@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/reasons"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -103,7 +105,7 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 		return ErrClosed
 	}
 	if old, ok := b.queues[q.Name]; ok {
-		if err := KindConflict(old.cfg, q); err != nil {
+		if err := kindConflict(old.cfg, q); err != nil {
 			return err
 		}
 		if old.cfg.MaxPriority != q.MaxPriority || old.cfg.QueueType != q.QueueType {
@@ -151,7 +153,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	}
 	q, ok := b.queues[env.Queue]
 	if !ok {
-		return UnknownQueueError(env.Queue, "was not declared on this backend")
+		return queueerr.Unknown(env.Queue, "was not declared on this backend")
 	}
 	if atMax {
 		prio = uint8(q.cfg.MaxPriority)
@@ -203,7 +205,7 @@ func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byt
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return UnknownQueueError(queue, "was not declared on this backend")
+		return queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	b.seq++
 	m.seq = b.seq
@@ -249,7 +251,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			if d.env.Attempt > d.env.MaxAttempts {
 				dead := d.env
 				runs := dead.Attempt - 1
-				reason := UnsettledReason(runs, dead.MaxAttempts)
+				reason := reasons.Unsettled(runs, dead.MaxAttempts)
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
 				q.dead = append(q.dead, DeadLetter{Envelope: &dead, Reason: reason})
@@ -283,7 +285,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	}
 	mq, ok := b.queues[q.Name]
 	if !ok {
-		return nil, UnknownQueueError(q.Name, "was not declared on this backend")
+		return nil, queueerr.Unknown(q.Name, "was not declared on this backend")
 	}
 	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}}
 	mq.subs = append(mq.subs, s)
@@ -297,7 +299,7 @@ func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return nil, UnknownQueueError(queue, "was not declared on this backend")
+		return nil, queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	n := min(max(limit, 0), len(q.dead))
 	out := append([]DeadLetter(nil), q.dead[:n]...)
@@ -313,7 +315,7 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return 0, UnknownQueueError(queue, "was not declared on this backend")
+		return 0, queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	return q.ready.Len(), nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
 var (
@@ -26,7 +28,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 	}
 	q, ok := b.queues[name]
 	if !ok {
-		return nil, UnknownQueueError(name, "was not declared on this backend")
+		return nil, queueerr.Unknown(name, "was not declared on this backend")
 	}
 	return q, nil
 }

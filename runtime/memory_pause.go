@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
 var _ Pauser = (*MemoryBackend)(nil)
@@ -22,7 +24,7 @@ func (b *MemoryBackend) setPaused(queue string, paused bool) error {
 		return ErrClosed
 	}
 	if _, ok := b.queues[queue]; !ok && paused {
-		return UnknownQueueError(queue, "was not declared on this backend")
+		return queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	if b.pauses.paused == nil {
 		b.pauses.paused = map[string]bool{}

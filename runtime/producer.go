@@ -218,7 +218,7 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 	if !ok {
 		return o, q.WithDefaults(), nil
 	}
-	if err := KindConflict(declared, q); err != nil {
+	if err := kindConflict(declared, q); err != nil {
 		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
 	}
 	if q.Kind != "" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -219,17 +220,11 @@ func (q QueueConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KindConflict returns an error when declared and q, two configs of one
-// queue name, ask for different job kinds, nil when they agree or either
-// leaves Kind empty. Backends call it on each Declare, so that one process
-// cannot put two job types on one queue, where each handler would get the
-// other's jobs.
-func KindConflict(declared, q QueueConfig) error {
-	if declared.Kind == "" || q.Kind == "" || declared.Kind == q.Kind {
-		return nil
-	}
-	return fmt.Errorf("%w: queue %q is declared for %s jobs and now for %s jobs; a queue carries one job type: give one of them another name= in its //queuey:queue line",
-		ErrKindConflict, q.Name, declared.Kind, q.Kind)
+// kindConflict returns ErrKindConflict when declared and q, two configs of
+// one queue name, ask for different job kinds, nil when they agree or
+// either leaves Kind empty.
+func kindConflict(declared, q QueueConfig) error {
+	return queueerr.KindConflict(q.Name, declared.Kind, q.Kind)
 }
 
 // RetryDelay returns how long a job waits after failing run number attempt

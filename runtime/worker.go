@@ -145,7 +145,7 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	}
 	if i := slices.IndexFunc(w.regs, func(r registration) bool { return r.queue.Name == q.Name }); i >= 0 {
 		err := fmt.Errorf("%w: queue %q registered twice", ErrInvalidOption, q.Name)
-		if conflict := KindConflict(w.regs[i].queue, q); conflict != nil {
+		if conflict := kindConflict(w.regs[i].queue, q); conflict != nil {
 			err = fmt.Errorf("%w: queue %q registered twice: %w", ErrInvalidOption, q.Name, conflict)
 		}
 		w.regErrs = append(w.regErrs, err)
