@@ -66,9 +66,9 @@
 // Periodic, or a QueueConfig with a Schedule (the schedule= key), makes
 // workers enqueue a job at each tick of a cron spec: one worker of every
 // process at a time, elected through the backend's Leaser, fires each
-// tick, at least once, with the deterministic ID TickID(name, tick). A
-// backend that is a Pauser lets an operator pause a queue: every worker
-// stops taking its jobs and starts again on resume.
+// tick, at least once, with the deterministic ID name@tick (see
+// Schedule.Name). A backend that is a Pauser lets an operator pause a
+// queue: every worker stops taking its jobs and starts again on resume.
 //
 // # Backends
 //

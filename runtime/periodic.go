@@ -18,8 +18,9 @@ const HeaderTick = "queuey-tick"
 const leasePrefix = "schedule."
 
 // Periodic makes w enqueue job() onto q at each tick of s while w runs,
-// with the job ID TickID(s.Name, tick) and the tick in HeaderTick. Every
-// worker of every process may register the same schedule: through the
+// with the job ID s.Name, "@", and the tick in UTC as RFC 3339
+// ("reports.daily@2026-11-30T06:00:00Z"), and the tick in HeaderTick.
+// Every worker of every process may register the same schedule: through the
 // backend's lease (Leaser) one of them at a time fires the ticks, and when
 // it stops or dies another takes over.
 //
@@ -175,7 +176,7 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 // the lease go.
 func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool {
 	producer := p.w.producer
-	id := TickID(p.sched.Name, t)
+	id := tickID(p.sched.Name, t)
 	// A tick begun is finished, shutdown or not: an enqueue cut off
 	// midway may be stored all the same, and then must be recorded, or
 	// the next scheduler enqueues it again. So each step runs on a

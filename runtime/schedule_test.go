@@ -76,13 +76,6 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
-func TestTickID(t *testing.T) {
-	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.FixedZone("CET", 3600))
-	if got, want := runtime.TickID("reports.daily", at), "reports.daily@2026-11-30T06:00:00Z"; got != want {
-		t.Errorf("TickID = %q, want %q", got, want)
-	}
-}
-
 func TestPeriodicRefusals(t *testing.T) {
 	q := runtime.DefaultQueueConfig("sched.refusals")
 	for _, c := range []struct {
