@@ -138,9 +138,10 @@ func (s DeadLetterSelector) NotFound(seen map[string]bool) []string {
 	return out
 }
 
-// RedriveEnvelope returns the envelope that re-drives dead job e onto
-// queue at now: attempt 1, the re-drive counted and timed in its headers,
-// everything else as it was.
+// RedriveEnvelope is for backend implementers: it returns the envelope
+// that re-drives dead job e onto queue at now, attempt 1, the re-drive
+// counted and timed in its headers, everything else as it was, so that
+// every backend re-drives alike.
 func RedriveEnvelope(e *Envelope, queue string, now time.Time) *Envelope {
 	n := e.Clone()
 	n.Queue = queue

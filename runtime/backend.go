@@ -20,10 +20,13 @@ const DefaultGranularity = waits.DefaultGranularity
 // is MaxDeferral rounded down to it: 596h31m23s at DefaultGranularity.
 const MaxDeferral = waits.MaxDeferral
 
-// Backend carries envelopes between producers and workers. Implementations
-// must be safe for concurrent use. Every publish returns only once the job
-// is safely stored (for RabbitMQ: confirmed by the broker) and is an error
-// when the job could not be routed.
+// Backend is for backend implementers: the contract by which envelopes
+// travel between producers and workers. Application code only makes one
+// (NewMemoryBackend, rabbitmq.Dial), hands it to NewProducer and
+// NewWorker, and closes it. Implementations must be safe for concurrent
+// use. Every publish returns only once the job is safely stored (for
+// RabbitMQ: confirmed by the broker) and is an error when the job could
+// not be routed.
 type Backend interface {
 	// Declare makes queue q exist with its arguments, and the queues it
 	// needs beside it (such as its dead-letter queue). It is idempotent. A
@@ -49,7 +52,8 @@ type Backend interface {
 	Logger() *slog.Logger
 }
 
-// Subscription is a running consumer of one queue.
+// Subscription is for backend implementers: a running consumer of one
+// queue, which Backend.Consume returns to a worker.
 type Subscription interface {
 	// Deliveries yields the queue's jobs. It is closed after Stop, Close or
 	// a failure of the backend; Err then says which.
@@ -65,10 +69,11 @@ type Subscription interface {
 	Err() error
 }
 
-// Delivery is one job handed to a consumer. Exactly one of the settling
-// methods should succeed. Those that publish (Retry, Defer, DeadLetter)
-// publish first and settle second, and leave the delivery unsettled when the
-// publish fails, so that a job is never lost, at worst delivered again.
+// Delivery is for backend implementers: one job a Subscription hands to a
+// worker. Exactly one of the settling methods should succeed. Those that
+// publish (Retry, Defer, DeadLetter) publish first and settle second, and
+// leave the delivery unsettled when the publish fails, so that a job is
+// never lost, at worst delivered again.
 type Delivery interface {
 	// Envelope is the job. The caller may modify the returned value.
 	Envelope() *Envelope
@@ -97,11 +102,12 @@ type Delivery interface {
 	DeadLetter(ctx context.Context, next *Envelope, reason string) error
 }
 
-// WaitTargeter is implemented by backends that need a queue's config to
-// hold a wait (a delayed enqueue) onto it: RabbitMQ picks the hold queues
-// or the delay exchange by the queue's type and delay mode. A producer that
-// did not declare a queue calls TargetWaits with the caller's config before
-// its first delayed enqueue onto it. TargetWaits checks that the queue
+// WaitTargeter is for backend implementers: an optional capability beside
+// Backend, of backends that need a queue's config to hold a wait (a
+// delayed enqueue) onto it: RabbitMQ picks the hold queues or the delay
+// exchange by the queue's type and delay mode. A producer that did not
+// declare a queue calls TargetWaits with the caller's config before its
+// first delayed enqueue onto it. TargetWaits checks that the queue
 // exists, declares nothing of the queue, and remembers its config for
 // waits; a queue that does not exist is ErrUnknownQueue, naming it.
 type WaitTargeter interface {
@@ -128,17 +134,19 @@ type DeadLetterReader interface {
 	TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error)
 }
 
-// ReadyCounter is implemented by backends that can tell how many jobs wait
-// ready on a queue: not handed to a consumer, not held in a wait. It serves
-// monitoring and tests.
+// ReadyCounter is for backend implementers: an optional capability beside
+// Backend, of backends that can tell how many jobs wait ready on a queue:
+// not handed to a consumer, not held in a wait. It serves monitoring
+// (otelqueuey's Config.Depth) and tests.
 type ReadyCounter interface {
 	Ready(ctx context.Context, queue string) (int, error)
 }
 
-// BatchPublisher is implemented by backends that can keep many publishes
-// of one caller in flight at once. PublishBatch stores each envelope on its
-// queue at once (no delay) and returns one error per envelope, nil where it
-// was stored. Producers use it for EnqueueMany; without it they publish one
+// BatchPublisher is for backend implementers: an optional capability
+// beside Backend, of backends that can keep many publishes of one caller
+// in flight at once. PublishBatch stores each envelope on its queue at
+// once (no delay) and returns one error per envelope, nil where it was
+// stored. Producers use it for EnqueueMany; without it they publish one
 // envelope after another.
 type BatchPublisher interface {
 	PublishBatch(ctx context.Context, envs []*Envelope) []error

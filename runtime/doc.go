@@ -9,6 +9,25 @@
 // a Worker consumes each registered queue with the queue's prefetch and
 // concurrency and runs the handler, wrapped in the worker's middleware.
 //
+// # Who uses what
+//
+// Application code uses NewMemoryBackend (or rabbitmq.Dial), NewProducer,
+// NewWorker and their options and hooks (Producer.Use, Worker.Use,
+// observers), what generated code declares and calls (QueueConfig,
+// Enqueue, EnqueueMany, Handle, Periodic), the enqueue options, the
+// handler outcomes (Defer, Permanent), InfoFromContext, and the errors to
+// match.
+//
+// Backend implementers use the names whose doc says they are for backend
+// implementers: Backend, Subscription and Delivery, the optional
+// capabilities beside them (BatchPublisher, WaitTargeter, ReadyCounter,
+// Redelivery, Leaser and HeldLease) and RedriveEnvelope, with package
+// backendtest, the conformance suite every backend passes. Application
+// code only hands a Backend to NewProducer and NewWorker and closes it.
+//
+// Operators' tools (the queuey command, a dashboard) inspect and manage
+// queues and dead letters through package admin.
+//
 // # Outcomes
 //
 // The error a handler returns decides what happens to its job:
