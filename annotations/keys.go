@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -54,7 +55,7 @@ type keySpec struct {
 
 // longestRetry is the longest retry_base and retry_max: a retry delay is
 // rounded up to the granularity, and must then be within MaxDeferral.
-var longestRetry = runtime.LongestWait(runtime.DefaultGranularity)
+var longestRetry = waits.Longest(runtime.DefaultGranularity)
 
 var keySpecs = map[string]keySpec{
 	KeyName: {

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"os/exec"
 	"slices"
@@ -170,7 +168,7 @@ func drainBacklog(b *testing.B, mp int, name string) float64 {
 	}
 	var handled atomic.Int64
 	done := make(chan struct{})
-	w := runtime.NewWorker(be, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(be)
 	runtime.Handle(w, q, func(ctx context.Context, j priorityJob) error {
 		if handled.Add(1) == priorityBacklog {
 			close(done)

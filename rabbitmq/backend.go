@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -158,6 +160,9 @@ func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
 // declared with x-max-priority: neither version accepts it.
 func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
 
+// Logger returns the backend's logger, Options.Logger or slog.Default().
+func (b *Backend) Logger() *slog.Logger { return b.log }
+
 // Close closes the backend's connections. Unsettled deliveries go back to
 // their queues; publishes waiting for a confirm fail with ErrNotConfirmed.
 // Close is safe to call twice.
@@ -200,8 +205,8 @@ func (b *Backend) isClosed() bool {
 // ErrPluginMissing) leaves no queue behind, and q bound to it last. A q
 // that this backend could not run is refused with runtime.ErrInvalidConfig
 // before anything is declared: a name derived from q's too long for the
-// broker, or a RetryMax above runtime.LongestWait of Options.Granularity,
-// whose retries would be refused as too long.
+// broker, or a RetryMax above runtime.MaxDeferral rounded down to
+// Options.Granularity, whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return runtime.ErrClosed
@@ -210,7 +215,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if err != nil {
 		return err
 	}
-	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+	if limit := waits.Longest(b.opts.Granularity); q.RetryMax > limit {
 		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
 			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
 	}
@@ -246,7 +251,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old, ok := b.queues[q.Name]; ok {
-		if err := runtime.KindConflict(old, q); err != nil {
+		if err := queueerr.KindConflict(q.Name, old.Kind, q.Kind); err != nil {
 			return err
 		}
 		q.Kind = cmp.Or(q.Kind, old.Kind)
@@ -311,7 +316,7 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	q, ok := b.queues[name]
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
+		return q, queueerr.Unknown(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
 	}
 	return q, nil
 }
@@ -347,7 +352,7 @@ func (b *Backend) waitTarget(name string) (runtime.QueueConfig, error) {
 	}
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
+		return q, queueerr.Unknown(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
 	}
 	return q, nil
 }
@@ -376,7 +381,7 @@ func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error 
 	})
 	switch {
 	case isNoQueue(err):
-		return runtime.UnknownQueueError(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
+		return queueerr.Unknown(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
 	case err != nil:
 		return brokerError(fmt.Sprintf("check queue %q", q.Name), err)
 	}
@@ -460,11 +465,11 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 
 // wait publishes env, encoded with o (its wire priority, and what it must
 // fit when it is a copy of a job on the broker), to come back to queue
-// after delay, at least one granularity (runtime.WaitDelay). A delay that
+// after delay, at least one granularity (waits.RoundAtLeastOne). A delay that
 // is too long or a queue not declared here is refused before anything is
 // published.
 func (b *Backend) wait(ctx context.Context, queue string, kind admin.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
-	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
+	rounded, err := waits.RoundAtLeastOne(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
 	}

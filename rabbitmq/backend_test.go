@@ -35,7 +35,7 @@ func TestEnqueueAndHandle(t *testing.T) {
 		}
 	}
 	got := make(chan runtime.Info, n)
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		got <- info

@@ -168,7 +168,7 @@ func mismatchError(q topology.Queue, err error, dead bool) error {
 	}
 	return fmt.Errorf("%w: queue %q already exists with arguments other than %s (broker: %v). "+
 		"Either drain and delete the queue so that it is declared again with these arguments, %s",
-		ErrQueueMismatch, q.Name, describeArgs(q.Args), err, asItIs)
+		runtime.ErrQueueMismatch, q.Name, describeArgs(q.Args), err, asItIs)
 }
 
 func describeArg(arg, current string, present bool) string {

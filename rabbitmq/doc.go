@@ -71,7 +71,7 @@
 // move at least once (below).
 //
 // Declaring q over an existing queue with other arguments fails with
-// ErrQueueMismatch (which is runtime.ErrQueueMismatch), naming the queue
+// runtime.ErrQueueMismatch, naming the queue
 // and the two ways out: drain and delete it so it is declared again, or
 // declare it as it is, with the setting that matches the argument the
 // broker names: queue_type=<its type> for x-queue-type, max_priority=<its
@@ -145,14 +145,14 @@
 //     reaches the wire: the client library would fail it half-written, and
 //     the broker would close the publishing connection with every publish
 //     in flight on it.
-//   - So is a publish the broker would not take, with ErrTooLarge (which
-//     is runtime.ErrTooLarge) naming the job, the queue, the size and the
-//     limit: a content header (the properties and every header) that
-//     does not fit in one frame of the connection's negotiated frame_max, which
-//     makes the broker close the connection, or a body over
-//     Options.MaxMessageSize (the broker's max_message_size, which it does
-//     not tell clients; zero means its version's default), which makes it
-//     close the channel. Only that publish fails, in a batch too.
+//   - So is a publish the broker would not take, with runtime.ErrTooLarge
+//     naming the job, the queue, the size and the limit: a content header
+//     (the properties and every header) that does not fit in one frame of
+//     the connection's negotiated frame_max, which makes the broker close
+//     the connection, or a body over Options.MaxMessageSize (the broker's
+//     max_message_size, which it does not tell clients; zero means its
+//     version's default), which makes it close the channel. Only that
+//     publish fails, in a batch too.
 //   - A copy of a job already on the broker (a retry, a deferral, a dead
 //     letter, a redelivery, a re-drive) is made to fit in a frame rather
 //     than refused, which would leave the job to fail the same way again:

@@ -27,7 +27,7 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	q := runtime.DefaultQueueConfig(name) // max_priority=10
 	err := b.Declare(ctxT(t), q)
-	if !errors.Is(err, rabbitmq.ErrQueueMismatch) {
+	if !errors.Is(err, runtime.ErrQueueMismatch) {
 		t.Fatalf("Declare over a queue without priorities = %v, want ErrQueueMismatch", err)
 	}
 	for _, want := range []string{fmt.Sprintf("%q", name), "drain and delete", "max_priority=0", "MaxPriority: runtime.NoPriority", "FIFO"} {

@@ -46,8 +46,8 @@ type Options struct {
 	// Granularity is what every wait is rounded up to; it bounds how many
 	// hold queues exist. It must be a whole number of milliseconds, 1ms to
 	// 1h. Zero means runtime.DefaultGranularity (1s). The longest wait is
-	// runtime.LongestWait(Granularity): a coarser granularity refuses a
-	// queue whose RetryMax is above it.
+	// runtime.MaxDeferral rounded down to Granularity: a coarser
+	// granularity refuses a queue whose RetryMax is above it.
 	Granularity time.Duration
 	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
 	// job is rejected (requeue=false) instead, for a broker policy to route.
@@ -72,8 +72,10 @@ type Options struct {
 	// configure permission on the exchange. False (zero) declares the
 	// exchange and the binding.
 	ProvisionedDelayExchange bool
-	// Logger receives warnings (quorum queues without priorities) and
-	// errors (poison messages). Nil means slog.Default().
+	// Logger receives the backend's warnings (quorum queues without
+	// priorities) and errors (poison messages), and the records of every
+	// worker over the backend (runtime.Backend.Logger). Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// PublishChannels is how many confirm-mode channels publishes are
 	// spread over, each carrying many publishes in flight. Zero means
@@ -96,7 +98,7 @@ type Options struct {
 	// one url. A URL's password never appears in a log line or an error.
 	Nodes []string
 	// MaxMessageSize is the broker's max_message_size, in bytes: a job
-	// whose message body would be longer is refused with ErrTooLarge
+	// whose message body would be longer is refused with runtime.ErrTooLarge
 	// before it is sent, since the broker would close the channel instead,
 	// failing every other publish in flight on it. The broker does not
 	// tell it to clients: set it to the broker's max_message_size when

@@ -57,7 +57,7 @@ func TestRedeliveryObserved(t *testing.T) {
 
 			outcomes := make(outcomeLog, 8)
 			headers := make(chan map[string]string, 1)
-			w := runtime.NewWorker(b, runtime.WithLogger(quiet()), runtime.WithObserver(outcomes))
+			w := runtime.NewWorker(b, runtime.WithObserver(outcomes))
 			runtime.Handle(w, q, func(ctx context.Context, _ job) error {
 				info, _ := runtime.InfoFromContext(ctx)
 				headers <- info.Headers

@@ -110,7 +110,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit-8), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) {
+	if !errors.Is(bad, runtime.ErrTooLarge) {
 		t.Fatalf("enqueue of a job 8 bytes short of the limit = %v, want ErrTooLarge", bad)
 	}
 	for _, want := range []string{`"too-big"`, q.Name, "its body is", fmt.Sprintf("max message size of %d", limit), "MaxMessageSize"} {
@@ -130,7 +130,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("batch with one 2 MiB job = %v, want a BatchError", err)
 	}
 	for i, err := range be.Errs {
-		if i == 10 && !errors.Is(err, rabbitmq.ErrTooLarge) {
+		if i == 10 && !errors.Is(err, runtime.ErrTooLarge) {
 			t.Errorf("batch: the 2 MiB job = %v, want ErrTooLarge", err)
 		} else if i != 10 && err != nil {
 			t.Errorf("batch: job %d: %v", i, err)
@@ -177,7 +177,7 @@ func TestBrokerMaxMessageSizeIsTheDefault(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit+1), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
+	if !errors.Is(bad, runtime.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
 		t.Fatalf("enqueue of a job of %d bytes = %v, want ErrTooLarge naming %d", limit+1, bad, limit)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
 var (
@@ -56,7 +57,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 	}
 	q, ok := b.queues[name]
 	if !ok {
-		return nil, UnknownQueueError(name, "was not declared on this backend")
+		return nil, queueerr.Unknown(name, "was not declared on this backend")
 	}
 	return q, nil
 }

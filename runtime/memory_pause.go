@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
 var _ admin.Pauser = (*MemoryBackend)(nil)
@@ -24,7 +25,7 @@ func (b *MemoryBackend) setPaused(queue string, paused bool) error {
 		return ErrClosed
 	}
 	if _, ok := b.queues[queue]; !ok && paused {
-		return UnknownQueueError(queue, "was not declared on this backend")
+		return queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	if b.pauses.paused == nil {
 		b.pauses.paused = map[string]bool{}

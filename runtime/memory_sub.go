@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // memSub is a MemoryBackend subscription.
@@ -155,7 +156,7 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	delay, err := WaitDelay(delay, DefaultGranularity)
+	delay, err := waits.RoundAtLeastOne(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", d.q.cfg.Name, err)
 	}

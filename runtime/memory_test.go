@@ -3,19 +3,22 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
-	backendtest.Run(t, backendtest.Features{}, func(t *testing.T) runtime.Backend {
-		b := runtime.NewMemoryBackend()
-		b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f := backendtest.Features{
+		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
+			return rawpublish.ToMemory(ctx, b, queue, body)
+		},
+	}
+	backendtest.Run(t, f, func(t *testing.T) runtime.Backend {
+		b := quietMemory()
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	})

@@ -64,9 +64,6 @@ func NewProducerUndeclared(b Backend) *Producer {
 	return &Producer{backend: b, now: time.Now, queues: map[string]QueueConfig{}}
 }
 
-// Backend returns the backend p publishes to.
-func (p *Producer) Backend() Backend { return p.backend }
-
 // EnqueueOption changes how one job is enqueued.
 type EnqueueOption func(*enqueueOptions)
 
@@ -225,7 +222,7 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 	if !ok {
 		return o, q.WithDefaults(), nil
 	}
-	if err := KindConflict(declared, q); err != nil {
+	if err := kindConflict(declared, q); err != nil {
 		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
 	}
 	if err := producerMismatch(declared, q.WithDefaults()); err != nil {

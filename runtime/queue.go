@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // QueueType is the RabbitMQ queue type of a queue.
@@ -97,11 +99,11 @@ type QueueConfig struct {
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
 	RetryBase time.Duration
-	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
-	// (596h31m23s), so that every retry delay is a wait a backend accepts;
-	// a backend with a coarser granularity refuses, at Declare, a RetryMax
-	// above its LongestWait. Zero means DefaultRetryMax, or RetryBase when
-	// that is longer.
+	// RetryMax caps the retry delay, at most MaxDeferral rounded down to
+	// DefaultGranularity (596h31m23s), so that every retry delay is a wait
+	// a backend accepts; a backend with a coarser granularity refuses, at
+	// Declare, a RetryMax above MaxDeferral rounded down to its own. Zero
+	// means DefaultRetryMax, or RetryBase when that is longer.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -212,7 +214,7 @@ func (q QueueConfig) Validate() error {
 	if q.RetryMax < q.RetryBase {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at least RetryBase (%v)", q.RetryBase))
 	}
-	if limit := LongestWait(DefaultGranularity); q.RetryMax > limit {
+	if limit := waits.Longest(DefaultGranularity); q.RetryMax > limit {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most %v, MaxDeferral (%v) rounded down to DefaultGranularity: a retry delay is rounded up to the granularity, and a wait above MaxDeferral is refused", limit, MaxDeferral))
 	}
 	if q.Timeout < 0 {
@@ -247,17 +249,11 @@ func (q QueueConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KindConflict returns an error when declared and q, two configs of one
-// queue name, ask for different job kinds, nil when they agree or either
-// leaves Kind empty. Backends call it on each Declare, so that one process
-// cannot put two job types on one queue, where each handler would get the
-// other's jobs.
-func KindConflict(declared, q QueueConfig) error {
-	if declared.Kind == "" || q.Kind == "" || declared.Kind == q.Kind {
-		return nil
-	}
-	return fmt.Errorf("%w: queue %q is declared for %s jobs and now for %s jobs; a queue carries one job type: give one of them another name= in its //queuey:queue line",
-		ErrKindConflict, q.Name, declared.Kind, q.Kind)
+// kindConflict returns ErrKindConflict when declared and q, two configs of
+// one queue name, ask for different job kinds, nil when they agree or
+// either leaves Kind empty.
+func kindConflict(declared, q QueueConfig) error {
+	return queueerr.KindConflict(q.Name, declared.Kind, q.Kind)
 }
 
 // RetryDelay returns how long a job waits after failing run number attempt

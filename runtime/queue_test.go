@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -126,54 +126,15 @@ func TestRetryDelay(t *testing.T) {
 }
 
 // TestRetryDelaysAreWaits: with RetryMax at its largest, every retry
-// delay of every attempt is a wait the backend's granularity accepts;
-// LongestWait is the edge, at every granularity.
+// delay of every attempt is a wait the backend's granularity accepts.
 func TestRetryDelaysAreWaits(t *testing.T) {
-	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: runtime.LongestWait(0)}
+	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: waits.Longest(runtime.DefaultGranularity)}
 	if err := q.Validate(); err != nil {
-		t.Fatalf("RetryMax = LongestWait(0): %v", err)
+		t.Fatalf("RetryMax = MaxDeferral rounded down to DefaultGranularity: %v", err)
 	}
 	for attempt := 1; attempt <= q.MaxAttempts; attempt++ {
-		if _, err := runtime.WaitDelay(q.RetryDelay(attempt), runtime.DefaultGranularity); err != nil {
+		if _, err := waits.RoundAtLeastOne(q.RetryDelay(attempt), runtime.DefaultGranularity); err != nil {
 			t.Fatalf("retry after attempt %d: %v", attempt, err)
-		}
-	}
-	for _, g := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, time.Minute, time.Hour} {
-		longest := runtime.LongestWait(g)
-		if got, err := runtime.WaitDelay(longest, g); err != nil || got != longest {
-			t.Errorf("WaitDelay(LongestWait(%v) = %v) = %v, %v; want it unchanged", g, longest, got, err)
-		}
-		if _, err := runtime.WaitDelay(longest+time.Nanosecond, g); !errors.Is(err, runtime.ErrDelayTooLong) {
-			t.Errorf("WaitDelay(LongestWait(%v)+1ns) = %v, want ErrDelayTooLong", g, err)
-		}
-	}
-}
-
-func TestRoundDelay(t *testing.T) {
-	cases := []struct {
-		in, gran, want time.Duration
-		tooLong        bool
-	}{
-		{0, 0, 0, false},
-		{-time.Second, 0, 0, false},
-		{time.Nanosecond, 0, time.Second, false},
-		{time.Second, 0, time.Second, false},
-		{1001 * time.Millisecond, 0, 2 * time.Second, false},
-		{1500 * time.Millisecond, 100 * time.Millisecond, 1500 * time.Millisecond, false},
-		{runtime.MaxDeferral.Truncate(time.Second), 0, runtime.MaxDeferral.Truncate(time.Second), false},
-		{runtime.MaxDeferral.Truncate(time.Second) + 1, 0, 0, true},
-		{runtime.MaxDeferral + 1, time.Millisecond, 0, true},
-	}
-	for _, c := range cases {
-		got, err := runtime.RoundDelay(c.in, c.gran)
-		if c.tooLong {
-			if !errors.Is(err, runtime.ErrDelayTooLong) {
-				t.Errorf("RoundDelay(%v, %v) = %v, %v; want ErrDelayTooLong", c.in, c.gran, got, err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("RoundDelay(%v, %v) = %v, %v; want %v", c.in, c.gran, got, err, c.want)
 		}
 	}
 }

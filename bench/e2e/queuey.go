@@ -50,7 +50,7 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 	var handled atomic.Int64
 	warm := make(chan struct{})
 	all := make(chan struct{})
-	w := runtime.NewWorker(be, runtime.WithLogger(quietLog))
+	w := runtime.NewWorker(be)
 	runtime.Handle(w, cfg, func(context.Context, Job) error {
 		switch handled.Add(1) {
 		case 1:

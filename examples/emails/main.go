@@ -59,7 +59,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 	defer cancel()
 	start := time.Now()
 
-	b, name, closeBackend, err := openBackend(ctx)
+	if obs.exports() {
+		// Records about a run carry its trace and span IDs.
+		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
+	}
+	b, name, closeBackend, err := openBackend(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -72,18 +76,17 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 		return err
 	}
 	defer tel.shutdown(context.WithoutCancel(ctx))
-	if tel.inst != nil {
-		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
-	}
-	app := newApp(p)
-	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))...)
-	emails.HandleSendEmail(w, app.sendEmail)
-	emails.HandleChargeCard(w, app.chargeCard)
 	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)
 	if err != nil {
 		return err
 	}
 	tel.producer(producer)
+	app := newApp(p)
+	// Jobs the worker's schedules would enqueue go through the producer,
+	// instrumented like every other enqueue.
+	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithProducer(producer), runtime.WithShutdownTimeout(5*time.Second))...)
+	emails.HandleSendEmail(w, app.sendEmail)
+	emails.HandleChargeCard(w, app.chargeCard)
 	// The jobs that must succeed, by ID. On RabbitMQ, jobs left over from
 	// an earlier run may be handled too; they are not waited for.
 	pending := map[string]bool{}

@@ -37,6 +37,9 @@ type observability struct {
 	metricsAddr string // where to serve /metrics
 }
 
+// exports reports whether obs exports anything.
+func (obs observability) exports() bool { return obs.trace || obs.metricsAddr != "" }
+
 func observabilityFromEnv() (observability, error) {
 	obs := observability{metricsAddr: os.Getenv(metricsEnv)}
 	switch v := os.Getenv(traceEnv); v {
@@ -60,7 +63,7 @@ type telemetry struct {
 // and a Prometheus endpoint with the queues' depths.
 func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry, error) {
 	tel := &telemetry{shutdown: func(context.Context) error { return nil }}
-	if !obs.trace && obs.metricsAddr == "" {
+	if !obs.exports() {
 		return tel, nil
 	}
 	cfg := otelqueuey.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
@@ -127,11 +130,11 @@ func (t *telemetry) producer(p *runtime.Producer) {
 }
 
 // workerOptions returns the worker options of the instrumentation: its
-// observer, and its producer middleware for jobs the worker's schedules
-// would enqueue.
+// observer. (The jobs the worker's schedules enqueue are instrumented by
+// giving the worker the instrumented producer, runtime.WithProducer.)
 func (t *telemetry) workerOptions() []runtime.WorkerOption {
 	if t.inst == nil {
 		return nil
 	}
-	return []runtime.WorkerOption{runtime.WithObserver(t.inst), runtime.WithProducerMiddleware(t.inst.ProducerMiddleware())}
+	return []runtime.WorkerOption{runtime.WithObserver(t.inst)}
 }

@@ -166,7 +166,7 @@ func runWorker(t *testing.T, ctx context.Context, w *runtime.Worker) func() {
 func TestUndecodablePayload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.DiscardHandler)))
 	defer b.Close()
 
 	results := make(chan error, 1)
@@ -178,8 +178,8 @@ func TestUndecodablePayload(t *testing.T) {
 		}
 	}
 	ran := make(chan struct{}, 1)
-	quiet := slog.New(slog.DiscardHandler)
-	w := runtime.NewWorker(b, runtime.WithMiddleware(observe), runtime.WithLogger(quiet))
+	w := runtime.NewWorker(b)
+	w.Use(observe)
 	HandleEverything(w, func(context.Context, Everything) error {
 		ran <- struct{}{}
 		return nil

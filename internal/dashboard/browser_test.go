@@ -157,7 +157,7 @@ type browserQueue struct {
 func startBrowserQueue(t *testing.T, b runtime.Backend, cfg runtime.QueueConfig) *browserQueue {
 	t.Helper()
 	q := &browserQueue{cfg: cfg, handled: make(chan string, 16)}
-	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second))
 	runtime.Handle(w, cfg, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		if info.Headers[admin.HeaderRedrives] == "" {
@@ -308,7 +308,7 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 }
 
 func TestBrowserMemory(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { b.Close() }) // after the worker stops
 	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: runtime.KindOf[job](), MaxAttempts: 3}, "")
 }

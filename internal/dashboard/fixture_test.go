@@ -37,7 +37,7 @@ type memFixture struct {
 
 func newMemFixture(t *testing.T, opts Options) *memFixture {
 	t.Helper()
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { b.Close() })
 	if err := b.Declare(context.Background(), testConfig); err != nil {
 		t.Fatal(err)

@@ -229,13 +229,7 @@ func testAdminRedriveInterrupted(t *testing.T, f Features, nb func(*testing.T) r
 func testAdminPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	in, ad := h.admin()
-	raw, ok := h.b.(RawPublisher)
-	if !ok {
-		t.Skip("backend does not implement backendtest.RawPublisher")
-	}
-	if err := raw.PublishRaw(ctxT(t), h.q.Name, []byte("not an envelope")); err != nil {
-		t.Fatal(err)
-	}
+	h.publishRaw([]byte("not an envelope"))
 	stop := h.start(func(ctx context.Context, j job) error { return nil })
 	eventually(t, "the poison letter dead", func() bool { return h.stats().Dead == 1 })
 	_ = stop()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -49,7 +50,8 @@ func padName(name string, n int) string {
 // testRetryMaxWithinLongestWait: a RetryMax whose retries the backend
 // would refuse as too long once rounded up to the granularity (within a
 // second of MaxDeferral) is refused by Declare, before any job could be
-// dead-lettered for it; LongestWait of the default granularity is taken.
+// dead-lettered for it; the longest wait of the default granularity
+// (MaxDeferral rounded down to it) is taken.
 func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	q := h.q
@@ -60,9 +62,9 @@ func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T)
 	wantContains(t, err.Error(), "RetryMax", "error")
 
 	q.Name = uniqueName(t) + ".edge"
-	q.RetryMax = runtime.LongestWait(runtime.DefaultGranularity)
+	q.RetryMax = waits.Longest(runtime.DefaultGranularity)
 	if err := h.b.Declare(ctxT(t), q); err != nil {
-		t.Errorf("declare with RetryMax = LongestWait(DefaultGranularity) = %v: %v", q.RetryMax, err)
+		t.Errorf("declare with RetryMax = MaxDeferral rounded down to DefaultGranularity = %v: %v", q.RetryMax, err)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +16,7 @@ import (
 
 // Features says what a backend under test offers beyond the Backend
 // interface. Optional capabilities that are interfaces (those of package
-// admin, RawPublisher) are found by type assertion instead.
+// admin) are found by type assertion instead.
 type Features struct {
 	// NoPriority is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
@@ -36,12 +34,12 @@ type Features struct {
 	// OnlyWaits runs only the cases about waits (retries, deferrals, delayed
 	// enqueues), for a second delay mode of the same backend.
 	OnlyWaits bool
-}
-
-// RawPublisher is implemented by backends that can put arbitrary bytes on a
-// queue, as a foreign producer might. The suite uses it to inject poison.
-type RawPublisher interface {
-	PublishRaw(ctx context.Context, queue string, body []byte) error
+	// PublishRaw puts body on queue of b, a backend newBackend made, as a
+	// message of its own, as a foreign producer might: the poison cases
+	// use it to put messages that are not envelopes on a queue. Nil skips
+	// them. The backend's own test supplies it, so that a backend need
+	// not export a way to publish what is not an envelope.
+	PublishRaw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error
 }
 
 // wait bounds every wait of the suite on an event.
@@ -54,10 +52,11 @@ type job struct {
 
 // harness is one test's queue, producer and backend.
 type harness struct {
-	t *testing.T
-	b runtime.Backend
-	q runtime.QueueConfig
-	p *runtime.Producer
+	t   *testing.T
+	b   runtime.Backend
+	q   runtime.QueueConfig
+	p   *runtime.Producer
+	raw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error // Features.PublishRaw
 }
 
 func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend, mod func(q *runtime.QueueConfig)) *harness {
@@ -81,7 +80,7 @@ func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
-	return &harness{t: t, b: b, q: q, p: p}
+	return &harness{t: t, b: b, q: q, p: p, raw: f.PublishRaw}
 }
 
 func uniqueName(t *testing.T) string {
@@ -108,11 +107,25 @@ func (h *harness) enqueue(j job, opts ...runtime.EnqueueOption) string {
 	return id
 }
 
+// publishRaw puts body on the queue as a message of its own
+// (Features.PublishRaw); it skips the test when the backend's test gave no
+// way to.
+func (h *harness) publishRaw(body []byte) {
+	h.t.Helper()
+	if h.raw == nil {
+		h.t.Skip("no Features.PublishRaw: cannot put a message that is not an envelope on a queue")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.raw(ctx, h.b, h.q.Name, body); err != nil {
+		h.t.Fatalf("PublishRaw: %v", err)
+	}
+}
+
 // start runs a worker with handler h until the test ends or the returned
 // stop is called; stop returns Run's error.
 func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...runtime.WorkerOption) (stop func() error) {
 	h.t.Helper()
-	opts = append([]runtime.WorkerOption{runtime.WithLogger(quietLogger())}, opts...)
 	w := runtime.NewWorker(h.b, opts...)
 	runtime.Handle(w, h.q, handler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,12 +186,6 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 		t.Fatalf("timed out after %v waiting for %s", wait, what)
 		panic("unreachable")
 	}
-}
-
-// quietLogger drops the worker's logs below error level, which the suite
-// provokes on purpose.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 type run struct {

@@ -75,8 +75,7 @@ func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueC
 // producer onto it.
 func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *runtime.Producer) {
 	t.Helper()
-	b := runtime.NewMemoryBackend()
-	b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.DefaultQueueConfig("q")
 	q.Kind, q.Prefetch, q.Concurrency = runtime.KindOf[job](), 1, 1
@@ -91,7 +90,7 @@ func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *ru
 // reason, until q holds n dead letters.
 func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n int, reason string) {
 	t.Helper()
-	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		return runtime.Permanent(errors.New(reason))
 	})

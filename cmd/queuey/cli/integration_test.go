@@ -71,7 +71,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // work runs a worker with h until the returned stop is called or the test
 // ends.
 func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func()) {
-	w := runtime.NewWorker(bq.b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(bq.b)
 	runtime.Handle(w, bq.q, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -22,6 +22,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -160,11 +161,11 @@ func (n Names) Dead(name string) Queue {
 }
 
 // Hold returns the hold queue of logical queue name for a wait of delay,
-// rounded up to granularity with runtime.RoundDelay, and the rounded delay.
+// rounded up to granularity with waits.Round, and the rounded delay.
 // A delay above runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong;
 // a delay of zero or less has no hold queue and is an error too.
 func (n Names) Hold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
-	return n.hold(name, kind, delay, granularity, runtime.RoundDelay, func(ttl int64) amqp.Table {
+	return n.hold(name, kind, delay, granularity, waits.Round, func(ttl int64) amqp.Table {
 		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueClassic),
 			ArgMessageTTL:           int32(ttl),
