@@ -60,6 +60,10 @@ type SendHTTPRequest struct{ URL string }
 	if diff := cmp.Diff(want, jobs[0].Queue); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
+	literal := runtime.QueueConfig{Name: "emails.send_http_request", Kind: "emails.SendHTTPRequest"}.WithDefaults()
+	if diff := cmp.Diff(literal, jobs[0].Queue); diff != "" {
+		t.Errorf("config differs from a QueueConfig literal of its name and kind, resolved (-literal +got):\n%s", diff)
+	}
 }
 
 func TestEveryKey(t *testing.T) {
@@ -80,7 +84,7 @@ type (
 	}
 	want := []runtime.QueueConfig{{
 		Name: "billing.charge", Kind: "emails.ChargeCard", Prefetch: 20, Concurrency: 4,
-		MaxPriority: 0, MaxAttempts: 3, RetryBase: 2 * time.Second, RetryMax: time.Minute,
+		MaxPriority: runtime.NoPriority, MaxAttempts: 3, RetryBase: 2 * time.Second, RetryMax: time.Minute,
 		Timeout: 30 * time.Second, QueueType: runtime.QueueQuorum, Delay: runtime.DelayPlugin,
 	}, {
 		Name: "emails.slow", Kind: "emails.Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,

@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -53,7 +55,7 @@ type keySpec struct {
 
 // longestRetry is the longest retry_base and retry_max: a retry delay is
 // rounded up to the granularity, and must then be within MaxDeferral.
-var longestRetry = runtime.LongestWait(runtime.DefaultGranularity)
+var longestRetry = waits.Longest(runtime.DefaultGranularity)
 
 var keySpecs = map[string]keySpec{
 	KeyName: {
@@ -63,19 +65,23 @@ var keySpecs = map[string]keySpec{
 			return names.Queue(v)
 		},
 	},
-	KeyPrefetch: intKey(1, runtime.MaxPrefetch, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
+	KeyPrefetch: intKey(1, runtime.PrefetchLimit, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
 	KeyConcurrency: {
 		accepted: "an integer in 1..prefetch",
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > runtime.MaxPrefetch {
+			if err != nil || n < 1 || n > runtime.PrefetchLimit {
 				return false
 			}
 			q.Concurrency = n
 			return true
 		},
 	},
-	KeyMaxPriority: intKey(0, runtime.MaxPriorityLimit, " (0 declares no priority)", func(q *runtime.QueueConfig, n int) { q.MaxPriority = n }),
+	// max_priority=0 declares no priority, which a QueueConfig says with
+	// runtime.NoPriority: its zero is the default.
+	KeyMaxPriority: intKey(0, runtime.MaxPriorityLimit, " (0 declares no priority)", func(q *runtime.QueueConfig, n int) {
+		q.MaxPriority = cmp.Or(n, runtime.NoPriority)
+	}),
 	KeyMaxAttempts: intKey(1, runtime.MaxAttemptsLimit, "", func(q *runtime.QueueConfig, n int) { q.MaxAttempts = n }),
 	KeyRetryBase: durationKey(longestRetry, "a Go duration above 0 and at most "+longestRetry.String()+" (runtime.MaxDeferral in whole seconds), such as 500ms, 1s or 1m30s",
 		func(q *runtime.QueueConfig, d time.Duration) { q.RetryBase = d }),

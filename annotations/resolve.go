@@ -94,8 +94,7 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 	before := len(p.errs)
 	settings, _ := p.settings(c)
 
-	q = runtime.DefaultQueueConfig(p.pkg + "." + SnakeCase(typeName))
-	q.Kind = p.pkg + "." + typeName
+	q = runtime.QueueConfig{Name: p.pkg + "." + SnakeCase(typeName), Kind: p.pkg + "." + typeName}
 	given := map[string]setting{}
 	bad := map[string]bool{}
 	for _, s := range settings {
@@ -126,19 +125,17 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		p.errorf(c.Pos(), KeyName, "the default queue name %q of %s is not %s; set name=", q.Name, typeName, acceptedName)
 	}
 
-	// Defaults that follow other keys, then checks across keys.
-	// A key with a bad value is not checked against others: it is
-	// reported once.
-	conc, concGiven := given[KeyConcurrency]
-	if !concGiven || bad[KeyConcurrency] {
-		q.Concurrency = q.Prefetch
-	} else if !bad[KeyPrefetch] && q.Concurrency > q.Prefetch {
+	// Every key left out, or given a bad value (which sets nothing), takes
+	// runtime's default, the one QueueConfig.WithDefaults applies, so that
+	// a directive without keys gives DefaultQueueConfig.
+	q = q.WithDefaults()
+
+	// Checks across keys. A key with a bad value is not checked against
+	// others: it is reported once.
+	if conc, ok := given[KeyConcurrency]; ok && !bad[KeyConcurrency] && !bad[KeyPrefetch] && q.Concurrency > q.Prefetch {
 		p.errorf(conc.valPos, KeyConcurrency, "concurrency=%d is above %s; want 1..%d", q.Concurrency, describe(given, KeyPrefetch, fmt.Sprint(q.Prefetch)), q.Prefetch)
 	}
-	rmax, rmaxGiven := given[KeyRetryMax]
-	if !rmaxGiven || bad[KeyRetryMax] {
-		q.RetryMax = max(runtime.DefaultRetryMax, q.RetryBase)
-	} else if !bad[KeyRetryBase] && q.RetryMax < q.RetryBase {
+	if rmax, ok := given[KeyRetryMax]; ok && !bad[KeyRetryMax] && !bad[KeyRetryBase] && q.RetryMax < q.RetryBase {
 		p.errorf(rmax.valPos, KeyRetryMax, "retry_max=%s is below %s; want at least %v", rmax.value, describe(given, KeyRetryBase, q.RetryBase.String()), q.RetryBase)
 	}
 

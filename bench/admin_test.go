@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -59,9 +61,13 @@ func BenchmarkAdmin(b *testing.B) {
 	if _, err := runtime.NewProducer(ctx, be, qs...); err != nil {
 		b.Fatal(err)
 	}
+	stats := make([]admin.Queue, len(qs))
+	for i, q := range qs {
+		stats[i] = adminq.Of(q)
+	}
 	b.Run("QueueStats100", func(b *testing.B) {
 		for b.Loop() {
-			st, err := be.QueueStats(ctx, qs...)
+			st, err := be.QueueStats(ctx, stats...)
 			if err != nil || len(st) != 100 {
 				b.Fatalf("%d stats, %v", len(st), err)
 			}
@@ -76,16 +82,16 @@ func BenchmarkAdmin(b *testing.B) {
 
 	b.Run("FirstPage", func(b *testing.B) {
 		for b.Loop() {
-			l, err := be.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{Limit: 50})
+			l, err := be.DeadLetters(ctx, q.Name, admin.DeadLetterPage{Limit: 50})
 			if err != nil || len(l.Letters) != 50 {
 				b.Fatalf("%d letters, %v", len(l.Letters), err)
 			}
 		}
 	})
 	b.Run("PageAtMiddle", func(b *testing.B) {
-		after := runtime.DeadLetterCursor(n/2, ids[n/2-1])
+		after := admin.Cursor(n/2, ids[n/2-1])
 		for b.Loop() {
-			l, err := be.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{After: after, Limit: 50})
+			l, err := be.DeadLetters(ctx, q.Name, admin.DeadLetterPage{After: after, Limit: 50})
 			if err != nil || len(l.Letters) != 50 || l.Letters[0].ID != ids[n/2] {
 				b.Fatalf("%d letters, %v", len(l.Letters), err)
 			}
@@ -99,7 +105,7 @@ func BenchmarkAdmin(b *testing.B) {
 		}
 	})
 	qq := runtime.DefaultQueueConfig(name + ".quorum")
-	qq.Kind, qq.QueueType, qq.MaxPriority = "benchJob", runtime.QueueQuorum, 0
+	qq.Kind, qq.QueueType, qq.MaxPriority = "benchJob", runtime.QueueQuorum, runtime.NoPriority
 	names = append(names, qq.Name, qq.Name+".dead")
 	if _, err := runtime.NewProducer(ctx, be, qq); err != nil {
 		b.Fatal(err)
@@ -107,7 +113,7 @@ func BenchmarkAdmin(b *testing.B) {
 	fillDead(b, ctx, be, qq, n)
 	b.Run("QuorumFirstPage", func(b *testing.B) {
 		for b.Loop() {
-			l, err := be.DeadLetters(ctx, qq.Name, runtime.DeadLetterPage{Limit: 50})
+			l, err := be.DeadLetters(ctx, qq.Name, admin.DeadLetterPage{Limit: 50})
 			if err != nil || len(l.Letters) != 50 || l.Total != n {
 				b.Fatalf("%d letters of %d, %v", len(l.Letters), l.Total, err)
 			}

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"os/exec"
 	"slices"
@@ -98,7 +96,7 @@ func declareIdle(b *testing.B, mp int, prefix string) (rate, mem float64) {
 	names := make([]string, priorityQueues)
 	for i := range queues {
 		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		queues[i].MaxPriority = mp
+		queues[i].MaxPriority = configPriority(mp)
 		names[i] = queues[i].Name
 	}
 	defer brokertest.DeleteQueues(amqpURL(), names...)
@@ -152,7 +150,7 @@ func drainBacklog(b *testing.B, mp int, name string) float64 {
 	defer be.Close()
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind = runtime.KindOf[priorityJob]()
-	q.MaxPriority = mp
+	q.MaxPriority = configPriority(mp)
 	q.Prefetch = prefetch
 	defer brokertest.DeleteQueues(amqpURL(), name)
 	p, err := runtime.NewProducer(ctx, be, q)
@@ -170,7 +168,7 @@ func drainBacklog(b *testing.B, mp int, name string) float64 {
 	}
 	var handled atomic.Int64
 	done := make(chan struct{})
-	w := runtime.NewWorker(be, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(be)
 	runtime.Handle(w, q, func(ctx context.Context, j priorityJob) error {
 		if handled.Add(1) == priorityBacklog {
 			close(done)

@@ -30,6 +30,7 @@ import (
 	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
 )
 
 const (
@@ -160,11 +161,19 @@ func plain(name string, window int) e2e.Plain {
 	return e2e.Plain{URL: amqpURL(), Queue: name, Jobs: jobs, Window: window, Prefetch: prefetch, Meter: broker}
 }
 
-func queuey(name string, maxPriority int) e2e.Queuey {
-	if maxPriority == 0 {
-		maxPriority = -1 // e2e.Queuey's zero is the annotation's default
+// queuey is a run on queue name at annotation level max_priority=level.
+func queuey(name string, level int) e2e.Queuey {
+	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, MaxPriority: configPriority(level), Meter: broker}
+}
+
+// configPriority is the QueueConfig.MaxPriority of annotation level
+// max_priority=level: runtime.NoPriority for 0, which a QueueConfig's zero
+// would make runtime.DefaultMaxPriority.
+func configPriority(level int) int {
+	if level == 0 {
+		return runtime.NoPriority
 	}
-	return e2e.Queuey{URL: amqpURL(), Queue: name, Jobs: jobs, Prefetch: prefetch, MaxPriority: maxPriority, Meter: broker}
+	return level
 }
 
 // compare runs the plain loop and queuey alternately, -rounds times each

@@ -53,7 +53,7 @@ func TestResourceAlarm(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	w := runtime.NewWorker(b, runtime.WithLogger(verbose()))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		select {
 		case started <- struct{}{}:

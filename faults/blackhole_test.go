@@ -156,7 +156,7 @@ func TestBlackHole(t *testing.T) {
 	defer cancel()
 	const shutdown = time.Second
 	started := make(chan struct{}, 100)
-	w := runtime.NewWorker(b, runtime.WithLogger(verbose()), runtime.WithShutdownTimeout(shutdown))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(shutdown))
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		started <- struct{}{}
 		work := time.NewTimer(200 * time.Millisecond) // the job's work

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -45,7 +46,7 @@ func TestCrashLoopDeadLetters(t *testing.T) {
 	live := []*workerProc{startWorker(t, "w0", cfg), startWorker(t, "w1", cfg)}
 	procs = append(procs, live...)
 	restarts := 0
-	var dead []runtime.DeadLetter
+	var dead []admin.DeadLetterInfo
 	eventually(t, "the poison pill dead-lettered and the other jobs handled", func() bool {
 		for i, w := range live {
 			select {
@@ -56,9 +57,8 @@ func TestCrashLoopDeadLetters(t *testing.T) {
 			default:
 			}
 		}
-		more, err := b.TakeDeadLetters(ctx, q.Name, 10)
-		if err == nil {
-			dead = append(dead, more...)
+		if list, err := b.DeadLetters(ctx, q.Name, admin.DeadLetterPage{Limit: 10}); err == nil {
+			dead = list.Letters
 		}
 		handled := map[string]bool{}
 		for _, e := range byTime(procs...) {
@@ -79,7 +79,7 @@ func TestCrashLoopDeadLetters(t *testing.T) {
 	}
 	fmt.Printf("crash loop: poison pill ran %d times (max_attempts %d), %d worker restarts, %d other jobs handled, dead letters: %d\n",
 		poisonRuns, maxAttempts, restarts, others, len(dead))
-	if len(dead) != 1 || dead[0].Envelope == nil || dead[0].Envelope.ID != "poison" {
+	if len(dead) != 1 || dead[0].Poison || dead[0].ID != "poison" {
 		t.Fatalf("dead letters %+v, want the poison pill alone", dead)
 	}
 	want := fmt.Sprintf("delivered %d times without being settled", maxAttempts)

@@ -18,7 +18,7 @@ import (
 // runWaits runs a worker over q on b with handler h until the test ends.
 func runWaits(t *testing.T, b runtime.Backend, q runtime.QueueConfig, h func(context.Context, job) error) {
 	t.Helper()
-	w := runtime.NewWorker(b, runtime.WithLogger(verbose()))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, h)
 	brokertest.Run(t, w)
 }

@@ -62,7 +62,7 @@ func workerMain(raw string) int {
 		return 2
 	}
 	defer b.Close()
-	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithShutdownTimeout(cfg.Shutdown))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(cfg.Shutdown))
 	runtime.Handle(w, cfg.Queue, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		line := fmt.Sprintf("%s %d %d\n", info.ID, info.Attempt, time.Now().UnixNano())

@@ -102,7 +102,7 @@ type setup struct {
 func benchOverhead(b *testing.B, set setup) {
 	b.Run("memory", func(b *testing.B) {
 		compareOverhead(b, set, 1, e2e.Meter{}, func(b *testing.B) (runtime.Backend, string, func()) {
-			be := runtime.NewMemoryBackend()
+			be := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 			return be, "bench", func() { be.Close() }
 		})
 	})
@@ -211,7 +211,7 @@ func runBench(b *testing.B, open openFunc, meter e2e.Meter, enqueuers int, inst 
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := []runtime.WorkerOption{runtime.WithLogger(quietLog())}
+	var opts []runtime.WorkerOption
 	if inst != nil {
 		p.Use(inst.ProducerMiddleware())
 		opts = append(opts, runtime.WithObserver(inst))

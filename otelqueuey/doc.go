@@ -19,7 +19,7 @@
 //	producer.Use(inst.ProducerMiddleware())
 //	w := runtime.NewWorker(backend,
 //		runtime.WithObserver(inst),
-//		runtime.WithProducerMiddleware(inst.ProducerMiddleware()), // jobs its schedules enqueue
+//		runtime.WithProducer(producer), // jobs its schedules enqueue go through it too
 //	)
 //
 // Each run of a job gets its own consumer span; since a retried or deferred

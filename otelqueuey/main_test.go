@@ -119,7 +119,7 @@ func instrumented(t *testing.T, tel *telemetry, b runtime.Backend, q runtime.Que
 	}
 	p.Use(tel.inst.ProducerMiddleware())
 	settled := make(settledSignal, 16)
-	w := runtime.NewWorker(b, runtime.WithLogger(quietLog()), runtime.WithObserver(tel.inst, settled))
+	w := runtime.NewWorker(b, runtime.WithObserver(tel.inst, settled))
 	return p, w, settled
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -161,7 +162,7 @@ func (in *Instrumentation) observeCounts(m metric.Meter) (metric.Registration, e
 // observeDepth registers the queue depth gauge, which asks rc for every
 // queue seen so far whenever metrics are collected. A queue rc cannot count
 // is left out of that collection and reported to otel.Handle.
-func (in *Instrumentation) observeDepth(m metric.Meter, rc runtime.ReadyCounter) (metric.Registration, error) {
+func (in *Instrumentation) observeDepth(m metric.Meter, rc admin.ReadyCounter) (metric.Registration, error) {
 	g, err := m.Int64ObservableGauge("queuey.queue.depth", metric.WithDescription("Jobs ready on a queue: not handed to a consumer, not waiting."), metric.WithUnit("{job}"))
 	if err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ func TestEveryOutcomeItsCounter(t *testing.T) {
 // TestCountersEndToEnd runs jobs to each handler outcome on the memory
 // backend and checks every counter's total.
 func TestCountersEndToEnd(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
 	q := runtime.QueueConfig{Name: "otel.counters", Kind: runtime.KindOf[ping](), MaxAttempts: 3}

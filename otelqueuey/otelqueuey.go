@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -38,8 +39,8 @@ type Config struct {
 	// Depth, when set, is asked for the number of ready jobs of each queue
 	// this instrumentation has seen (and of DepthQueues) whenever metrics
 	// are collected: the queuey.queue.depth gauge. Both backends implement
-	// runtime.ReadyCounter; on RabbitMQ each count is one passive declare.
-	Depth runtime.ReadyCounter
+	// admin.ReadyCounter; on RabbitMQ each count is one passive declare.
+	Depth admin.ReadyCounter
 	// DepthQueues are queues to count from the start, before any of their
 	// jobs is enqueued or handled here.
 	DepthQueues []string

@@ -17,7 +17,7 @@ import (
 // dead-lettered, leaves two jobs waiting on another queue, and scrapes
 // /metrics over HTTP.
 func TestPrometheusScrape(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
 	mp, handler, err := otelqueuey.NewPrometheus()
 	if err != nil {

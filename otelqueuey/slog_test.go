@@ -50,7 +50,9 @@ func TestLogHandler(t *testing.T) {
 // run (here its retry and its dead letter) are logged with the run's
 // context, so that NewLogHandler gives them the run's consumer span.
 func TestWorkerLogsCarryTraceIDs(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	var buf syncBuffer
+	log := slog.New(otelqueuey.NewLogHandler(slog.NewJSONHandler(&buf, nil)))
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(log))
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
 	q := runtime.QueueConfig{Name: "otel.logs", Kind: runtime.KindOf[ping](), MaxAttempts: 2, RetryBase: time.Millisecond}
@@ -59,10 +61,8 @@ func TestWorkerLogsCarryTraceIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Use(tel.inst.ProducerMiddleware())
-	var buf syncBuffer
-	log := slog.New(otelqueuey.NewLogHandler(slog.NewJSONHandler(&buf, nil)))
 	settled := make(settledSignal, 4)
-	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithObserver(tel.inst, settled))
+	w := runtime.NewWorker(b, runtime.WithObserver(tel.inst, settled))
 	runtime.Handle(w, q, func(context.Context, ping) error { return errors.New("no") })
 	if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: 1}); err != nil {
 		t.Fatal(err)

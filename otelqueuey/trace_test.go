@@ -21,7 +21,7 @@ import (
 
 // TestTraceMemory checks one enqueue and one run on the memory backend.
 func TestTraceMemory(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
 	checkOneTrace(t, b, "otel.trace", "queuey-memory")
 }
@@ -109,7 +109,7 @@ func checkOneTrace(t *testing.T, b runtime.Backend, name, system string) {
 // consumer span, all children of the one producer span, and that the
 // failed run's span says so.
 func TestTraceRetriedJob(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
 	q := runtime.QueueConfig{Name: "otel.retry", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
@@ -203,10 +203,10 @@ func deleteQueues(t testing.TB, url string, names ...string) {
 }
 
 // TestTraceScheduledJob checks that a job a schedule enqueues, through the
-// worker's producer middleware, gets a producer span and that its run's
-// consumer span is that span's child.
+// instrumented producer given to the worker, gets a producer span and that
+// its run's consumer span is that span's child.
 func TestTraceScheduledJob(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quietLog()))
 	t.Cleanup(func() { b.Close() })
 	tel := newTelemetry(t, otelqueuey.Config{})
 	q := runtime.QueueConfig{Name: "otel.scheduled", Kind: runtime.KindOf[ping]()}
@@ -220,8 +220,9 @@ func TestTraceScheduledJob(t *testing.T) {
 			return errs
 		}
 	}
-	w := runtime.NewWorker(b, runtime.WithLogger(quietLog()), runtime.WithObserver(tel.inst, settled),
-		runtime.WithProducerMiddleware(signal, tel.inst.ProducerMiddleware()))
+	p := runtime.NewProducerUndeclared(b)
+	p.Use(signal, tel.inst.ProducerMiddleware())
+	w := runtime.NewWorker(b, runtime.WithObserver(tel.inst, settled), runtime.WithProducer(p))
 	runtime.Periodic(w, q, runtime.Schedule{Spec: "@every 1s"}, func() ping { return ping{N: 1} })
 	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 	startWorker(t, w)

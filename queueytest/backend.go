@@ -34,11 +34,12 @@ type record struct {
 }
 
 // New returns an empty Backend with queues declared on it, closed when t
-// ends.
+// ends. It logs, and so do the workers over it, to t's output as t.Log
+// does: shown when the test fails, or with go test -v.
 func New(t testing.TB, queues ...runtime.QueueConfig) *Backend {
 	t.Helper()
 	b := &Backend{
-		MemoryBackend: runtime.NewMemoryBackend(),
+		MemoryBackend: runtime.NewMemoryBackend(runtime.MemoryLogger(testLogger(t))),
 		consumed:      map[string]int{},
 		changed:       make(chan struct{}, 1),
 	}

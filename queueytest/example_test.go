@@ -3,7 +3,6 @@ package queueytest_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -45,7 +44,7 @@ func Example() {
 	_, _ = emails.EnqueueChargeCard(ctx, p, emails.ChargeCard{CustomerID: "c1", Cents: 500}, runtime.WithID("charge-1"))
 	_, _ = emails.EnqueueChargeCard(ctx, p, emails.ChargeCard{CustomerID: "c2", Cents: -1}, runtime.WithID("charge-2"))
 
-	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	w := runtime.NewWorker(b)
 	emails.HandleChargeCard(w, func(ctx context.Context, job emails.ChargeCard) error {
 		if job.Cents < 0 {
 			return fmt.Errorf("gateway refused %d cents", job.Cents)

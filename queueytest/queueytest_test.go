@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,8 +44,6 @@ func failure(fn func(tb testing.TB)) string {
 	<-done
 	return f.msg
 }
-
-func quiet() qruntime.WorkerOption { return qruntime.WithLogger(slog.New(slog.DiscardHandler)) }
 
 func TestRequireEnqueuedOptions(t *testing.T) {
 	ctx := context.Background()
@@ -120,7 +117,7 @@ func TestDrainOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := qruntime.NewWorker(b, quiet())
+	w := qruntime.NewWorker(b)
 	emails.HandleChargeCard(w, func(ctx context.Context, job emails.ChargeCard) error {
 		switch job.CustomerID {
 		case "fails":
@@ -153,7 +150,7 @@ func TestDrainOutcomes(t *testing.T) {
 // the worker consumes its queues.
 func TestDrainNothing(t *testing.T) {
 	b := queueytest.New(t)
-	w := qruntime.NewWorker(b, quiet())
+	w := qruntime.NewWorker(b)
 	emails.HandleSendEmail(w, func(ctx context.Context, job emails.SendEmail) error { return nil })
 	if got := queueytest.Drain(t, b, w); len(got) != 0 {
 		t.Errorf("Drain = %+v, want no outcome", got)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -71,12 +72,12 @@ func (d *delivery) Requeue(ctx context.Context) error {
 }
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
-	wait, _ := runtime.WaitDelay(delay, runtime.DefaultGranularity)
+	wait, _ := waits.RoundAtLeastOne(delay, runtime.DefaultGranularity)
 	return d.settle(Outcome{Result: Retried, Delay: wait, Reason: next.LastError}, func() error { return d.Delivery.Retry(ctx, next, delay) })
 }
 
 func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
-	wait, _ := runtime.WaitDelay(delay, runtime.DefaultGranularity)
+	wait, _ := waits.RoundAtLeastOne(delay, runtime.DefaultGranularity)
 	return d.settle(Outcome{Result: Deferred, Delay: wait}, func() error { return d.Delivery.Defer(ctx, next, delay) })
 }
 

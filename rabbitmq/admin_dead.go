@@ -8,13 +8,14 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
 
 var (
-	_ runtime.Inspector       = (*Backend)(nil)
-	_ runtime.DeadLetterAdmin = (*Backend)(nil)
+	_ admin.Inspector       = (*Backend)(nil)
+	_ admin.DeadLetterAdmin = (*Backend)(nil)
 )
 
 // DeadLetters returns a page of queue's dead letters, oldest first, and
@@ -23,13 +24,13 @@ var (
 // the page's last letter: the first pages are cheap, the page after
 // position n reads n letters first. On a quorum one every page costs a
 // copy of every letter.
-func (b *Backend) DeadLetters(ctx context.Context, queue string, page runtime.DeadLetterPage) (runtime.DeadLetterList, error) {
+func (b *Backend) DeadLetters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
 	limit := page.Limit
 	if limit <= 0 {
-		limit = runtime.DefaultDeadLetterLimit
+		limit = admin.DefaultDeadLetterLimit
 	}
-	limit = min(limit, runtime.MaxDeadLetterLimit)
-	pos, after := runtime.ParseDeadLetterCursor(page.After)
+	limit = min(limit, admin.MaxDeadLetterLimit)
+	pos, after := admin.ParseCursor(page.After)
 	window := 0 // a plain ID: read until it is found
 	switch {
 	case page.After == "":
@@ -41,20 +42,20 @@ func (b *Backend) DeadLetters(ctx context.Context, queue string, page runtime.De
 	}
 	s, err := b.scanDead(ctx, queue, window)
 	if err != nil {
-		return runtime.DeadLetterList{}, err
+		return admin.DeadLetterList{}, err
 	}
 	list, err := collectPage(ctx, s, after, limit)
 	return list, errors.Join(err, s.close(ctx))
 }
 
-func collectPage(ctx context.Context, s *deadScan, after string, limit int) (runtime.DeadLetterList, error) {
-	list := runtime.DeadLetterList{Letters: []runtime.DeadLetterInfo{}, Total: s.depth}
+func collectPage(ctx context.Context, s *deadScan, after string, limit int) (admin.DeadLetterList, error) {
+	list := admin.DeadLetterList{Letters: []admin.DeadLetterInfo{}, Total: s.depth}
 	found := after == ""
 	n := 0
 	for {
 		m, ok, err := s.next(ctx)
 		if err != nil {
-			return runtime.DeadLetterList{}, err
+			return admin.DeadLetterList{}, err
 		}
 		if !ok {
 			break
@@ -67,13 +68,13 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (run
 			continue
 		}
 		if len(list.Letters) == limit {
-			list.Next = runtime.DeadLetterCursor(n-1, list.Letters[limit-1].ID)
+			list.Next = admin.Cursor(n-1, list.Letters[limit-1].ID)
 			break
 		}
 		list.Letters = append(list.Letters, info)
 	}
 	if !found {
-		return runtime.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", runtime.ErrDeadLetterNotFound, s.queue, after)
+		return admin.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", admin.ErrDeadLetterNotFound, s.queue, after)
 	}
 	return list, nil
 }
@@ -81,19 +82,19 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (run
 // DeadLetter returns the dead letter of queue with ID id and leaves it in
 // place. It reads the dead-letter queue from its head up to that letter,
 // and on a quorum one on to its end, copying every letter.
-func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (runtime.DeadLetterInfo, error) {
+func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
 	s, err := b.scanDead(ctx, queue, 0)
 	if err != nil {
-		return runtime.DeadLetterInfo{}, err
+		return admin.DeadLetterInfo{}, err
 	}
-	info, err := func() (runtime.DeadLetterInfo, error) {
+	info, err := func() (admin.DeadLetterInfo, error) {
 		for {
 			m, ok, err := s.next(ctx)
 			if err != nil {
-				return runtime.DeadLetterInfo{}, err
+				return admin.DeadLetterInfo{}, err
 			}
 			if !ok {
-				return runtime.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", runtime.ErrDeadLetterNotFound, queue, id)
+				return admin.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", admin.ErrDeadLetterNotFound, queue, id)
 			}
 			s.keep(m)
 			if info := s.letter(m); info.ID == id {
@@ -114,10 +115,10 @@ const redriveBatchMax = 128
 // away from the dead-letter queue, so a crash in between leaves it in both
 // (a duplicate) and never in neither. Letters not selected, poison letters
 // and letters whose publish failed stay where they were.
-func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel runtime.DeadLetterSelector, progress func(runtime.RedriveProgress)) (runtime.RedriveResult, error) {
-	res := runtime.RedriveResult{Moved: []string{}}
+func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector, progress func(admin.RedriveProgress)) (admin.RedriveResult, error) {
+	res := admin.RedriveResult{Moved: []string{}}
 	if sel.Empty() {
-		return res, fmt.Errorf("%w: re-drive of %q", runtime.ErrEmptySelector, queue)
+		return res, fmt.Errorf("%w: re-drive of %q", admin.ErrEmptySelector, queue)
 	}
 	if err := b.checkWorkQueue(ctx, queue); err != nil {
 		return res, err
@@ -148,9 +149,9 @@ func (b *Backend) checkWorkQueue(ctx context.Context, queue string) error {
 type redrive struct {
 	b        *Backend
 	s        *deadScan
-	sel      runtime.DeadLetterSelector
-	res      *runtime.RedriveResult
-	progress func(runtime.RedriveProgress)
+	sel      admin.DeadLetterSelector
+	res      *admin.RedriveResult
+	progress func(admin.RedriveProgress)
 	seen     map[string]bool
 	batch    int
 	tags     []uint64
@@ -178,14 +179,14 @@ func (r *redrive) run(ctx context.Context) error {
 		r.seen[info.ID] = true
 		if info.Poison {
 			r.s.keep(m)
-			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: runtime.PoisonRefusal})
+			r.res.Refused = append(r.res.Refused, admin.RefusedLetter{ID: info.ID, Reason: admin.PoisonRefusal})
 			r.report()
 			continue
 		}
 		env, err := codec.Decode(m)
 		if err != nil { // cannot happen: info says it decodes
 			r.s.keep(m)
-			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
+			r.res.Refused = append(r.res.Refused, admin.RefusedLetter{ID: info.ID, Reason: err.Error()})
 			r.report()
 			continue
 		}
@@ -193,7 +194,7 @@ func (r *redrive) run(ctx context.Context) error {
 		msg, err := r.b.encodeCopy(next, codec.Options{Priority: next.Priority})
 		if err != nil {
 			r.s.keep(m)
-			r.res.Refused = append(r.res.Refused, runtime.RefusedLetter{ID: info.ID, Reason: err.Error()})
+			r.res.Refused = append(r.res.Refused, admin.RefusedLetter{ID: info.ID, Reason: err.Error()})
 			r.report()
 			continue
 		}
@@ -244,26 +245,26 @@ func (r *redrive) flush(ctx context.Context) error {
 
 func (r *redrive) report() {
 	if r.progress != nil {
-		r.progress(runtime.RedriveProgress{Moved: len(r.res.Moved), Refused: len(r.res.Refused), Total: r.s.depth})
+		r.progress(admin.RedriveProgress{Moved: len(r.res.Moved), Refused: len(r.res.Refused), Total: r.s.depth})
 	}
 }
 
 // PurgeDeadLetters deletes the selected dead letters of queue. Purging all
 // is one queue.purge of the dead-letter queue, which also takes letters
 // that arrive while the command runs; the count says how many went.
-func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel runtime.DeadLetterSelector) (runtime.PurgeResult, error) {
+func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector) (admin.PurgeResult, error) {
 	if sel.Empty() {
-		return runtime.PurgeResult{}, fmt.Errorf("%w: purge of %q", runtime.ErrEmptySelector, queue)
+		return admin.PurgeResult{}, fmt.Errorf("%w: purge of %q", admin.ErrEmptySelector, queue)
 	}
 	if sel.All && len(sel.IDs) == 0 {
 		return b.purgeAll(ctx, queue)
 	}
 	s, err := b.scanDead(ctx, queue, 0)
 	if err != nil {
-		return runtime.PurgeResult{}, err
+		return admin.PurgeResult{}, err
 	}
 	seen := map[string]bool{}
-	res := runtime.PurgeResult{}
+	res := admin.PurgeResult{}
 	err = func() error {
 		for {
 			m, ok, err := s.next(ctx)
@@ -286,22 +287,22 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel runtim
 	return res, errors.Join(err, s.close(ctx))
 }
 
-func (b *Backend) purgeAll(ctx context.Context, queue string) (runtime.PurgeResult, error) {
+func (b *Backend) purgeAll(ctx context.Context, queue string) (admin.PurgeResult, error) {
 	if b.opts.NoDeadLetterQueues {
-		return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
+		return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, errNoDeadLetterQueues)
 	}
 	dead := b.names.Dead(queue).Name
 	ch, err := b.conConn.channel(ctx)
 	if err != nil {
-		return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, err)
+		return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, err)
 	}
 	defer ch.Close()
 	n, err := ch.QueuePurge(dead, false)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return runtime.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w: its dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
+			return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w: its dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
 		}
-		return runtime.PurgeResult{}, brokerError(fmt.Sprintf("purge dead letters of %q (%q)", queue, dead), err)
+		return admin.PurgeResult{}, brokerError(fmt.Sprintf("purge dead letters of %q (%q)", queue, dead), err)
 	}
-	return runtime.PurgeResult{Purged: n}, nil
+	return admin.PurgeResult{Purged: n}, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
@@ -141,7 +142,7 @@ func (m managementAPI) deliveryLimit(t *testing.T, queue string, limit int) {
 func quorumDeadLetters(t *testing.T, b *rabbitmq.Backend, n int) (runtime.QueueConfig, []string) {
 	t.Helper()
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = runtime.KindOf[int](), runtime.QueueQuorum, 0, 1, 1
+	q.Kind, q.QueueType, q.MaxPriority, q.Prefetch, q.Concurrency = runtime.KindOf[int](), runtime.QueueQuorum, runtime.NoPriority, 1, 1
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestQuorumDeadLettersSurviveReadsUnderDeliveryLimit(t *testing.T) {
 	const limit = 2
 	m.deliveryLimit(t, q.Name+".dead", limit)
 	for read := 1; read <= 5; read++ {
-		l, err := b.DeadLetters(ctxT(t), q.Name, runtime.DeadLetterPage{})
+		l, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{})
 		if err != nil {
 			t.Fatalf("read %d: DeadLetters: %v", read, err)
 		}
@@ -278,14 +279,14 @@ func fillDead(t *testing.T, q runtime.QueueConfig, n int) []string {
 func TestQuorumDeadLetterReadInterrupted(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, 0
+	q.Kind, q.QueueType, q.MaxPriority = "job", runtime.QueueQuorum, runtime.NoPriority
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatal(err)
 	}
 	ids := fillDead(t, q, 1500) // more than a read holds at once
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	res, err := b.RedriveDeadLetters(ctx, q.Name, runtime.DeadLetterSelector{All: true}, func(p runtime.RedriveProgress) {
+	res, err := b.RedriveDeadLetters(ctx, q.Name, admin.DeadLetterSelector{All: true}, func(p admin.RedriveProgress) {
 		if p.Moved == 3 {
 			cancel()
 		}
@@ -328,7 +329,7 @@ func TestClassicDeadLettersReadInPlace(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	q, _ := jobQueue(t, b)
 	ids := fillDead(t, q, 3)
-	l, err := b.DeadLetters(ctxT(t), q.Name, runtime.DeadLetterPage{Limit: 1})
+	l, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{Limit: 1})
 	if err != nil || !slices.Equal(l.IDs(), ids[:1]) {
 		t.Fatalf("DeadLetters = %v, %v; want %v", l.IDs(), err, ids[:1])
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/admin"
 )
 
 // QueueRates are a queue's message rates per second.
@@ -19,7 +19,7 @@ type QueueRates struct {
 // MessageRates returns the publish and ack rates of every queue on the
 // broker's virtual host, by name, from the management API, which averages
 // them over its last few statistics intervals. AMQP tells no rates:
-// without the API it fails with an error wrapping runtime.ErrCannotList.
+// without the API it fails with an error wrapping admin.ErrCannotList.
 func (b *Backend) MessageRates(ctx context.Context) (map[string]QueueRates, error) {
 	c, err := b.management()
 	if err != nil {
@@ -27,7 +27,7 @@ func (b *Backend) MessageRates(ctx context.Context) (map[string]QueueRates, erro
 	}
 	rs, err := c.Rates(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("message rates: %w: %v", runtime.ErrCannotList, err)
+		return nil, fmt.Errorf("message rates: %w: %v", admin.ErrCannotList, err)
 	}
 	out := make(map[string]QueueRates, len(rs))
 	for name, r := range rs {

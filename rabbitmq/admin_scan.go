@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -89,7 +90,7 @@ type deadScan struct {
 // it.
 func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
 	if b.opts.NoDeadLetterQueues {
-		return nil, fmt.Errorf("dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
+		return nil, fmt.Errorf("dead letters of %q: %w", queue, errNoDeadLetterQueues)
 	}
 	if b.isClosed() {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, runtime.ErrClosed)
@@ -293,6 +294,6 @@ func (s *deadScan) close(ctx context.Context) error {
 }
 
 // letter describes message m of the scan.
-func (s *deadScan) letter(m *amqp.Delivery) runtime.DeadLetterInfo {
-	return runtime.NewDeadLetterInfo(s.queue, deadLetter(m), m.MessageId)
+func (s *deadScan) letter(m *amqp.Delivery) admin.DeadLetterInfo {
+	return deadLetterInfo(s.queue, m)
 }

@@ -12,9 +12,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
-	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -66,7 +66,7 @@ func (p *passive) close() {
 // management returns the management API client, or why there is none.
 func (b *Backend) management() (*mgmt.Client, error) {
 	if b.opts.ManagementURL == ManagementOff {
-		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", runtime.ErrCannotList)
+		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", admin.ErrCannotList)
 	}
 	u := b.opts.ManagementURL
 	if u == "" {
@@ -90,7 +90,7 @@ func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
 	}
 	qs, err := c.Queues(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", runtime.ErrCannotList, err)
+		return nil, fmt.Errorf("%w: %v", admin.ErrCannotList, err)
 	}
 	return qs, nil
 }
@@ -104,7 +104,7 @@ func (b *Backend) holdRE() *regexp.Regexp {
 // topology beside them (a dead-letter queue or hold queues), found through
 // the management API, and those declared through b. When the API cannot be
 // reached it returns the declared ones with an error wrapping
-// runtime.ErrCannotList that says so.
+// admin.ErrCannotList that says so.
 func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 	names := map[string]bool{}
 	b.mu.RLock()
@@ -136,10 +136,11 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 // hold queues come from the management API, whose counts lag by up to its
 // statistics interval (5 s by default); the jobs in each hold queue found
 // are then counted with a passive declare. Without the API, in-flight jobs
-// are runtime.Unknown, retry hold queues are looked for by the names the
-// config's retry schedule gives, and deferral hold queues (whose delays are
-// chosen at run time) cannot be found: Missing says so.
-func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig) ([]runtime.QueueStats, error) {
+// are admin.NotSeen, retry hold queues are looked for by the names the
+// queue's retry schedule (admin.Queue's MaxAttempts, RetryBase, RetryMax
+// and Quorum) gives, and deferral hold queues (whose delays are chosen at
+// run time) cannot be found: Missing says so.
+func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
 	listed, lerr := b.listQueues(ctx)
 	byName := map[string]mgmt.Queue{}
 	for _, q := range listed {
@@ -147,7 +148,7 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig)
 	}
 	p := &passive{b: b}
 	defer p.close()
-	out := make([]runtime.QueueStats, 0, len(queues))
+	out := make([]admin.QueueStats, 0, len(queues))
 	for _, cfg := range queues {
 		st, err := b.queueStats(ctx, p, cfg, listed, byName, lerr)
 		if err != nil {
@@ -158,8 +159,8 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...runtime.QueueConfig)
 	return out, nil
 }
 
-func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueConfig, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (runtime.QueueStats, error) {
-	st := runtime.QueueStats{Queue: cfg.Name, Holds: []runtime.HoldStats{}}
+func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (admin.QueueStats, error) {
+	st := admin.QueueStats{Queue: cfg.Name, Holds: []admin.HoldStats{}}
 	work, found, err := p.declare(ctx, cfg.Name)
 	if err != nil {
 		return st, err
@@ -187,12 +188,12 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueC
 			return st, err
 		}
 	}
-	if cfg.Delay == runtime.DelayPlugin {
+	if cfg.PluginDelay {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
 	var holds []string
 	if lerr != nil {
-		st.Unacked = runtime.Unknown
+		st.Unacked = admin.NotSeen
 		st.Missing = append(st.Missing, "in flight: "+lerr.Error())
 		st.Missing = append(st.Missing, "deferred waits: their hold queues cannot be listed without the management API")
 		holds = b.retryHolds(cfg)
@@ -217,27 +218,31 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg runtime.QueueC
 		}
 		m := re.FindStringSubmatch(name)
 		ttl, _ := strconv.ParseInt(m[3], 10, 64)
-		kind := runtime.HoldRetry
+		kind := admin.HoldRetry
 		if m[2] == b.opts.DeferredSuffix {
-			kind = runtime.HoldDeferred
+			kind = admin.HoldDeferred
 		}
 		d := time.Duration(ttl) * time.Millisecond
-		st.Holds = append(st.Holds, runtime.HoldStats{Name: name, Kind: kind, Delay: d, Jobs: q.Messages, NextReleaseBy: now.Add(d)})
+		st.Holds = append(st.Holds, admin.HoldStats{Name: name, Kind: kind, Delay: d, Jobs: q.Messages, NextReleaseBy: now.Add(d)})
 		st.Waiting += q.Messages
 	}
 	return st, nil
 }
 
-// retryHolds names the retry hold queues cfg's retry schedule uses, when
-// cfg gives one.
-func (b *Backend) retryHolds(cfg runtime.QueueConfig) []string {
-	if cfg.MaxAttempts == 0 {
+// retryHolds names the retry hold queues q's retry schedule uses, when q
+// gives one.
+func (b *Backend) retryHolds(q admin.Queue) []string {
+	if q.MaxAttempts == 0 {
 		return nil
+	}
+	cfg := runtime.QueueConfig{Name: q.Name, MaxAttempts: q.MaxAttempts, RetryBase: q.RetryBase, RetryMax: q.RetryMax}
+	if q.Quorum {
+		cfg.QueueType = runtime.QueueQuorum
 	}
 	seen := map[string]bool{}
 	var names []string
 	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
-		h, err := b.holdQueue(cfg, topology.Retry, cfg.RetryDelay(attempt))
+		h, err := b.holdQueue(cfg, admin.HoldRetry, cfg.RetryDelay(attempt))
 		if err != nil || seen[h.Name] {
 			continue
 		}

@@ -16,6 +16,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -23,9 +26,8 @@ import (
 )
 
 var (
-	_ runtime.Backend          = (*Backend)(nil)
-	_ runtime.DeadLetterReader = (*Backend)(nil)
-	_ runtime.BatchPublisher   = (*Backend)(nil)
+	_ runtime.Backend        = (*Backend)(nil)
+	_ runtime.BatchPublisher = (*Backend)(nil)
 )
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
@@ -68,14 +70,13 @@ func (b *Backend) encodeCopy(env *runtime.Envelope, o codec.Options) (amqp.Publi
 	return b.encode(env, o)
 }
 
-// encode is codec.Encode in the format o.HeaderEnvelopes chooses.
+// encode is codec.Encode with the size checks of encodeAppend.
 func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing, error) {
 	msg, _, err := b.encodeAppend(nil, env, o)
 	return msg, err
 }
 
-// encodeAppend is codec.EncodeAppend in the format o.HeaderEnvelopes
-// chooses. A job whose payload alone is over the max message size is
+// encodeAppend is codec.EncodeAppend. A job whose payload alone is over the max message size is
 // refused before it is encoded (codec.CheckPayload).
 func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
 	if env != nil {
@@ -83,7 +84,6 @@ func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Option
 			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", clip(env.Queue), err)
 		}
 	}
-	o.HeaderFormat = b.opts.HeaderEnvelopes
 	return codec.EncodeAppend(dst, env, o)
 }
 
@@ -160,6 +160,9 @@ func (b *Backend) ServerVersion() string { return b.pubConn.serverVersion() }
 // declared with x-max-priority: neither version accepts it.
 func (b *Backend) QuorumPriorities() bool { return b.version.QuorumPriorities() }
 
+// Logger returns the backend's logger, Options.Logger or slog.Default().
+func (b *Backend) Logger() *slog.Logger { return b.log }
+
 // Close closes the backend's connections. Unsettled deliveries go back to
 // their queues; publishes waiting for a confirm fail with ErrNotConfirmed.
 // Close is safe to call twice.
@@ -202,8 +205,8 @@ func (b *Backend) isClosed() bool {
 // ErrPluginMissing) leaves no queue behind, and q bound to it last. A q
 // that this backend could not run is refused with runtime.ErrInvalidConfig
 // before anything is declared: a name derived from q's too long for the
-// broker, or a RetryMax above runtime.LongestWait of Options.Granularity,
-// whose retries would be refused as too long.
+// broker, or a RetryMax above runtime.MaxDeferral rounded down to
+// Options.Granularity, whose retries would be refused as too long.
 func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if b.isClosed() {
 		return runtime.ErrClosed
@@ -212,7 +215,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	if err != nil {
 		return err
 	}
-	if limit := runtime.LongestWait(b.opts.Granularity); q.RetryMax > limit {
+	if limit := waits.Longest(b.opts.Granularity); q.RetryMax > limit {
 		return fmt.Errorf("%w: queue %q: RetryMax = %v, want at most %v with rabbitmq.Options.Granularity = %v: a retry delay is rounded up to the granularity, and a wait above runtime.MaxDeferral (%v) is refused",
 			runtime.ErrInvalidConfig, q.Name, q.RetryMax, limit, b.opts.Granularity, runtime.MaxDeferral)
 	}
@@ -248,7 +251,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old, ok := b.queues[q.Name]; ok {
-		if err := runtime.KindConflict(old, q); err != nil {
+		if err := queueerr.KindConflict(q.Name, old.Kind, q.Kind); err != nil {
 			return err
 		}
 		q.Kind = cmp.Or(q.Kind, old.Kind)
@@ -313,7 +316,7 @@ func (b *Backend) declared(name string) (runtime.QueueConfig, error) {
 	q, ok := b.queues[name]
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
+		return q, queueerr.Unknown(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
 	}
 	return q, nil
 }
@@ -349,7 +352,7 @@ func (b *Backend) waitTarget(name string) (runtime.QueueConfig, error) {
 	}
 	b.mu.RUnlock()
 	if !ok {
-		return q, runtime.UnknownQueueError(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
+		return q, queueerr.Unknown(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
 	}
 	return q, nil
 }
@@ -378,7 +381,7 @@ func (b *Backend) TargetWaits(ctx context.Context, q runtime.QueueConfig) error 
 	})
 	switch {
 	case isNoQueue(err):
-		return runtime.UnknownQueueError(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
+		return queueerr.Unknown(q.Name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
 	case err != nil:
 		return brokerError(fmt.Sprintf("check queue %q", q.Name), err)
 	}
@@ -403,18 +406,14 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 	errs := make([]error, len(envs))
 	msgs := make([]outMsg, 0, len(envs))
 	idx := make([]int, 0, len(envs))
-	// The bodies share one buffer, which lives until the last confirm (the
-	// header format puts none in it).
-	var bodies []byte
-	if !b.opts.HeaderEnvelopes {
-		size := 0
-		for _, env := range envs {
-			if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
-				size += codec.BodySize(env)
-			}
+	// The bodies share one buffer, which lives until the last confirm.
+	size := 0
+	for _, env := range envs {
+		if env != nil && len(env.Payload) <= b.opts.MaxMessageSize { // the others are refused
+			size += codec.BodySize(env)
 		}
-		bodies = make([]byte, 0, size)
 	}
+	bodies := make([]byte, 0, size)
 	for i, env := range envs {
 		switch {
 		case env == nil:
@@ -455,7 +454,7 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 		return fmt.Errorf("publish to %q: %w", env.Queue, runtime.ErrClosed)
 	}
 	if delay > 0 {
-		return b.wait(ctx, env.Queue, topology.Deferred, env, codec.Options{Priority: env.Priority}, delay)
+		return b.wait(ctx, env.Queue, admin.HoldDeferred, env, codec.Options{Priority: env.Priority}, delay)
 	}
 	msg, err := b.encode(env, codec.Options{Priority: env.Priority})
 	if err != nil {
@@ -466,11 +465,11 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 
 // wait publishes env, encoded with o (its wire priority, and what it must
 // fit when it is a copy of a job on the broker), to come back to queue
-// after delay, at least one granularity (runtime.WaitDelay). A delay that
+// after delay, at least one granularity (waits.RoundAtLeastOne). A delay that
 // is too long or a queue not declared here is refused before anything is
 // published.
-func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
-	rounded, err := runtime.WaitDelay(delay, b.opts.Granularity)
+func (b *Backend) wait(ctx context.Context, queue string, kind admin.HoldKind, env *runtime.Envelope, o codec.Options, delay time.Duration) error {
+	rounded, err := waits.RoundAtLeastOne(delay, b.opts.Granularity)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, queue, err)
 	}
@@ -489,7 +488,8 @@ func (b *Backend) wait(ctx context.Context, queue string, kind topology.HoldKind
 	return d.wait(ctx, q, kind, msg, rounded)
 }
 
-// maxPriority is the wire priority a deferred job of q travels at.
+// maxPriority is the wire priority a deferred job of q travels at: its
+// MaxPriority, or 0 on a queue of runtime.NoPriority.
 func maxPriority(q runtime.QueueConfig) uint8 {
 	return uint8(min(max(q.MaxPriority, 0), 255))
 }

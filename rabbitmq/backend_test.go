@@ -35,7 +35,7 @@ func TestEnqueueAndHandle(t *testing.T) {
 		}
 	}
 	got := make(chan runtime.Info, n)
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		got <- info
@@ -103,6 +103,8 @@ func TestQuorumPrioritiesByVersion(t *testing.T) {
 		warn    string // in the warning, or "" for none
 	}{
 		{"3.10.8", 10, "3.x quorum queues have no priorities"},
+		{"3.10.8", runtime.NoPriority, ""},
+		{"3.10.8", 0, "3.x quorum queues have no priorities"}, // zero is the default, 10
 		{"4.0.1", 3, "two priority levels"},
 		{"4.0.1", 5, ""},
 		{"4.0.1", 10, ""},

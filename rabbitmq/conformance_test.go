@@ -15,18 +15,24 @@ import (
 
 func TestConformance(t *testing.T) {
 	requireBroker(t)
-	backendtest.Run(t, backendtest.Features{}, newCleaningBackend)
+	backendtest.Run(t, backendtest.Features{PublishRaw: publishRawTo}, newCleaningBackend)
 }
 
 // TestConformanceQuorum runs the suite on quorum queues, without the
 // priority cases where the broker's quorum queues have no priorities (3.x).
 func TestConformanceQuorum(t *testing.T) {
 	requireBroker(t)
-	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true}
+	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true, PublishRaw: publishRawTo}
 	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
 		f.NoPriority = true
 	}
 	backendtest.Run(t, f, newCleaningBackend)
+}
+
+// publishRawTo puts body on queue of b, a cleaningBackend, as it is: the
+// way a foreign producer might.
+func publishRawTo(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
+	return b.(*cleaningBackend).PublishRaw(ctx, queue, body)
 }
 
 // cleaningBackend deletes the queues declared through it, their dead-letter

@@ -2,62 +2,17 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
-
-// TakeDeadLetters removes and returns up to max messages of queue's
-// dead-letter queue, oldest first, with basic.get. A message that is not a
-// valid envelope comes back with a nil Envelope and its raw Body. The
-// messages are acked only once all were read; if that fails they stay in the
-// dead-letter queue.
-func (b *Backend) TakeDeadLetters(ctx context.Context, queue string, max int) ([]runtime.DeadLetter, error) {
-	if b.opts.NoDeadLetterQueues {
-		return nil, fmt.Errorf("take dead letters of %q: %w", queue, ErrNoDeadLetterQueues)
-	}
-	if b.isClosed() {
-		return nil, fmt.Errorf("take dead letters of %q: %w", queue, runtime.ErrClosed)
-	}
-	dead := b.names.Dead(queue).Name
-	ch, err := b.conConn.channel(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("take dead letters of %q: %w", queue, err)
-	}
-	defer ch.Close()
-	var (
-		out  []runtime.DeadLetter
-		last uint64
-	)
-	for len(out) < max {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("take dead letters of %q: %w", queue, err)
-		}
-		m, ok, err := ch.Get(dead, false)
-		if err != nil {
-			if isCode(err, amqp.NotFound) {
-				return nil, fmt.Errorf("take dead letters of %q: %w: dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
-			}
-			return nil, brokerError(fmt.Sprintf("take dead letters of %q from %q", queue, dead), err)
-		}
-		if !ok {
-			break
-		}
-		last = m.DeliveryTag
-		out = append(out, deadLetter(&m))
-	}
-	if last > 0 {
-		if err := ch.Ack(last, true); err != nil {
-			return nil, brokerError(fmt.Sprintf("take dead letters of %q: ack", queue), err)
-		}
-	}
-	return out, nil
-}
 
 // publishDead publishes msg to the dead-letter queue of queue. The backend
 // owns that queue, so when the publish comes back unroutable (someone
@@ -84,17 +39,34 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 	return b.pub.publish(ctx, dead.Name, msg)
 }
 
-func deadLetter(m *amqp.Delivery) runtime.DeadLetter {
+// deadLetterInfo describes message m of the dead-letter queue of queue as
+// operators see it. A message that is not a valid envelope is poison,
+// known by its message ID or else its admin.PoisonID.
+func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 	reason := codec.DeadReason(m.Headers)
-	env, err := codec.Decode(m)
+	e, err := codec.Decode(m)
 	if err != nil {
 		if reason == "" {
 			reason = err.Error()
 		}
-		return runtime.DeadLetter{Reason: reason, Body: m.Body}
+		id := m.MessageId
+		if id == "" {
+			id = admin.PoisonID(m.Body)
+		}
+		return admin.DeadLetterInfo{ID: id, Queue: queue, Reason: reason, Poison: true, Body: m.Body, Payload: json.RawMessage("null")}
 	}
 	if reason == "" {
-		reason = env.LastError
+		reason = e.LastError
 	}
-	return runtime.DeadLetter{Envelope: env, Reason: reason}
+	info := admin.DeadLetterInfo{
+		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
+		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
+		Reason: reason, LastError: e.LastError,
+	}
+	if p, err := admin.PayloadJSON(e.Payload); err != nil {
+		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()
+	} else {
+		info.Payload = p
+	}
+	return info
 }

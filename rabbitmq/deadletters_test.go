@@ -11,30 +11,30 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
-// takeDeadLetters polls b's dead-letter queue of queue until it holds n
-// messages, bounded by wait.
-func takeDeadLetters(t *testing.T, b *rabbitmq.Backend, queue string, n int) []runtime.DeadLetter {
+// deadLetters polls b's dead letters of queue until it holds n, bounded by
+// wait, and returns the n oldest, leaving them in place. A dead-letter queue
+// that does not exist (yet) holds none.
+func deadLetters(t *testing.T, b *rabbitmq.Backend, queue string, n int) []admin.DeadLetterInfo {
 	t.Helper()
-	var dead []runtime.DeadLetter
 	deadline := time.Now().Add(wait)
-	for len(dead) < n {
-		more, err := b.TakeDeadLetters(ctxT(t), queue, n-len(dead))
+	for {
+		list, err := b.DeadLetters(ctxT(t), queue, admin.DeadLetterPage{Limit: n})
 		if err != nil && !errors.Is(err, runtime.ErrUnknownQueue) {
 			t.Fatal(err)
 		}
-		dead = append(dead, more...)
-		if len(dead) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d dead letters of %q within %v", len(dead), n, queue, wait)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		if len(list.Letters) >= n {
+			return list.Letters
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d dead letters of %q within %v", len(list.Letters), n, queue, wait)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
 	}
-	return dead
 }
 
 // moveFailures returns the records that say an invalid message could not
@@ -76,8 +76,8 @@ func TestMissingDeadLetterQueueIsDeclaredAgain(t *testing.T) {
 	if err := b.PublishRaw(ctxT(t), q.Name, []byte("poison")); err != nil {
 		t.Fatal(err)
 	}
-	dead := takeDeadLetters(t, b, q.Name, 1)
-	if dead[0].Envelope != nil || string(dead[0].Body) != "poison" {
+	dead := deadLetters(t, b, q.Name, 1)
+	if !dead[0].Poison || string(dead[0].Body) != "poison" {
 		t.Errorf("dead letter = %+v, want the poison", dead[0])
 	}
 
@@ -87,8 +87,8 @@ func TestMissingDeadLetterQueueIsDeclaredAgain(t *testing.T) {
 	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 2}); err != nil {
 		t.Fatal(err)
 	}
-	dead = takeDeadLetters(t, b, q.Name, 1)
-	if dead[0].Envelope == nil || !strings.Contains(dead[0].Reason, "no way") {
+	dead = deadLetters(t, b, q.Name, 1)
+	if dead[0].Poison || !strings.Contains(dead[0].Reason, "no way") {
 		t.Errorf("dead letter = %+v, want job 2 with its reason", dead[0])
 	}
 	if n := queueLen(t, raw, q.Name); n != 0 {
@@ -141,7 +141,7 @@ func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
 	if _, err := raw.QueueDelete(q.Name+".dead", false, false, false); err != nil {
 		t.Fatal(err)
 	}
-	dead := takeDeadLetters(t, b, q.Name, 1)
+	dead := deadLetters(t, b, q.Name, 1)
 	if string(dead[0].Body) != "poison" {
 		t.Errorf("dead letter = %+v, want the poison", dead[0])
 	}

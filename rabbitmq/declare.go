@@ -160,7 +160,7 @@ func mismatchError(q topology.Queue, err error, dead bool) error {
 		// that argument first; the difference that matters is the type.
 		asItIs = fmt.Sprintf("or declare it as it is: queue_type=classic max_priority=%s (the existing queue has x-max-priority=%s, so it is a classic queue, and a quorum queue cannot take its place)", current, current)
 	case arg == topology.ArgMaxPriority && !present:
-		asItIs = "or declare it as it is: max_priority=0 (deferral still works then, but deferred jobs return in FIFO order, behind the backlog)"
+		asItIs = "or declare it as it is: max_priority=0 (MaxPriority: runtime.NoPriority in a QueueConfig; deferral still works then, but deferred jobs return in FIFO order, behind the backlog)"
 	case arg == topology.ArgMaxPriority:
 		asItIs = fmt.Sprintf("or declare it as it is: max_priority=%s", current)
 	default:
@@ -168,7 +168,7 @@ func mismatchError(q topology.Queue, err error, dead bool) error {
 	}
 	return fmt.Errorf("%w: queue %q already exists with arguments other than %s (broker: %v). "+
 		"Either drain and delete the queue so that it is declared again with these arguments, %s",
-		ErrQueueMismatch, q.Name, describeArgs(q.Args), err, asItIs)
+		runtime.ErrQueueMismatch, q.Name, describeArgs(q.Args), err, asItIs)
 }
 
 func describeArg(arg, current string, present bool) string {

@@ -25,7 +25,7 @@ func TestMismatchErrorSuggests(t *testing.T) {
 		want   string
 	}{
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received the value '10' of type 'signedint' but current is none",
-			false, "max_priority=0 (deferral still works"},
+			false, "max_priority=0 (MaxPriority: runtime.NoPriority in a QueueConfig; deferral still works"},
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received '10' but current is '3'",
 			false, "max_priority=3"},
 		{"PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received none but current is the value '3' of type 'signedint'",
@@ -39,7 +39,7 @@ func TestMismatchErrorSuggests(t *testing.T) {
 		{"PRECONDITION_FAILED - something else", false, "declare it with the arguments it has"},
 	} {
 		err := mismatchError(q, &amqp.Error{Code: amqp.PreconditionFailed, Reason: tc.reason}, tc.dead)
-		if !errors.Is(err, runtime.ErrQueueMismatch) || !errors.Is(err, ErrQueueMismatch) {
+		if !errors.Is(err, runtime.ErrQueueMismatch) || !errors.Is(err, runtime.ErrQueueMismatch) {
 			t.Errorf("%s: %v is not ErrQueueMismatch", tc.reason, err)
 		}
 		for _, want := range []string{tc.want, "drain and delete", `"q"`} {
@@ -58,7 +58,7 @@ func TestMismatchQuorumOverClassic(t *testing.T) {
 	reason := "PRECONDITION_FAILED - inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received none but current is the value '10' of type 'signedint'"
 	err := mismatchError(q, &amqp.Error{Code: amqp.PreconditionFailed, Reason: reason}, false)
 	want := "or declare it as it is: queue_type=classic max_priority=10 (the existing queue has x-max-priority=10, so it is a classic queue, and a quorum queue cannot take its place)"
-	if !errors.Is(err, ErrQueueMismatch) || !strings.HasSuffix(err.Error(), want) {
+	if !errors.Is(err, runtime.ErrQueueMismatch) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("error %q, want it to end %q", err, want)
 	}
 }

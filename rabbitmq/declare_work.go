@@ -13,8 +13,8 @@ import (
 // declareWork declares work queue q. With dead-letter queues on, q
 // dead-letters into q.dead through the default exchange, so that the
 // broker's own dead-lettering (a quorum queue's delivery limit) never
-// drops a job. A q declared by an earlier version has no such arguments,
-// and a queue's arguments cannot change: the broker refuses the declare
+// drops a job. A q that exists without these arguments (declared by
+// another program, or by hand), cannot change them: the broker refuses the declare
 // (406, which closes only the declaring channel). Then q is declared as it
 // is, and a warning says once how to migrate.
 func (b *Backend) declareWork(ctx context.Context, work topology.Queue) error {
@@ -53,7 +53,7 @@ func lacksDeadLettering(err error) bool {
 // dead-lettering into its dead-letter queue, and how to migrate.
 func (b *Backend) warnOldShape(work topology.Queue) {
 	dead := b.names.Dead(work.Name).Name
-	b.warnOnce("work:"+work.Name, fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared by an earlier version); kept as it is. "+
+	b.warnOnce("work:"+work.Name, fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared without queuey's arguments); kept as it is. "+
 		"Jobs are still dead-lettered by the worker, but what the broker dead-letters on its own (a quorum queue's delivery limit) is dropped. "+
 		"To migrate, either add a policy: rabbitmqctl set_policy %s-dlx '^%s$' '{\"dead-letter-exchange\":\"\",\"dead-letter-routing-key\":\"%s\"}' --apply-to queues; "+
 		"or stop producers and workers, drain and delete the queue, and let it be declared again", work.Name, work.Name, regexp.QuoteMeta(work.Name), dead),

@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
@@ -24,7 +25,7 @@ type delayer interface {
 	// wait publishes msg so that it reaches q after delay, which the caller
 	// has rounded up to the granularity and checked against
 	// runtime.MaxDeferral. msg already carries its wire priority.
-	wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error
+	wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error
 }
 
 // delayers returns b's delayer of each delay mode.
@@ -54,7 +55,7 @@ func (d queueDelayer) declare(context.Context, runtime.QueueConfig) error { retu
 // hold queue is found gone each time.
 const holdPublishTries = 3
 
-func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
+func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	hold, err := d.b.holdQueue(q, kind, delay)
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func (d pluginDelayer) declare(ctx context.Context, q runtime.QueueConfig) error
 	return nil
 }
 
-func (d pluginDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind topology.HoldKind, msg amqp.Publishing, delay time.Duration) error {
+func (d pluginDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	p, err := pluginWait(q, msg, delay)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)

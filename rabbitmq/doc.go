@@ -54,7 +54,8 @@
 // delete it so it is declared again, or declare it as it is, with the
 // setting that matches the argument the broker names: queue_type=<its
 // type> for x-queue-type, max_priority=<its x-max-priority> for
-// x-max-priority, or max_priority=0 for a queue without one.
+// x-max-priority, or max_priority=0 (MaxPriority: runtime.NoPriority) for
+// a queue without one.
 //
 // A quorum queue is never declared with x-max-priority, whatever the
 // broker's version (read from the connection's server properties);
@@ -82,8 +83,7 @@
 // time, and reports each publish on its own.
 //
 // A publish with a field longer than an AMQP short string (255 bytes: a job
-// ID, a kind, a queue or exchange name, and with Options.HeaderEnvelopes a
-// job header's name) is refused with ErrFieldTooLong before it reaches the
+// ID, a kind, a queue or exchange name) is refused with ErrFieldTooLong before it reaches the
 // wire, and so is one the broker would not take, with runtime.ErrTooLarge:
 // a content header that does not fit in one frame of the connection's
 // negotiated frame_max, or a body over Options.MaxMessageSize. Only that
@@ -151,9 +151,9 @@
 //
 // # Operating: the admin API
 //
-// Backend implements the admin package's Inspector, DeadLetterAdmin and
-// Pauser, which the queuey command and its dashboard are built on. AMQP
-// 0-9-1 can neither peek nor list queues: dead letters are read by an
+// Backend implements the admin package's Inspector, DeadLetterAdmin,
+// Pauser and ReadyCounter, which the queuey command and its dashboard are
+// built on. AMQP 0-9-1 can neither peek nor list queues: dead letters are read by an
 // exclusive consumer of the dead-letter queue that puts back what it
 // leaves in place, and in-flight counts and the hold queues of other
 // processes come from the management HTTP API (Options.ManagementURL).

@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -25,10 +26,6 @@ var (
 	// too). The job may or may not be stored; it is reported as failed,
 	// never as a success.
 	ErrNotConfirmed = errors.New("rabbitmq: publish not confirmed")
-	// ErrQueueMismatch is returned when a queue exists with arguments other
-	// than those its QueueConfig asks for. It is runtime.ErrQueueMismatch,
-	// so callers match it whatever the backend.
-	ErrQueueMismatch = runtime.ErrQueueMismatch
 	// ErrPluginMissing is returned by Declare of a plugin-mode queue when
 	// the broker does not know the x-delayed-message exchange type: the
 	// delayed-message-exchange plugin is not enabled.
@@ -40,32 +37,22 @@ var (
 	ErrDelayExchangeMissing = plugin.ErrNotProvisioned
 	// ErrFieldTooLong is returned, before anything is sent, for a publish
 	// with a field longer than an AMQP short string carries (255 bytes):
-	// a job ID, a kind or a queue name (and, with Options.HeaderEnvelopes,
-	// a job header's name). Sent, it would make
-	// the broker close the publishing connection, failing every publish in
+	// a job ID, a kind or a queue name. Sent, it would make the broker
+	// close the publishing connection, failing every publish in
 	// flight on it.
 	ErrFieldTooLong = codec.ErrTooLong
-	// ErrTooLarge is returned, before anything is sent, for a publish the
-	// broker would not take: a body over Options.MaxMessageSize (sent, the
-	// broker closes the channel, 406 PRECONDITION_FAILED), or a content
-	// header, the properties with every header, that does not fit in one
-	// frame of the connection's negotiated frame_max, 128 KiB by default
-	// (sent, the broker closes the connection, 501 FRAME_ERROR). Either
-	// way every other publish in flight would fail with it; refused, only
-	// this one does. Job headers travel in the content header only with
-	// Options.HeaderEnvelopes. It is runtime.ErrTooLarge, so callers match
-	// it whatever the backend.
-	ErrTooLarge = runtime.ErrTooLarge
 	// ErrBlocked is returned for a publish made while the publishing
 	// connection is blocked by a resource alarm of the broker (memory or
 	// disk), once its context ends. It is also ErrNotConfirmed when the
 	// publish was already sent: the broker may still store it once the
 	// alarm clears.
 	ErrBlocked = errors.New("rabbitmq: the broker blocks publishing (resource alarm)")
-	// ErrNoDeadLetterQueues is returned by TakeDeadLetters when the backend
-	// was told not to declare dead-letter queues.
-	ErrNoDeadLetterQueues = errors.New("rabbitmq: dead-letter queues are turned off")
 )
+
+// errNoDeadLetterQueues is the error of reading, re-driving or purging the
+// dead letters of a backend told not to declare dead-letter queues: it
+// keeps none.
+var errNoDeadLetterQueues = errors.New("rabbitmq: no dead letters are kept (Options.NoDeadLetterQueues)")
 
 // brokerError wraps err from doing what, adding the broker's reply code
 // meaning when err is a channel or connection exception (brokerReply).
@@ -98,7 +85,7 @@ func missingQueue(queue string, err error) error {
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
-	return fmt.Errorf("%w (%w)", runtime.UnknownQueueError(queue, "does not exist on the broker"), err)
+	return fmt.Errorf("%w (%w)", queueerr.Unknown(queue, "does not exist on the broker"), err)
 }
 
 // consumeError wraps err from doing what to start a consumer, and makes it

@@ -13,8 +13,7 @@ import (
 // PublishRaw publishes body to queue as it is, without properties or
 // headers, confirmed and mandatory: the way a foreign producer might. It
 // puts messages that are not envelopes on a queue, for tests of poison
-// handling; as a method of Backend it makes the backend a
-// backendtest.RawPublisher in this package's tests.
+// handling (backendtest.Features.PublishRaw).
 func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) error {
 	if b.isClosed() {
 		return fmt.Errorf("publish raw to %q: %w", queue, runtime.ErrClosed)

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -26,10 +27,10 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	q := runtime.DefaultQueueConfig(name) // max_priority=10
 	err := b.Declare(ctxT(t), q)
-	if !errors.Is(err, rabbitmq.ErrQueueMismatch) {
+	if !errors.Is(err, runtime.ErrQueueMismatch) {
 		t.Fatalf("Declare over a queue without priorities = %v, want ErrQueueMismatch", err)
 	}
-	for _, want := range []string{fmt.Sprintf("%q", name), "drain and delete", "max_priority=0", "FIFO"} {
+	for _, want := range []string{fmt.Sprintf("%q", name), "drain and delete", "max_priority=0", "MaxPriority: runtime.NoPriority", "FIFO"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -39,7 +40,7 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	// The second way out works, and the refused declare left the backend
 	// usable.
-	q.MaxPriority = 0
+	q.MaxPriority = runtime.NoPriority
 	if err := b.Declare(ctxT(t), q); err != nil {
 		t.Fatalf("Declare as it was: %v", err)
 	}
@@ -49,6 +50,30 @@ func TestDeclareMismatchIsExplained(t *testing.T) {
 	}
 	if n := queueLen(t, raw, name); n != 1 {
 		t.Errorf("queue holds %d messages, want 1", n)
+	}
+}
+
+// TestLiteralDeclaresDefaultPriority: a QueueConfig literal without
+// MaxPriority declares x-max-priority=DefaultMaxPriority, as
+// DefaultQueueConfig does, and NoPriority declares none. A plain declare
+// with those arguments matches each (the broker refuses one that does
+// not).
+func TestLiteralDeclaresDefaultPriority(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	literal, none := queueName(t), queueName(t)
+	for _, q := range []runtime.QueueConfig{{Name: literal}, {Name: none, MaxPriority: runtime.NoPriority}} {
+		if err := b.Declare(ctxT(t), q); err != nil {
+			t.Fatalf("Declare %+v: %v", q, err)
+		}
+	}
+	for name, args := range map[string]amqp.Table{
+		literal: {"x-queue-type": "classic", "x-max-priority": int32(runtime.DefaultMaxPriority)},
+		none:    {"x-queue-type": "classic"},
+	} {
+		args["x-dead-letter-exchange"], args["x-dead-letter-routing-key"] = "", name+".dead"
+		if _, err := rawChannel(t).QueueDeclare(name, true, false, false, false, args); err != nil {
+			t.Errorf("declare %q with %v: %v", name, args, err)
+		}
 	}
 }
 
@@ -177,14 +202,14 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 	poison := []func() error{
 		func() error { return b.PublishRaw(ctxT(t), q.Name, []byte("not msgpack, no headers")) },
 		func() error { return b.PublishRaw(ctxT(t), q.Name, nil) },
-		func() error { // right content type and id, no headers
+		func() error { // plain msgpack: not the envelope's content type
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/msgpack", MessageId: "p1", Body: []byte{0x80}})
 		},
-		func() error { // ill-typed header
+		func() error { // plain msgpack with what look like envelope headers
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/msgpack", MessageId: "p2",
-				Headers: amqp.Table{"x-queuey-attempt": "one"}, Body: []byte{0x80}})
+				Headers: amqp.Table{"x-queuey-attempt": int64(1)}, Body: []byte{0x80}})
 		},
-		func() error { // today's content type, a body cut short
+		func() error { // the envelope's content type, a body cut short
 			return publishRaw(t, raw, q.Name, amqp.Publishing{ContentType: "application/vnd.queuey.envelope+msgpack", MessageId: "p3",
 				Body: []byte{0x97, 0x01}})
 		},
@@ -211,107 +236,14 @@ func TestPoisonGoesToDeadLetterQueue(t *testing.T) {
 	for len(got) < good {
 		got[within(t, done, fmt.Sprintf("good job %d of %d (consumer stalled?)", len(got)+1, good))] = true
 	}
-	var dead []runtime.DeadLetter
-	deadline := time.Now().Add(wait)
-	for len(dead) < wantPoison && time.Now().Before(deadline) {
-		more, err := b.TakeDeadLetters(ctxT(t), q.Name, wantPoison-len(dead))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead = append(dead, more...)
-		if len(more) == 0 {
-			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
-		}
-	}
-	if len(dead) != wantPoison {
-		t.Fatalf("%d poison messages in the dead-letter queue, want %d", len(dead), wantPoison)
+	dead := deadLetters(t, b, q.Name, wantPoison)
+	if list, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{}); err != nil || list.Total != wantPoison {
+		t.Fatalf("%d poison messages in the dead-letter queue (%v), want %d", list.Total, err, wantPoison)
 	}
 	for _, d := range dead {
-		if d.Envelope != nil || !strings.Contains(d.Reason, "not a valid envelope") {
-			t.Errorf("dead letter = envelope %v, reason %q; want no envelope and the reason", d.Envelope, d.Reason)
+		if !d.Poison || !strings.Contains(d.Reason, "not a valid envelope") {
+			t.Errorf("dead letter = %+v; want poison and the reason", d)
 		}
-	}
-}
-
-// TestJobsOfTheHeaderFormatStillRun: a job published before the envelope's
-// fields moved into the body (every field an x-queuey- header, content
-// type application/msgpack), still queued after an upgrade, runs as it
-// would have, with its attempt, headers and enqueue time.
-func TestJobsOfTheHeaderFormatStillRun(t *testing.T) {
-	b := dial(t, rabbitmq.Options{})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = runtime.KindOf[job]()
-	if _, err := runtime.NewProducer(ctxT(t), b, q); err != nil {
-		t.Fatal(err)
-	}
-	enqueued := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	raw := rawChannel(t)
-	if err := raw.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	err := publishRaw(t, raw, q.Name, amqp.Publishing{
-		ContentType: "application/msgpack", MessageId: "old-1", Type: runtime.KindOf[job](), DeliveryMode: amqp.Persistent,
-		Headers: amqp.Table{
-			"x-queuey-attempt": int64(2), "x-queuey-max-attempts": int64(5), "x-queuey-priority": int64(0),
-			"x-queuey-enqueued-at": enqueued.UnixNano(), "x-queuey-queue": q.Name,
-			"x-queuey-last-error": "earlier", "x-queuey-h-tenant": "t1",
-		},
-		Body: []byte{0x81, 0xa1, 'N', 0x07}, // {"N": 7}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type ran struct {
-		n    int
-		info runtime.Info
-	}
-	got := make(chan ran, 1)
-	runWorker(t, b, q, func(ctx context.Context, j job) error {
-		info, _ := runtime.InfoFromContext(ctx)
-		got <- ran{j.N, info}
-		return nil
-	})
-	r := within(t, got, "the job of the header format")
-	if r.n != 7 || r.info.ID != "old-1" || r.info.Attempt != 2 || r.info.MaxAttempts != 5 ||
-		r.info.Headers["tenant"] != "t1" || !r.info.EnqueuedAt.Equal(enqueued) {
-		t.Errorf("ran job %d with %+v; want job 7, id old-1, attempt 2 of 5, header tenant=t1, enqueued %v", r.n, r.info, enqueued)
-	}
-}
-
-// TestHeaderEnvelopesForARollingUpgrade: with Options.HeaderEnvelopes a
-// job goes out as earlier versions wrote it, which they can read, and a
-// worker of this version runs it too.
-func TestHeaderEnvelopesForARollingUpgrade(t *testing.T) {
-	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
-	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind = runtime.KindOf[job]()
-	p, err := runtime.NewProducer(ctxT(t), b, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := runtime.Enqueue(ctxT(t), p, q, job{N: 3}, runtime.WithHeaders(map[string]string{"tenant": "t1"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := rawChannel(t)
-	m, ok, err := raw.Get(q.Name, false)
-	if err != nil || !ok {
-		t.Fatalf("basic.get: %v, %v", ok, err)
-	}
-	if m.ContentType != "application/msgpack" || m.Headers["x-queuey-attempt"] != int64(1) ||
-		m.Headers["x-queuey-queue"] != q.Name || m.Headers["x-queuey-h-tenant"] != "t1" || m.MessageId != id {
-		t.Errorf("published as content type %q, id %q, headers %v; want the header format", m.ContentType, m.MessageId, m.Headers)
-	}
-	if err := m.Nack(false, true); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan int, 1)
-	runWorker(t, b, q, func(_ context.Context, j job) error {
-		got <- j.N
-		return nil
-	})
-	if n := within(t, got, "the job in the header format"); n != 3 {
-		t.Errorf("ran job %d, want 3", n)
 	}
 }
 
@@ -496,7 +428,7 @@ func TestNoDeadLetterQueuesRejects(t *testing.T) {
 	if n := queueLen(t, raw, q.Name); n != 0 {
 		t.Errorf("queue holds %d messages after reject, want 0", n)
 	}
-	if _, err := b.TakeDeadLetters(ctxT(t), q.Name, 1); !errors.Is(err, rabbitmq.ErrNoDeadLetterQueues) {
-		t.Errorf("TakeDeadLetters = %v, want ErrNoDeadLetterQueues", err)
+	if _, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{}); err == nil || !strings.Contains(err.Error(), "NoDeadLetterQueues") {
+		t.Errorf("DeadLetters = %v, want an error that no dead letters are kept (NoDeadLetterQueues)", err)
 	}
 }

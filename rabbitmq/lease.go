@@ -74,7 +74,7 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	q, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-single-active-consumer": true})
 	if err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
-			return nil, fmt.Errorf("%w: lease queue %q exists without x-single-active-consumer; delete it so that it is declared again", ErrQueueMismatch, queue)
+			return nil, fmt.Errorf("%w: lease queue %q exists without x-single-active-consumer; delete it so that it is declared again", runtime.ErrQueueMismatch, queue)
 		}
 		return nil, brokerError(fmt.Sprintf("declare lease queue %q", queue), err)
 	}

@@ -63,9 +63,9 @@ func TestLongestHoldQueueAccepted(t *testing.T) {
 	// Through the backend: the longest deferral its granularity allows.
 	b := dial(t, rabbitmq.Options{})
 	longest := runtime.MaxDeferral.Truncate(time.Second)
-	q, p := jobQueue(t, b, fmt.Sprintf(".deferred.%d", longest.Milliseconds()))
+	q, _ := jobQueue(t, b, fmt.Sprintf(".deferred.%d", longest.Milliseconds()))
 	env := &runtime.Envelope{ID: "longest", Queue: q.Name, Kind: q.Kind, Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
-	if err := p.Backend().Publish(ctxT(t), env, longest); err != nil {
+	if err := b.Publish(ctxT(t), env, longest); err != nil {
 		t.Errorf("wait of %v (MaxDeferral rounded down to the granularity): %v", longest, err)
 	}
 }

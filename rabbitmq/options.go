@@ -46,8 +46,8 @@ type Options struct {
 	// Granularity is what every wait is rounded up to; it bounds how many
 	// hold queues exist. It must be a whole number of milliseconds, 1ms to
 	// 1h. Zero means runtime.DefaultGranularity (1s). The longest wait is
-	// runtime.LongestWait(Granularity): a coarser granularity refuses a
-	// queue whose RetryMax is above it.
+	// runtime.MaxDeferral rounded down to Granularity: a coarser
+	// granularity refuses a queue whose RetryMax is above it.
 	Granularity time.Duration
 	// NoDeadLetterQueues, when true, declares no dead-letter queues: a dead
 	// job is rejected (requeue=false) instead, for a broker policy to route.
@@ -72,8 +72,10 @@ type Options struct {
 	// configure permission on the exchange. False (zero) declares the
 	// exchange and the binding.
 	ProvisionedDelayExchange bool
-	// Logger receives warnings (quorum queues without priorities) and
-	// errors (poison messages). Nil means slog.Default().
+	// Logger receives the backend's warnings (quorum queues without
+	// priorities) and errors (poison messages), and the records of every
+	// worker over the backend (runtime.Backend.Logger). Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// PublishChannels is how many confirm-mode channels publishes are
 	// spread over, each carrying many publishes in flight. Zero means
@@ -95,17 +97,8 @@ type Options struct {
 	// client whose node died carries on through another. Empty means the
 	// one url. A URL's password never appears in a log line or an error.
 	Nodes []string
-	// HeaderEnvelopes, when true, publishes every job in the format of
-	// queuey versions before the envelope's fields moved into the body:
-	// the payload alone as the body, every other field in x-queuey-
-	// headers, content type application/msgpack. Those versions read
-	// only that format, and dead-letter what they cannot read; this one
-	// reads both. For a rolling upgrade, set it on upgraded processes
-	// until no worker of an earlier version consumes, then drop it: the
-	// body format costs the broker less per job, in CPU and in memory.
-	HeaderEnvelopes bool
 	// MaxMessageSize is the broker's max_message_size, in bytes: a job
-	// whose message body would be longer is refused with ErrTooLarge
+	// whose message body would be longer is refused with runtime.ErrTooLarge
 	// before it is sent, since the broker would close the channel instead,
 	// failing every other publish in flight on it. The broker does not
 	// tell it to clients: set it to the broker's max_message_size when

@@ -11,11 +11,13 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
 
-var _ runtime.Pauser = (*Backend)(nil)
+var _ admin.Pauser = (*Backend)(nil)
 
 // Paused queues, with nothing but the broker.
 //
@@ -75,7 +77,7 @@ func (b *Backend) PauseQueue(ctx context.Context, queue string) error {
 		return fmt.Errorf("pause queue %q: %w", queue, err)
 	}
 	if !exists {
-		return fmt.Errorf("pause: %w", runtime.UnknownQueueError(queue, "does not exist on the broker"))
+		return fmt.Errorf("pause: %w", queueerr.Unknown(queue, "does not exist on the broker"))
 	}
 	if err := b.control(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(marker, true, false, false, false, nil)

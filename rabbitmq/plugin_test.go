@@ -237,7 +237,7 @@ func deleteQueues(names ...string) { brokertest.DeleteQueues(amqpURL(), names...
 // TestConformancePlugin runs the suite's wait cases in plugin mode.
 func TestConformancePlugin(t *testing.T) {
 	requirePlugin(t)
-	backendtest.Run(t, backendtest.Features{Delay: runtime.DelayPlugin, OnlyWaits: true}, newCleaningBackend)
+	backendtest.Run(t, backendtest.Features{Delay: runtime.DelayPlugin, OnlyWaits: true, PublishRaw: publishRawTo}, newCleaningBackend)
 }
 
 // TestPluginShortWaitFirst: with Options.Delay=plugin, a short wait

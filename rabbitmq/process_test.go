@@ -54,7 +54,7 @@ func childMain(raw string) int {
 		return 2
 	}
 	defer b.Close()
-	w := runtime.NewWorker(b, runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second))
 	if cfg.Schedule != nil {
 		runtime.Periodic(w, cfg.Queue, *cfg.Schedule, func() tick { return tick{PID: os.Getpid()} })
 	}

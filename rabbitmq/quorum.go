@@ -7,6 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -14,7 +15,7 @@ import (
 // holdQueue returns the hold queue of q for a wait of delay: a quorum one
 // on the bounded ladder of topology.QuorumRung when q is a quorum queue, so
 // waits are replicated like q, and a classic one otherwise.
-func (b *Backend) holdQueue(q runtime.QueueConfig, kind topology.HoldKind, delay time.Duration) (topology.Queue, error) {
+func (b *Backend) holdQueue(q runtime.QueueConfig, kind admin.HoldKind, delay time.Duration) (topology.Queue, error) {
 	if q.QueueType == runtime.QueueQuorum {
 		h, _, err := b.names.QuorumHold(q.Name, kind, delay, b.opts.Granularity)
 		return h, err
@@ -32,8 +33,8 @@ func (b *Backend) deadQueue(q runtime.QueueConfig) topology.Queue {
 }
 
 // declareDead declares the dead-letter queue of q. A quorum q whose
-// dead-letter queue already exists as a classic queue (declared by an
-// earlier version) keeps it: dead jobs still land there, unreplicated, and
+// dead-letter queue already exists as a classic queue (declared by another
+// program, or by hand) keeps it: dead jobs still land there, unreplicated, and
 // a warning, once per queue, says how to migrate. Any other refusal is
 // returned as the broker's error.
 func (b *Backend) declareDead(ctx context.Context, q runtime.QueueConfig) error {
@@ -42,12 +43,12 @@ func (b *Backend) declareDead(ctx context.Context, q runtime.QueueConfig) error 
 	if err == nil || q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
 		return err
 	}
-	// A declare that matches it again is the test that it is the classic
-	// queue an earlier version declared.
+	// A declare that matches it again is the test that it is a classic
+	// queue.
 	if b.decl.declare(ctx, b.names.Dead(q.Name)) != nil {
 		return err
 	}
-	b.warnOnce("dead:"+dead.Name, fmt.Sprintf("queuey: the dead-letter queue of quorum queue %q is a classic queue from an earlier version; it is kept, so dead jobs are not replicated. "+
+	b.warnOnce("dead:"+dead.Name, fmt.Sprintf("queuey: the dead-letter queue of quorum queue %q is a classic queue; it is kept, so dead jobs are not replicated. "+
 		"To migrate: stop the producers and workers of %q, move the messages of %q elsewhere (a shovel, or read and re-publish them), delete %q, and start them again: the next declare makes it a quorum queue",
 		q.Name, q.Name, dead.Name, dead.Name), "queue", q.Name, "dead_letter_queue", dead.Name)
 	return nil

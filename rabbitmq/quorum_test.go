@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -23,15 +22,15 @@ func warnings(logs records) []string {
 	return warned
 }
 
-// TestQuorumKeepsClassicDeadQueue: a quorum queue whose classic
-// dead-letter queue exists from an earlier version declares without
+// TestQuorumKeepsClassicDeadQueue: a quorum queue whose dead-letter queue
+// exists as a classic queue declares without
 // PRECONDITION_FAILED, warns once with the migration steps, and still
 // dead-letters into the classic queue.
 func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 	logs := make(records, 64)
 	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
 	q := runtime.DefaultQueueConfig(queueName(t))
-	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[int](), runtime.QueueQuorum, 0
+	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[int](), runtime.QueueQuorum, runtime.NoPriority
 	if _, err := rawChannel(t).QueueDeclare(q.Name+".dead", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 		t.Fatalf("second declare: %v", err)
 	}
 	warned := warnings(logs)
-	if len(warned) != 1 || !strings.Contains(warned[0], "classic queue from an earlier version") || !strings.Contains(warned[0], "To migrate") {
+	if len(warned) != 1 || !strings.Contains(warned[0], "is a classic queue; it is kept") || !strings.Contains(warned[0], "To migrate") {
 		t.Errorf("warned %q, want one warning with the migration steps", warned)
 	}
 	id, err := runtime.Enqueue(ctxT(t), p, q, 1)
@@ -51,22 +50,8 @@ func TestQuorumKeepsClassicDeadQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, b, q, func(context.Context, int) error { return runtime.Permanent(errors.New("no")) })
-	deadline := time.Now().Add(wait)
-	for {
-		dl, err := b.TakeDeadLetters(ctxT(t), q.Name, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(dl) == 1 {
-			if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
-				t.Fatalf("dead letter %+v, want job %s", dl[0], id)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead letter after %v", wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	if dl := deadLetters(t, b, q.Name, 1); dl[0].Poison || dl[0].ID != id {
+		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	if w := warnings(logs); len(w) != 0 {
 		t.Errorf("warned again: %q", w)

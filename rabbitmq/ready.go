@@ -6,10 +6,11 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
-var _ runtime.ReadyCounter = (*Backend)(nil)
+var _ admin.ReadyCounter = (*Backend)(nil)
 
 // Ready returns how many messages wait ready on queue, as the broker counts
 // them (a passive declare): not delivered to a consumer, not in a hold

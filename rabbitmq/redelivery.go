@@ -5,6 +5,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/reasons"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -104,7 +105,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 		return true
 	}
 	runs := attempt - 1
-	reason := runtime.UnsettledReason(runs, env.MaxAttempts)
+	reason := reasons.Unsettled(runs, env.MaxAttempts)
 	s.b.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
 	if s.b.opts.NoDeadLetterQueues {
 		if err := m.Reject(false); err == nil {

@@ -29,7 +29,7 @@ func TestRedeliveryObserved(t *testing.T) {
 			q := runtime.DefaultQueueConfig(queueName(t))
 			q.Kind, q.QueueType = runtime.KindOf[job](), qt
 			if qt == runtime.QueueQuorum {
-				q.MaxPriority = 0
+				q.MaxPriority = runtime.NoPriority
 			}
 			p, err := runtime.NewProducer(ctxT(t), b, q)
 			if err != nil {
@@ -57,7 +57,7 @@ func TestRedeliveryObserved(t *testing.T) {
 
 			outcomes := make(outcomeLog, 8)
 			headers := make(chan map[string]string, 1)
-			w := runtime.NewWorker(b, runtime.WithLogger(quiet()), runtime.WithObserver(outcomes))
+			w := runtime.NewWorker(b, runtime.WithObserver(outcomes))
 			runtime.Handle(w, q, func(ctx context.Context, _ job) error {
 				info, _ := runtime.InfoFromContext(ctx)
 				headers <- info.Headers

@@ -85,13 +85,13 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	t.Cleanup(func() { deleteQueuesFast(names) })
 
 	before := goruntime.NumGoroutine()
-	w := runtime.NewWorker(cb, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(cb)
 	ran := make(chan int, 1)
 	var qs []runtime.QueueConfig
 	for _, name := range names {
 		q := runtime.DefaultQueueConfig(name)
 		q.Kind = runtime.KindOf[job]()
-		q.MaxPriority = 0 // cheap queues
+		q.MaxPriority = runtime.NoPriority // cheap queues
 		qs = append(qs, q)
 		runtime.Handle(w, q, func(ctx context.Context, j job) error {
 			ran <- j.N
@@ -162,7 +162,7 @@ func TestRunFailsOnAQueueItCannotConsume(t *testing.T) {
 	if _, err := raw.Consume(q.Name, "exclusive", false, true, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(b)
 	var wg sync.WaitGroup
 	for _, q := range []runtime.QueueConfig{q, other} {
 		runtime.Handle(w, q, func(ctx context.Context, j job) error { return nil })
@@ -190,7 +190,7 @@ func TestRunFailsOnAQueueItCannotConsume(t *testing.T) {
 func TestConsumersSpreadOverConnectionsSurviveTheirLoss(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
 	rabbitmq.SetChannelsPerConnection(b, 1)
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(b)
 	type ran struct {
 		queue string
 		n     int
@@ -250,7 +250,7 @@ func TestWorkerDeclaresAgainAQueueDeletedUnderIt(t *testing.T) {
 	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
 	q, p := jobQueue(t, b)
 	got := make(chan int, 4)
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		got <- j.N
 		return nil

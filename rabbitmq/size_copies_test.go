@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
@@ -77,13 +78,11 @@ func TestPoisonFillingItsFrameReachesDeadLetters(t *testing.T) {
 	}
 }
 
-// TestDeadLetterOfAJobFillingItsFrame: with job headers in the content
-// header, a job whose headers nearly fill a frame dead-letters (the reason
-// and last error added would not fit: the copy travels in the body format)
-// with nothing lost, and is re-driven (the re-drive headers added would not
-// fit either), and the publishing connection stays up.
-func TestDeadLetterOfAJobFillingItsFrame(t *testing.T) {
-	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
+// TestDeadLetterOfALargeJob: a job with a header of nearly a frame's size
+// and a long last error dead-letters with nothing lost, and is re-driven,
+// and the publishing connection stays up.
+func TestDeadLetterOfALargeJob(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
 	q, p := jobQueue(t, b)
 	pub, _ := rabbitmq.Connections(b)
 	big := strings.Repeat("h", 126_000)
@@ -93,7 +92,7 @@ func TestDeadLetterOfAJobFillingItsFrame(t *testing.T) {
 	runWorker(t, b, q, func(ctx context.Context, _ job) error {
 		info, _ := runtime.InfoFromContext(ctx)
 		runs <- info
-		if info.Headers[runtime.HeaderRedrives] == "" {
+		if info.Headers[admin.HeaderRedrives] == "" {
 			return runtime.Permanent(errors.New(failure))
 		}
 		return nil
@@ -104,10 +103,10 @@ func TestDeadLetterOfAJobFillingItsFrame(t *testing.T) {
 	}
 	within(t, runs, "the first run")
 
-	var letter runtime.DeadLetterInfo
+	var letter admin.DeadLetterInfo
 	deadline := time.Now().Add(wait)
 	for letter.ID == "" {
-		list, err := b.DeadLetters(ctxT(t), q.Name, runtime.DeadLetterPage{})
+		list, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +122,7 @@ func TestDeadLetterOfAJobFillingItsFrame(t *testing.T) {
 		t.Errorf("dead letter %q: %d-byte header, last error %.20q, reason %.20q; want job %q with all of it", letter.ID, len(letter.Headers["big"]), letter.LastError, letter.Reason, id)
 	}
 
-	res, err := b.RedriveDeadLetters(ctxT(t), q.Name, runtime.DeadLetterSelector{All: true}, nil)
+	res, err := b.RedriveDeadLetters(ctxT(t), q.Name, admin.DeadLetterSelector{All: true}, nil)
 	if err != nil || len(res.Moved) != 1 {
 		t.Fatalf("re-drive: %+v, %v; want the letter moved", res, err)
 	}

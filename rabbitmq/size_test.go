@@ -96,48 +96,6 @@ func samePublishConnection(t *testing.T, b *rabbitmq.Backend, pub *amqp.Connecti
 	}
 }
 
-// TestOversizedHeadersAreRefusedBeforeSending: with job headers in the
-// content header (Options.HeaderEnvelopes), a job whose headers do not fit
-// in a frame is refused before it is sent, with an error naming the job,
-// the queue, the size and the limit, alone: enqueues alongside, and the
-// rest of a batch, succeed, and the publishing connection stays up.
-func TestOversizedHeadersAreRefusedBeforeSending(t *testing.T) {
-	b := dial(t, rabbitmq.Options{HeaderEnvelopes: true})
-	q, p := jobQueue(t, b)
-	pub, _ := rabbitmq.Connections(b)
-	big := map[string]string{"big": strings.Repeat("h", 140_000)}
-
-	stop := enqueueAlongside(t, p, q, 20)
-	_, bad := runtime.Enqueue(ctxT(t), p, q, job{N: -1}, runtime.WithID("too-big"), runtime.WithHeaders(big))
-	enqueued, errs := stop()
-	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) || !errors.Is(bad, runtime.ErrTooLarge) {
-		t.Fatalf("enqueue with a 140 kB header = %v, want ErrTooLarge", bad)
-	}
-	for _, want := range []string{`"too-big"`, q.Name, "content header", "frame_max 131072", "x-queuey-h-big"} {
-		if !strings.Contains(bad.Error(), want) {
-			t.Errorf("error %q does not say %q", bad, want)
-		}
-	}
-
-	envs := make([]*runtime.Envelope, 21)
-	for i := range envs {
-		envs[i] = &runtime.Envelope{ID: fmt.Sprintf("batch-%d", i), Queue: q.Name, Kind: q.Kind, Payload: []byte{0x80}, Attempt: 1, MaxAttempts: 1}
-	}
-	envs[10].Headers = big
-	for i, err := range b.PublishBatch(ctxT(t), envs) {
-		if i == 10 && !errors.Is(err, rabbitmq.ErrTooLarge) {
-			t.Errorf("batch: the job with a 140 kB header = %v, want ErrTooLarge", err)
-		} else if i != 10 && err != nil {
-			t.Errorf("batch: job %d: %v", i, err)
-		}
-	}
-	samePublishConnection(t, b, pub)
-	if n := queueLen(t, rawChannel(t), q.Name); n != enqueued+20 {
-		t.Errorf("queue holds %d jobs, want %d", n, enqueued+20)
-	}
-}
-
 // TestOverMaxMessageSizeIsRefusedBeforeSending: a job whose body is over
 // Options.MaxMessageSize, if only by the envelope's fields, is refused
 // before it is sent, with an error naming the job, the size and the limit,
@@ -152,7 +110,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit-8), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) {
+	if !errors.Is(bad, runtime.ErrTooLarge) {
 		t.Fatalf("enqueue of a job 8 bytes short of the limit = %v, want ErrTooLarge", bad)
 	}
 	for _, want := range []string{`"too-big"`, q.Name, "its body is", fmt.Sprintf("max message size of %d", limit), "MaxMessageSize"} {
@@ -172,7 +130,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("batch with one 2 MiB job = %v, want a BatchError", err)
 	}
 	for i, err := range be.Errs {
-		if i == 10 && !errors.Is(err, rabbitmq.ErrTooLarge) {
+		if i == 10 && !errors.Is(err, runtime.ErrTooLarge) {
 			t.Errorf("batch: the 2 MiB job = %v, want ErrTooLarge", err)
 		} else if i != 10 && err != nil {
 			t.Errorf("batch: job %d: %v", i, err)
@@ -219,7 +177,7 @@ func TestBrokerMaxMessageSizeIsTheDefault(t *testing.T) {
 	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit+1), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
-	if !errors.Is(bad, rabbitmq.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
+	if !errors.Is(bad, runtime.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {
 		t.Fatalf("enqueue of a job of %d bytes = %v, want ErrTooLarge naming %d", limit+1, bad, limit)
 	}
 }

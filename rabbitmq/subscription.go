@@ -10,8 +10,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
-	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -455,7 +455,7 @@ func (d *delivery) Release(ctx context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.b.wait(ctx, d.s.q.Name, topology.Retry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.b.wait(ctx, d.s.q.Name, admin.HoldRetry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -467,7 +467,7 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.wait(ctx, q.Name, topology.Deferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.b.wait(ctx, q.Name, admin.HoldDeferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)

@@ -2,73 +2,37 @@ package runtime
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // DefaultGranularity is the default wait granularity: every delay is rounded
 // up to a multiple of it, which bounds how many hold queues exist.
-const DefaultGranularity = time.Second
+const DefaultGranularity = waits.DefaultGranularity
 
-// MaxDeferral is the longest wait a backend accepts, about 24.8 days:
-// 2^32-1 ms halved, since a hold queue's x-expires is twice its TTL and an
-// x-expires of 2^32-1 ms is what RabbitMQ is known to take (3.10.8 takes
-// more). It is also within the delayed-message plugin's x-delay limit,
-// 2^31-1 ms.
-const MaxDeferral = (1<<32 - 1) * time.Millisecond / 2
+// MaxDeferral is the longest wait a backend accepts, (2^32-1) ms / 2,
+// about 24.8 days: a hold queue's x-expires is twice its TTL, and an
+// x-expires of 2^32-1 ms is what RabbitMQ is known to take. It is also
+// within the delayed-message plugin's x-delay limit, 2^31-1 ms. A wait is
+// first rounded up to the backend's granularity, so the longest accepted
+// is MaxDeferral rounded down to it: 596h31m23s at DefaultGranularity.
+const MaxDeferral = waits.MaxDeferral
 
-// LongestWait returns the longest wait a backend of the given granularity
-// (DefaultGranularity when zero or less) accepts: MaxDeferral rounded down
-// to a multiple of the granularity, 596h31m23s at the default. Every delay
-// up to it rounds up (RoundDelay, WaitDelay) to at most it; a delay above
-// it is refused with ErrDelayTooLong.
-func LongestWait(granularity time.Duration) time.Duration {
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	return MaxDeferral / granularity * granularity
-}
-
-// RoundDelay rounds d up to a multiple of granularity (DefaultGranularity
-// when zero or less) and refuses a result above MaxDeferral with
-// ErrDelayTooLong. A delay of zero or less stays zero.
-func RoundDelay(d, granularity time.Duration) (time.Duration, error) {
-	if d <= 0 {
-		return 0, nil
-	}
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	if d > MaxDeferral {
-		return 0, fmt.Errorf("%w: %v exceeds MaxDeferral (%v)", ErrDelayTooLong, d, MaxDeferral)
-	}
-	r := (d + granularity - 1) / granularity * granularity
-	if r > MaxDeferral {
-		return 0, fmt.Errorf("%w: %v, rounded up to %v, exceeds MaxDeferral (%v)", ErrDelayTooLong, d, r, MaxDeferral)
-	}
-	return r, nil
-}
-
-// WaitDelay is the wait of a retry or a deferral: d rounded up as RoundDelay
-// does, but at least one granularity, so that a handler returning Defer(0)
-// does not run its job again at once, ahead of the backlog, for ever.
-func WaitDelay(d, granularity time.Duration) (time.Duration, error) {
-	if granularity <= 0 {
-		granularity = DefaultGranularity
-	}
-	return RoundDelay(max(d, granularity), granularity)
-}
-
-// Backend carries envelopes between producers and workers. Implementations
-// must be safe for concurrent use. Every publish returns only once the job
-// is safely stored (for RabbitMQ: confirmed by the broker) and is an error
-// when the job could not be routed.
+// Backend is for backend implementers: the contract by which envelopes
+// travel between producers and workers. Application code only makes one
+// (NewMemoryBackend, rabbitmq.Dial), hands it to NewProducer and
+// NewWorker, and closes it. Implementations must be safe for concurrent
+// use. Every publish returns only once the job is safely stored (for
+// RabbitMQ: confirmed by the broker) and is an error when the job could
+// not be routed.
 type Backend interface {
 	// Declare makes queue q exist with its arguments, and the queues it
 	// needs beside it (such as its dead-letter queue). It is idempotent. A
-	// queue that exists with other arguments is an error naming the queue;
-	// one declared through this backend for another job kind is
-	// ErrKindConflict (see KindConflict).
+	// queue that exists with other arguments is ErrQueueMismatch, naming
+	// the queue; one declared through this backend for another job kind is
+	// ErrKindConflict.
 	Declare(ctx context.Context, q QueueConfig) error
 	// Publish stores env on env.Queue, at once when delay is zero or after
 	// delay, rounded up to the backend's granularity. A wait onto a queue
@@ -82,9 +46,14 @@ type Backend interface {
 	// (connections, timers) is let go. Calls after Close fail with
 	// ErrClosed. Close is safe to call twice.
 	Close() error
+	// Logger returns the logger the backend reports to, never nil.
+	// Workers over the backend log there too (see Worker), so that one
+	// logger, given where the backend is made, receives every record.
+	Logger() *slog.Logger
 }
 
-// Subscription is a running consumer of one queue.
+// Subscription is for backend implementers: a running consumer of one
+// queue, which Backend.Consume returns to a worker.
 type Subscription interface {
 	// Deliveries yields the queue's jobs. It is closed after Stop, Close or
 	// a failure of the backend; Err then says which.
@@ -100,10 +69,11 @@ type Subscription interface {
 	Err() error
 }
 
-// Delivery is one job handed to a consumer. Exactly one of the settling
-// methods should succeed. Those that publish (Retry, Defer, DeadLetter)
-// publish first and settle second, and leave the delivery unsettled when the
-// publish fails, so that a job is never lost, at worst delivered again.
+// Delivery is for backend implementers: one job a Subscription hands to a
+// worker. Exactly one of the settling methods should succeed. Those that
+// publish (Retry, Defer, DeadLetter) publish first and settle second, and
+// leave the delivery unsettled when the publish fails, so that a job is
+// never lost, at worst delivered again.
 type Delivery interface {
 	// Envelope is the job. The caller may modify the returned value.
 	Envelope() *Envelope
@@ -119,61 +89,36 @@ type Delivery interface {
 	// back behind jobs that came after it.
 	Release(ctx context.Context) error
 	// Retry publishes next to come back to its queue after delay at
-	// next.Priority, then acks this delivery. The wait is WaitDelay(delay):
-	// at least one granularity.
+	// next.Priority, then acks this delivery. The wait is delay rounded up
+	// to the backend's granularity, and at least one granularity.
 	Retry(ctx context.Context, next *Envelope, delay time.Duration) error
 	// Defer publishes next to come back to its queue after delay ahead of
 	// the queue's backlog (at the queue's maximum priority), then acks. The
-	// wait is WaitDelay(delay): at least one granularity, even for a delay
-	// of zero or less.
+	// wait is delay rounded up to the backend's granularity, and at least
+	// one granularity, even for a delay of zero or less.
 	Defer(ctx context.Context, next *Envelope, delay time.Duration) error
 	// DeadLetter moves next to the queue's dead-letter queue with reason,
 	// then acks; a backend without dead-letter queues rejects instead.
 	DeadLetter(ctx context.Context, next *Envelope, reason string) error
 }
 
-// WaitTargeter is implemented by backends that need a queue's config to
-// hold a wait (a delayed enqueue) onto it: RabbitMQ picks the hold queues
-// or the delay exchange by the queue's type and delay mode. A producer that
-// did not declare a queue calls TargetWaits with the caller's config before
-// its first delayed enqueue onto it. TargetWaits checks that the queue
+// WaitTargeter is for backend implementers: an optional capability beside
+// Backend, of backends that need a queue's config to hold a wait (a
+// delayed enqueue) onto it: RabbitMQ picks the hold queues or the delay
+// exchange by the queue's type and delay mode. A producer that did not
+// declare a queue calls TargetWaits with the caller's config before its
+// first delayed enqueue onto it. TargetWaits checks that the queue
 // exists, declares nothing of the queue, and remembers its config for
 // waits; a queue that does not exist is ErrUnknownQueue, naming it.
 type WaitTargeter interface {
 	TargetWaits(ctx context.Context, q QueueConfig) error
 }
 
-// DeadLetter is a job in a dead-letter queue.
-type DeadLetter struct {
-	// Envelope is the dead job, nil when the message was not a valid
-	// envelope.
-	Envelope *Envelope
-	// Reason says why the job is dead: its last error, a permanent error,
-	// or why the message could not be read.
-	Reason string
-	// Body is the raw message body when Envelope is nil.
-	Body []byte
-}
-
-// DeadLetterReader is implemented by backends that can hand dead letters
-// back: for inspection, tests and re-driving.
-type DeadLetterReader interface {
-	// TakeDeadLetters removes and returns up to max dead letters of queue
-	// (the logical queue, not its dead-letter queue's name), oldest first.
-	TakeDeadLetters(ctx context.Context, queue string, max int) ([]DeadLetter, error)
-}
-
-// ReadyCounter is implemented by backends that can tell how many jobs wait
-// ready on a queue: not handed to a consumer, not held in a wait. It serves
-// monitoring and tests.
-type ReadyCounter interface {
-	Ready(ctx context.Context, queue string) (int, error)
-}
-
-// BatchPublisher is implemented by backends that can keep many publishes
-// of one caller in flight at once. PublishBatch stores each envelope on its
-// queue at once (no delay) and returns one error per envelope, nil where it
-// was stored. Producers use it for EnqueueMany; without it they publish one
+// BatchPublisher is for backend implementers: an optional capability
+// beside Backend, of backends that can keep many publishes of one caller
+// in flight at once. PublishBatch stores each envelope on its queue at
+// once (no delay) and returns one error per envelope, nil where it was
+// stored. Producers use it for EnqueueMany; without it they publish one
 // envelope after another.
 type BatchPublisher interface {
 	PublishBatch(ctx context.Context, envs []*Envelope) []error

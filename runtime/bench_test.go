@@ -2,8 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
@@ -23,7 +21,7 @@ type benchJob struct {
 func BenchmarkMemoryEndToEnd(b *testing.B) {
 	for _, prefetch := range []int{1, 50} {
 		b.Run("prefetch="+strconv.Itoa(prefetch), func(b *testing.B) {
-			be := runtime.NewMemoryBackend()
+			be := quietMemory()
 			defer be.Close()
 			q := runtime.QueueConfig{Name: "bench", Kind: runtime.KindOf[benchJob](), Prefetch: prefetch}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -34,7 +32,7 @@ func BenchmarkMemoryEndToEnd(b *testing.B) {
 			}
 			var wg sync.WaitGroup
 			wg.Add(b.N)
-			w := runtime.NewWorker(be, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			w := runtime.NewWorker(be)
 			runtime.Handle(w, q, func(ctx context.Context, j benchJob) error { wg.Done(); return nil })
 			errc := make(chan error, 1)
 			go func() { errc <- w.Run(ctx) }()
@@ -57,7 +55,7 @@ func BenchmarkMemoryEndToEnd(b *testing.B) {
 
 // BenchmarkMemoryEnqueue measures publish-only jobs/s on the memory backend.
 func BenchmarkMemoryEnqueue(b *testing.B) {
-	be := runtime.NewMemoryBackend()
+	be := quietMemory()
 	defer be.Close()
 	q := runtime.QueueConfig{Name: "bench", Kind: runtime.KindOf[benchJob]()}
 	ctx := context.Background()

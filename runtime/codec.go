@@ -7,7 +7,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/queuey/queuey/internal/mpfit"
-	"github.com/queuey/queuey/internal/mpscan"
 )
 
 // payloadCodec is a msgpack encoder and decoder with the buffer and reader
@@ -62,15 +61,6 @@ func decodePayload(data []byte, v any, fit *mpfit.Checker) error {
 	}
 	c.put()
 	return nil
-}
-
-// unmarshalUntrusted is msgpack.Unmarshal of data that may come from
-// anywhere, checked first as decodePayload checks it.
-func unmarshalUntrusted(data []byte, v any) error {
-	if err := mpscan.Check(data); err != nil {
-		return err
-	}
-	return msgpack.Unmarshal(data, v)
 }
 
 func (c *payloadCodec) put() {

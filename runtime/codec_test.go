@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -19,7 +20,7 @@ type tagged struct {
 // Jobs decode into values reused across jobs: a field missing from one
 // payload must read as zero, never as what the job before it held.
 func TestHandleDecodesEachJobFromZero(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "tagged", Kind: runtime.KindOf[tagged](), Prefetch: 1}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -29,7 +30,7 @@ func TestHandleDecodesEachJobFromZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan tagged, 2)
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(_ context.Context, j tagged) error { got <- j; return nil })
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx) }()
@@ -56,7 +57,7 @@ func TestHandleDecodesEachJobFromZero(t *testing.T) {
 // EnqueuePayload's payload stays the caller's: changing it afterwards
 // does not change the job.
 func TestEnqueuePayloadCopiesThePayload(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -119,11 +120,11 @@ type reading struct {
 // reason that names the field, never handled with the number wrapped
 // around.
 func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "readings", Kind: runtime.KindOf[reading](), MaxAttempts: 3}
 	rec := newRecorder()
-	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	w := runtime.NewWorker(b, runtime.WithObserver(rec))
 	handled := make(chan reading, 1)
 	runtime.Handle(w, q, func(_ context.Context, r reading) error { handled <- r; return nil })
 	p := producerOf(t, b, q)
@@ -144,7 +145,7 @@ func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dead, err := b.DeadLetters(ctx, q.Name, runtime.DeadLetterPage{})
+	dead, err := b.DeadLetters(ctx, q.Name, admin.DeadLetterPage{})
 	if err != nil {
 		t.Fatal(err)
 	}

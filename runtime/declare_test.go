@@ -49,7 +49,7 @@ func (b *gatedBackend) Declare(ctx context.Context, q runtime.QueueConfig) error
 }
 
 func gated(t *testing.T, fail string) *gatedBackend {
-	m := runtime.NewMemoryBackend()
+	m := quietMemory()
 	t.Cleanup(func() { m.Close() })
 	return &gatedBackend{MemoryBackend: m, entered: make(chan string, 100), release: make(chan struct{}), fail: fail}
 }
@@ -99,7 +99,7 @@ func TestNewProducerDeclaresConcurrently(t *testing.T) {
 // whose declares is refused: Run returns that error, naming the queue.
 func TestWorkerRunReturnsFailedDeclare(t *testing.T) {
 	b := gated(t, "ping.20")
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	for _, q := range pingQueues(40) {
 		runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 	}

@@ -9,6 +9,25 @@
 // a Worker consumes each registered queue with the queue's prefetch and
 // concurrency and runs the handler, wrapped in the worker's middleware.
 //
+// # Who uses what
+//
+// Application code uses NewMemoryBackend (or rabbitmq.Dial), NewProducer,
+// NewWorker and their options and hooks (Producer.Use, Worker.Use,
+// observers), what generated code declares and calls (QueueConfig,
+// Enqueue, EnqueueMany, Handle, Periodic), the enqueue options, the
+// handler outcomes (Defer, Permanent), InfoFromContext, and the errors to
+// match.
+//
+// Backend implementers use the names whose doc says they are for backend
+// implementers: Backend, Subscription and Delivery, the optional
+// capabilities beside them (BatchPublisher, WaitTargeter, ReadyCounter,
+// Redelivery, Leaser and HeldLease) and RedriveEnvelope, with package
+// backendtest, the conformance suite every backend passes. Application
+// code only hands a Backend to NewProducer and NewWorker and closes it.
+//
+// Operators' tools (the queuey command, a dashboard) inspect and manage
+// queues and dead letters through package admin.
+//
 // # Outcomes
 //
 // The error a handler returns decides what happens to its job:
@@ -33,11 +52,12 @@
 //
 // Every delay is rounded up to the backend's granularity (DefaultGranularity)
 // and a delay above MaxDeferral is refused, never clamped. A retry or a
-// deferral waits at least one granularity (WaitDelay), so Defer(0) does not
-// run a job again at once. A handler's too-long Defer counts as a failed
-// run. A retry is never too long: QueueConfig.RetryMax is at most
-// LongestWait(DefaultGranularity), and a backend with a coarser
-// granularity refuses, at Declare, a RetryMax above its own LongestWait.
+// deferral waits at least one granularity, so Defer(0) does not run a job
+// again at once. A handler's too-long Defer counts as a failed run. A retry
+// is never too long: QueueConfig.RetryMax is at most MaxDeferral rounded
+// down to DefaultGranularity, and a backend with a coarser granularity
+// refuses, at Declare, a RetryMax above MaxDeferral rounded down to its
+// own.
 //
 // # Shutdown
 //
@@ -52,21 +72,22 @@
 //
 // Producer.Use wraps every enqueue in ProducerMiddleware, which sees the
 // envelopes before they are published (and can add headers, such as trace
-// context) and the error of each. WithMiddleware wraps every handler run.
-// WithObserver adds Observers, told when each run starts and of exactly
-// one settled outcome per run: what middleware cannot see, since it is
-// decided after the handler returns. Package otelqueuey builds OpenTelemetry
-// tracing and metrics on these hooks; this package imports no telemetry
-// library.
+// context) and the error of each; WithProducer sends the jobs a worker's
+// schedules enqueue through such a producer. Worker.Use wraps every
+// handler run in Middleware. WithObserver adds Observers, told when each
+// run starts and of exactly one settled outcome per run: what middleware
+// cannot see, since it is decided after the handler returns. Package
+// otelqueuey builds OpenTelemetry tracing and metrics on these hooks; this
+// package imports no telemetry library.
 //
 // # Schedules and pauses
 //
 // Periodic, or a QueueConfig with a Schedule (the schedule= key), makes
 // workers enqueue a job at each tick of a cron spec: one worker of every
 // process at a time, elected through the backend's Leaser, fires each
-// tick, at least once, with the deterministic ID TickID(name, tick). A
-// backend that is a Pauser lets an operator pause a queue: every worker
-// stops taking its jobs and starts again on resume.
+// tick, at least once, with the deterministic ID name@tick (see
+// Schedule.Name). A backend that is an admin.Pauser lets an operator pause
+// a queue: every worker stops taking its jobs and starts again on resume.
 //
 // # Backends
 //
@@ -81,11 +102,8 @@
 //
 // # Operating
 //
-// Two optional capabilities beside Backend serve operators' tools (the
-// queuey command, a dashboard): Inspector counts queues (QueueStats) and
-// reads dead letters without removing them, oldest first, in pages
-// chained by a cursor (DeadLetters, DeadLetter), each described as a
-// DeadLetterInfo with its payload decoded to JSON; DeadLetterAdmin re-drives
-// dead letters onto their queue with a fresh attempt count, publishing each
-// before removing it, and purges them. Both backends implement both.
+// Operators' tools (the queuey command, a dashboard) use package admin:
+// queue statistics, dead letters, re-drive, purge and pausing, optional
+// capabilities that both backends implement. A worker whose backend is an
+// admin.Pauser stops taking a paused queue's jobs.
 package runtime

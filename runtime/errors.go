@@ -3,23 +3,26 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 var (
 	// ErrUnknownQueue is returned for a publish or a wait onto a queue that
 	// was not declared through the backend in this process.
-	ErrUnknownQueue = errors.New("queuey: unknown queue")
+	ErrUnknownQueue = queueerr.ErrUnknownQueue
 	// ErrDelayTooLong is returned for a wait longer than MaxDeferral after
 	// rounding up to the backend's granularity. Waits are refused, never
 	// clamped: releasing a job early is the one thing a wait must not do.
-	ErrDelayTooLong = errors.New("queuey: delay too long")
+	ErrDelayTooLong = waits.ErrTooLong
 	// ErrInvalidConfig is wrapped by every QueueConfig validation error.
 	ErrInvalidConfig = errors.New("queuey: invalid queue config")
 	// ErrInvalidOption is wrapped by errors about enqueue and worker options.
 	ErrInvalidOption = errors.New("queuey: invalid option")
 	// ErrKindConflict is returned by Declare for a queue already declared
 	// through the same backend for another job kind.
-	ErrKindConflict = errors.New("queuey: two job kinds on one queue")
+	ErrKindConflict = queueerr.ErrKindConflict
 	// ErrJobType is returned by Enqueue, EnqueueMany and Worker.Run (for
 	// Handle and Periodic) when the Go type of the job is not the queue's
 	// kind: the job would reach a handler of another type.
@@ -53,13 +56,6 @@ var (
 	// Worker.Run's error then.
 	ErrShutdownTimeout = errors.New("queuey: shutdown timeout passed")
 )
-
-// UnknownQueueError returns ErrUnknownQueue for queue, saying why (such as
-// "was not declared on this backend") and how to declare it. Backends
-// return it so that the advice reads the same whichever runs.
-func UnknownQueueError(queue, why string) error {
-	return fmt.Errorf("%w: %q %s; declare it first: runtime.NewProducer(ctx, backend, queues...) declares the queues it is given (generated code lists a package's in Queues()), and Worker.Run declares the queues it handles", ErrUnknownQueue, queue, why)
-}
 
 // ErrQueueMismatch is returned by Declare when the queue exists with other
 // arguments than the config asks for, and by an enqueue whose config

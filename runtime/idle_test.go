@@ -24,10 +24,10 @@ func TestIdleQueuesHoldNoHandlerGoroutines(t *testing.T) {
 		// concurrency slot would be 10 more.
 		perQueue = 4
 	)
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	before := goruntime.NumGoroutine()
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	ran := make(chan int, queues)
 	var qs []runtime.QueueConfig
 	for i := range queues {

@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// Leaser is implemented by backends that can elect one holder of a named
-// lease among every process using the backend, hand the lease to another
-// contender when its holder dies, and keep one timestamp with it. Worker
-// schedules (Periodic) are built on it: the holder fires the ticks and the
-// timestamp is the last tick it fired. It is an optional capability beside
-// Backend; both backends of this module implement it.
+// Leaser is for backend implementers: an optional capability beside
+// Backend, of backends that can elect one holder of a named lease among
+// every process using the backend, hand the lease to another contender
+// when its holder dies, and keep one timestamp with it. Worker schedules
+// (Periodic) are built on it: the holder fires the ticks and the
+// timestamp is the last tick it fired. Both backends of this module
+// implement it.
 type Leaser interface {
 	// AcquireLease joins the contest for the lease called name and blocks
 	// until the caller holds it, ctx ends (ctx's error) or the backend
@@ -19,7 +20,8 @@ type Leaser interface {
 	AcquireLease(ctx context.Context, name string) (HeldLease, error)
 }
 
-// HeldLease is a lease its caller holds.
+// HeldLease is for backend implementers: a lease its caller holds, as
+// Leaser.AcquireLease returns it.
 type HeldLease interface {
 	// Mark is the timestamp stored with the lease by the last Advance of
 	// any holder, zero when none has stored one.

@@ -8,6 +8,13 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/reasons"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -31,32 +38,46 @@ type MemoryBackend struct {
 }
 
 var (
-	_ Backend          = (*MemoryBackend)(nil)
-	_ DeadLetterReader = (*MemoryBackend)(nil)
-	_ ReadyCounter     = (*MemoryBackend)(nil)
-	_ Redelivery       = (*memDelivery)(nil)
+	_ Backend            = (*MemoryBackend)(nil)
+	_ admin.ReadyCounter = (*MemoryBackend)(nil)
+	_ Redelivery         = (*memDelivery)(nil)
 )
 
+// MemoryOption configures a MemoryBackend.
+type MemoryOption func(*MemoryBackend)
+
+// MemoryLogger makes l the memory backend's logger (Backend.Logger), which
+// receives its records (poison messages, jobs dead-lettered after
+// unsettled deliveries) and those of every worker over it. Nil, or no
+// MemoryLogger, means slog.Default().
+func MemoryLogger(l *slog.Logger) MemoryOption {
+	return func(b *MemoryBackend) {
+		if l != nil {
+			b.log = l
+		}
+	}
+}
+
 // NewMemoryBackend returns an empty MemoryBackend.
-func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{
+func NewMemoryBackend(opts ...MemoryOption) *MemoryBackend {
+	b := &MemoryBackend{
 		log:    slog.Default(),
 		queues: map[string]*memQueue{},
 		timers: map[*time.Timer]memHold{},
 	}
+	for _, opt := range opts {
+		opt(b)
+	}
+	return b
 }
 
-// SetLogger sets the logger that poison messages are reported to.
-func (b *MemoryBackend) SetLogger(l *slog.Logger) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log = l
-}
+// Logger returns the backend's logger (MemoryLogger).
+func (b *MemoryBackend) Logger() *slog.Logger { return b.log }
 
 type memQueue struct {
 	cfg   QueueConfig
 	ready memHeap
-	dead  []DeadLetter
+	dead  []memDead
 	subs  []*memSub
 	next  int // round-robin start among subs
 }
@@ -85,12 +106,12 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 		return ErrClosed
 	}
 	if old, ok := b.queues[q.Name]; ok {
-		if err := KindConflict(old.cfg, q); err != nil {
+		if err := kindConflict(old.cfg, q); err != nil {
 			return err
 		}
 		if old.cfg.MaxPriority != q.MaxPriority || old.cfg.QueueType != q.QueueType {
-			return fmt.Errorf("%w: queue %q has max_priority=%d queue_type=%s, declared with max_priority=%d queue_type=%s",
-				ErrQueueMismatch, q.Name, old.cfg.MaxPriority, old.cfg.QueueType, q.MaxPriority, q.QueueType)
+			return fmt.Errorf("%w: queue %q has %s queue_type=%s, declared with %s queue_type=%s",
+				ErrQueueMismatch, q.Name, describePriority(old.cfg.MaxPriority), old.cfg.QueueType, describePriority(q.MaxPriority), q.QueueType)
 		}
 		if old.cfg.Kind == "" {
 			old.cfg.Kind = q.Kind
@@ -103,18 +124,18 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 
 // Publish stores env on its queue, at once or after delay.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
-	return b.publish(ctx, env.Clone(), env.Priority, delay, false, HoldDeferred)
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
 func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {
-	return b.publish(ctx, env, env.Priority, delay, false, HoldDeferred)
+	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
 // prio; atMax raises it to the queue's maximum. A wait is held as kind.
-func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -123,8 +144,8 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
-func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind HoldKind) error {
-	d, err := RoundDelay(delay, DefaultGranularity)
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
+	d, err := waits.Round(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
 	}
@@ -133,13 +154,13 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	}
 	q, ok := b.queues[env.Queue]
 	if !ok {
-		return UnknownQueueError(env.Queue, "was not declared on this backend")
+		return queueerr.Unknown(env.Queue, "was not declared on this backend")
 	}
 	if atMax {
-		prio = uint8(q.cfg.MaxPriority)
+		prio = q.cfg.topPriority()
 	}
 	b.seq++
-	m := &memMsg{env: env, prio: min(prio, uint8(q.cfg.MaxPriority)), seq: b.seq}
+	m := &memMsg{env: env, prio: min(prio, q.cfg.topPriority()), seq: b.seq}
 	if d == 0 {
 		b.pushLocked(q, m)
 		return nil
@@ -160,13 +181,24 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	return nil
 }
 
-// PublishRaw puts body on queue as a message of its own, as a foreign
-// producer might. A body that is not a msgpack Envelope of this queue is
-// poison: it is moved to the dead letters when it reaches a consumer.
-func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byte) error {
+func init() {
+	rawpublish.ToMemory = func(ctx context.Context, b any, queue string, body []byte) error {
+		mb, ok := b.(*MemoryBackend)
+		if !ok {
+			return fmt.Errorf("rawpublish: %T is not a *runtime.MemoryBackend", b)
+		}
+		return mb.publishRaw(ctx, queue, body)
+	}
+}
+
+// publishRaw puts body on queue as a message of its own, as a foreign
+// producer might (rawpublish.ToMemory, for tests). A body that is not a
+// msgpack Envelope of this queue is poison: it is moved to the dead
+// letters when it reaches a consumer.
+func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byte) error {
 	m := &memMsg{raw: append([]byte(nil), body...)}
 	var env Envelope
-	if err := unmarshalUntrusted(body, &env); err == nil && env.ID != "" && env.Queue == queue {
+	if err := mpscan.Unmarshal(body, &env); err == nil && env.ID != "" && env.Queue == queue {
 		m.env, m.raw = &env, nil
 		m.prio = env.Priority
 	}
@@ -174,11 +206,11 @@ func (b *MemoryBackend) PublishRaw(ctx context.Context, queue string, body []byt
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return UnknownQueueError(queue, "was not declared on this backend")
+		return queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	b.seq++
 	m.seq = b.seq
-	m.prio = min(m.prio, uint8(q.cfg.MaxPriority))
+	m.prio = min(m.prio, q.cfg.topPriority())
 	b.pushLocked(q, m)
 	return nil
 }
@@ -200,7 +232,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 		if m.env == nil {
 			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
 			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
-			q.dead = append(q.dead, DeadLetter{Reason: reason, Body: m.raw})
+			q.dead = append(q.dead, memDead{reason: reason, body: m.raw})
 			continue
 		}
 		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
@@ -220,10 +252,10 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			if d.env.Attempt > d.env.MaxAttempts {
 				dead := d.env
 				runs := dead.Attempt - 1
-				reason := UnsettledReason(runs, dead.MaxAttempts)
+				reason := reasons.Unsettled(runs, dead.MaxAttempts)
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
-				q.dead = append(q.dead, DeadLetter{Envelope: &dead, Reason: reason})
+				q.dead = append(q.dead, memDead{env: &dead, reason: reason})
 				continue
 			}
 		}
@@ -254,7 +286,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	}
 	mq, ok := b.queues[q.Name]
 	if !ok {
-		return nil, UnknownQueueError(q.Name, "was not declared on this backend")
+		return nil, queueerr.Unknown(q.Name, "was not declared on this backend")
 	}
 	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}}
 	mq.subs = append(mq.subs, s)
@@ -262,28 +294,15 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	return s, nil
 }
 
-// TakeDeadLetters removes and returns up to max dead letters of queue.
-func (b *MemoryBackend) TakeDeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	q, ok := b.queues[queue]
-	if !ok {
-		return nil, UnknownQueueError(queue, "was not declared on this backend")
-	}
-	n := min(max(limit, 0), len(q.dead))
-	out := append([]DeadLetter(nil), q.dead[:n]...)
-	q.dead = q.dead[n:]
-	return out, nil
-}
-
-// Ready returns how many jobs wait ready on queue, like Len; an undeclared
-// queue is ErrUnknownQueue.
+// Ready returns how many jobs wait ready on queue, not counting those
+// handed to consumers or held in waits; an undeclared queue is
+// ErrUnknownQueue.
 func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return 0, UnknownQueueError(queue, "was not declared on this backend")
+		return 0, queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	return q.ready.Len(), nil
 }
@@ -308,17 +327,6 @@ func (b *MemoryBackend) Busy(queue string) bool {
 		}
 	}
 	return false
-}
-
-// Len returns how many jobs wait ready on queue, not counting those handed
-// to consumers or held in waits.
-func (b *MemoryBackend) Len(queue string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if q, ok := b.queues[queue]; ok {
-		return q.ready.Len()
-	}
-	return 0
 }
 
 // Close stops every wait and subscription. Jobs still held are dropped.

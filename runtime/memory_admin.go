@@ -2,21 +2,52 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
 var (
-	_ Inspector       = (*MemoryBackend)(nil)
-	_ DeadLetterAdmin = (*MemoryBackend)(nil)
+	_ admin.Inspector       = (*MemoryBackend)(nil)
+	_ admin.DeadLetterAdmin = (*MemoryBackend)(nil)
 )
 
 // memHold is one wait of a MemoryBackend: a job held by a timer.
 type memHold struct {
 	queue string
-	kind  HoldKind
+	kind  admin.HoldKind
 	due   time.Time
+}
+
+// memDead is a dead letter of a MemoryBackend: a dead job, or the raw body
+// of a message that was not a valid envelope.
+type memDead struct {
+	env    *Envelope // nil for poison
+	reason string
+	body   []byte // poison only
+}
+
+// info describes d, a dead letter of queue, as operators see it.
+func (d memDead) info(queue string) admin.DeadLetterInfo {
+	if d.env == nil {
+		return admin.DeadLetterInfo{ID: admin.PoisonID(d.body), Queue: queue, Reason: d.reason, Poison: true, Body: d.body, Payload: json.RawMessage("null")}
+	}
+	e := d.env
+	info := admin.DeadLetterInfo{
+		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
+		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
+		Reason: d.reason, LastError: e.LastError,
+	}
+	if p, err := admin.PayloadJSON(e.Payload); err != nil {
+		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()
+	} else {
+		info.Payload = p
+	}
+	return info
 }
 
 // queueLocked returns the declared queue name.
@@ -26,7 +57,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 	}
 	q, ok := b.queues[name]
 	if !ok {
-		return nil, UnknownQueueError(name, "was not declared on this backend")
+		return nil, queueerr.Unknown(name, "was not declared on this backend")
 	}
 	return q, nil
 }
@@ -48,24 +79,24 @@ func (b *MemoryBackend) Queues(ctx context.Context) ([]string, error) {
 
 // QueueStats returns each queue's counts. Its holds are its timers, one
 // HoldStats per kind, with the exact time the first is due.
-func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...QueueConfig) ([]QueueStats, error) {
+func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]QueueStats, 0, len(queues))
+	out := make([]admin.QueueStats, 0, len(queues))
 	for _, cfg := range queues {
 		q, err := b.queueLocked(cfg.Name)
 		if err != nil {
 			return nil, err
 		}
-		st := QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []HoldStats{}, Paused: b.pauses.paused[cfg.Name]}
+		st := admin.QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []admin.HoldStats{}, Paused: b.pauses.paused[cfg.Name]}
 		for _, s := range q.subs {
 			st.Unacked += len(s.unacked)
 			if !s.stopped {
 				st.Consumers++
 			}
 		}
-		for _, kind := range []HoldKind{HoldRetry, HoldDeferred} {
-			h := HoldStats{Name: cfg.Name + " " + string(kind) + " timers", Kind: kind}
+		for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
+			h := admin.HoldStats{Name: cfg.Name + " " + string(kind) + " timers", Kind: kind}
 			for _, w := range b.timers {
 				if w.queue != cfg.Name || w.kind != kind {
 					continue
@@ -86,69 +117,69 @@ func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...QueueConfig) (
 }
 
 // DeadLetters returns a page of queue's dead letters, oldest first.
-func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page DeadLetterPage) (DeadLetterList, error) {
+func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
 	limit := pageLimit(page.Limit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return DeadLetterList{}, err
+		return admin.DeadLetterList{}, err
 	}
-	list := DeadLetterList{Letters: []DeadLetterInfo{}, Total: len(q.dead)}
+	list := admin.DeadLetterList{Letters: []admin.DeadLetterInfo{}, Total: len(q.dead)}
 	start := 0
 	if page.After != "" {
-		_, after := ParseDeadLetterCursor(page.After)
+		_, after := admin.ParseCursor(page.After)
 		start = -1
 		for i, d := range q.dead {
-			if NewDeadLetterInfo(queue, d, "").ID == after {
+			if d.info(queue).ID == after {
 				start = i + 1
 				break
 			}
 		}
 		if start < 0 {
-			return DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", ErrDeadLetterNotFound, queue, after)
+			return admin.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", admin.ErrDeadLetterNotFound, queue, after)
 		}
 	}
 	for _, d := range q.dead[start:] {
 		if len(list.Letters) == limit {
-			list.Next = DeadLetterCursor(start+limit, list.Letters[limit-1].ID)
+			list.Next = admin.Cursor(start+limit, list.Letters[limit-1].ID)
 			break
 		}
-		list.Letters = append(list.Letters, NewDeadLetterInfo(queue, d, ""))
+		list.Letters = append(list.Letters, d.info(queue))
 	}
 	return list, nil
 }
 
-// pageLimit is the page size a DeadLetterPage.Limit asks for.
+// pageLimit is the page size an admin.DeadLetterPage.Limit asks for.
 func pageLimit(n int) int {
 	if n <= 0 {
-		return DefaultDeadLetterLimit
+		return admin.DefaultDeadLetterLimit
 	}
-	return min(n, MaxDeadLetterLimit)
+	return min(n, admin.MaxDeadLetterLimit)
 }
 
 // DeadLetter returns the dead letter of queue with ID id.
-func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (DeadLetterInfo, error) {
+func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return DeadLetterInfo{}, err
+		return admin.DeadLetterInfo{}, err
 	}
 	for _, d := range q.dead {
-		if info := NewDeadLetterInfo(queue, d, ""); info.ID == id {
+		if info := d.info(queue); info.ID == id {
 			return info, nil
 		}
 	}
-	return DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", ErrDeadLetterNotFound, queue, id)
+	return admin.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", admin.ErrDeadLetterNotFound, queue, id)
 }
 
 // RedriveDeadLetters puts the selected dead letters back on queue, one at
 // a time, each in one critical section with its removal.
-func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, sel DeadLetterSelector, progress func(RedriveProgress)) (RedriveResult, error) {
-	res := RedriveResult{Moved: []string{}}
+func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector, progress func(admin.RedriveProgress)) (admin.RedriveResult, error) {
+	res := admin.RedriveResult{Moved: []string{}}
 	if sel.Empty() {
-		return res, fmt.Errorf("%w: re-drive of %q", ErrEmptySelector, queue)
+		return res, fmt.Errorf("%w: re-drive of %q", admin.ErrEmptySelector, queue)
 	}
 	seen := map[string]bool{}
 	b.mu.Lock()
@@ -173,9 +204,9 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 			return res, ErrClosed
 		}
 		i := next
-		var info DeadLetterInfo
+		var info admin.DeadLetterInfo
 		for ; i < len(q.dead); i++ {
-			info = NewDeadLetterInfo(queue, q.dead[i], "")
+			info = q.dead[i].info(queue)
 			if sel.Selects(info) {
 				break
 			}
@@ -186,20 +217,20 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 		}
 		seen[info.ID] = true
 		d := q.dead[i]
-		if d.Envelope == nil {
-			res.Refused = append(res.Refused, RefusedLetter{ID: info.ID, Reason: PoisonRefusal})
+		if d.env == nil {
+			res.Refused = append(res.Refused, admin.RefusedLetter{ID: info.ID, Reason: admin.PoisonRefusal})
 			next = i + 1
 		} else {
-			env := RedriveEnvelope(d.Envelope, queue, time.Now())
+			env := RedriveEnvelope(d.env, queue, time.Now())
 			b.seq++
-			b.pushLocked(q, &memMsg{env: env, prio: min(env.Priority, uint8(q.cfg.MaxPriority)), seq: b.seq})
+			b.pushLocked(q, &memMsg{env: env, prio: min(env.Priority, q.cfg.topPriority()), seq: b.seq})
 			q.dead = slices.Delete(q.dead, i, i+1)
 			res.Moved = append(res.Moved, info.ID)
 			next = i
 		}
 		b.mu.Unlock()
 		if progress != nil {
-			progress(RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
+			progress(admin.RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
 		}
 	}
 	res.NotFound = sel.NotFound(seen)
@@ -207,28 +238,28 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 }
 
 // PurgeDeadLetters deletes the selected dead letters of queue.
-func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel DeadLetterSelector) (PurgeResult, error) {
+func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector) (admin.PurgeResult, error) {
 	if sel.Empty() {
-		return PurgeResult{}, fmt.Errorf("%w: purge of %q", ErrEmptySelector, queue)
+		return admin.PurgeResult{}, fmt.Errorf("%w: purge of %q", admin.ErrEmptySelector, queue)
 	}
 	if err := ctx.Err(); err != nil {
-		return PurgeResult{}, err
+		return admin.PurgeResult{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return PurgeResult{}, err
+		return admin.PurgeResult{}, err
 	}
 	seen := map[string]bool{}
 	before := len(q.dead)
-	q.dead = slices.DeleteFunc(q.dead, func(d DeadLetter) bool {
-		info := NewDeadLetterInfo(queue, d, "")
+	q.dead = slices.DeleteFunc(q.dead, func(d memDead) bool {
+		info := d.info(queue)
 		if sel.Selects(info) {
 			seen[info.ID] = true
 			return true
 		}
 		return false
 	})
-	return PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
+	return admin.PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/queueerr"
 )
 
-var _ Pauser = (*MemoryBackend)(nil)
+var _ admin.Pauser = (*MemoryBackend)(nil)
 
 // memPauses is the paused state of a MemoryBackend's queues and who
 // watches it.
@@ -22,7 +25,7 @@ func (b *MemoryBackend) setPaused(queue string, paused bool) error {
 		return ErrClosed
 	}
 	if _, ok := b.queues[queue]; !ok && paused {
-		return UnknownQueueError(queue, "was not declared on this backend")
+		return queueerr.Unknown(queue, "was not declared on this backend")
 	}
 	if b.pauses.paused == nil {
 		b.pauses.paused = map[string]bool{}
@@ -78,4 +81,14 @@ func (b *MemoryBackend) WatchPaused(ctx context.Context, queue string) (<-chan b
 		close(c)
 	}()
 	return c, nil
+}
+
+// sendLatest puts v in c, a channel of capacity 1 with this one writer,
+// replacing a value not yet read.
+func sendLatest(c chan bool, v bool) {
+	select {
+	case <-c:
+	default:
+	}
+	c <- v
 }

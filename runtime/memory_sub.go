@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // memSub is a MemoryBackend subscription.
@@ -153,7 +156,7 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	delay, err := WaitDelay(delay, DefaultGranularity)
+	delay, err := waits.RoundAtLeastOne(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", d.q.cfg.Name, err)
 	}
@@ -162,9 +165,9 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := d.heldLocked(); err != nil {
 		return err
 	}
-	kind := HoldRetry
+	kind := admin.HoldRetry
 	if ahead {
-		kind = HoldDeferred
+		kind = admin.HoldDeferred
 	}
 	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead, kind); err != nil {
 		return err
@@ -175,6 +178,6 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 }
 
 func (d *memDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
-	dl := DeadLetter{Envelope: next.Clone(), Reason: reason}
+	dl := memDead{env: next.Clone(), reason: reason}
 	return d.settle(func(q *memQueue) { q.dead = append(q.dead, dl) })
 }

@@ -65,11 +65,11 @@ func startWorker(t *testing.T, w *runtime.Worker) {
 // the observer is told, in order per job, and that the handler runs in the
 // context Start returned.
 func TestObserverOutcomes(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
 	rec := newRecorder()
-	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	w := runtime.NewWorker(b, runtime.WithObserver(rec))
 	errFlaky := errors.New("flaky")
 	var foreignCtx atomic.Int64
 	var deferred sync.Map // job IDs deferred once
@@ -209,11 +209,11 @@ func (d *failingDelivery) Redelivered() bool {
 // as OutcomeRequeued with its error, and the next run of the job first as
 // OutcomeRedelivered, then acked.
 func TestObserverRequeueAndRedelivery(t *testing.T) {
-	b := &failingAck{MemoryBackend: runtime.NewMemoryBackend()}
+	b := &failingAck{MemoryBackend: quietMemory()}
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
-	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	w := runtime.NewWorker(b, runtime.WithObserver(rec))
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { return nil })
 	ctx := context.Background()
 	p := producerOf(t, b, q)
@@ -243,7 +243,7 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 // told as OutcomeAbandoned, and that its next run, by another worker, is a
 // redelivery.
 func TestObserverAbandoned(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
@@ -253,7 +253,7 @@ func TestObserverAbandoned(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec), runtime.WithShutdownTimeout(time.Millisecond))
+	w := runtime.NewWorker(b, runtime.WithObserver(rec), runtime.WithShutdownTimeout(time.Millisecond))
 	runtime.Handle(w, q, stuck)
 	ctx := context.Background()
 	p := producerOf(t, b, q)
@@ -272,7 +272,7 @@ func TestObserverAbandoned(t *testing.T) {
 		t.Fatalf("outcome = %+v, want abandoned", o)
 	}
 
-	w2 := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	w2 := runtime.NewWorker(b, runtime.WithObserver(rec))
 	runtime.Handle(w2, q, func(ctx context.Context, p ping) error { return nil })
 	startWorker(t, w2)
 	for _, want := range []runtime.OutcomeKind{runtime.OutcomeRedelivered, runtime.OutcomeAcked} {
@@ -287,11 +287,11 @@ func TestObserverAbandoned(t *testing.T) {
 // is told the same queue and kind at the start of the run as in its
 // outcome, the queue's kind standing in for the missing one.
 func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
 	rec := newRecorder()
-	w := runtime.NewWorker(b, quiet(), runtime.WithObserver(rec))
+	w := runtime.NewWorker(b, runtime.WithObserver(rec))
 	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 	p := producerOf(t, b, q)
 	p.Use(func(next runtime.PublishFunc) runtime.PublishFunc {

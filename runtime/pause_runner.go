@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/admin"
 )
 
 // pauseGate follows one queue's paused state for its runner.
@@ -16,12 +18,12 @@ type pauseGate struct {
 	wg      sync.WaitGroup // the reader whenPaused starts
 }
 
-// watchPause starts following queue's paused state when the backend is a
-// Pauser, trying again with backoff until it can: a worker must not consume
+// watchPause starts following queue's paused state when the backend is an
+// admin.Pauser, trying again with backoff until it can: a worker must not consume
 // a queue before it knows the queue is not paused. It returns nil when ctx
 // ends first, and an error when the backend was closed.
 func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
-	p, ok := c.w.backend.(Pauser)
+	p, ok := c.w.backend.(admin.Pauser)
 	if !ok {
 		return &pauseGate{}, nil
 	}

@@ -18,14 +18,14 @@ const HeaderTick = "queuey-tick"
 const leasePrefix = "schedule."
 
 // Periodic makes w enqueue job() onto q at each tick of s while w runs,
-// with the job ID TickID(s.Name, tick) and the tick in HeaderTick. Every
-// worker of every process may register the same schedule: through the
+// with the job ID s.Name, "@", and the tick in UTC as RFC 3339
+// ("reports.daily@2026-11-30T06:00:00Z"), and the tick in HeaderTick.
+// Every worker of every process may register the same schedule: through the
 // backend's lease (Leaser) one of them at a time fires the ticks, and when
 // it stops or dies another takes over.
 //
-// The enqueues go through the worker's producer middleware
-// (WithProducerMiddleware), as an application's enqueues go through its
-// producer's.
+// The enqueues go through the worker's producer (WithProducer), with its
+// middleware, as the application's own enqueues do.
 //
 // Ticks are at least once: a tick is enqueued once in the normal run, and
 // twice at worst, both times with its one ID, when the scheduler dies
@@ -175,11 +175,8 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 // lease was lost, ctx ended or recording failed: the caller then lets
 // the lease go.
 func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool {
-	producer := NewProducerUndeclared(p.w.backend)
-	if len(p.w.producerMiddleware) > 0 {
-		producer.Use(p.w.producerMiddleware...)
-	}
-	id := TickID(p.sched.Name, t)
+	producer := p.w.producer
+	id := tickID(p.sched.Name, t)
 	// A tick begun is finished, shutdown or not: an enqueue cut off
 	// midway may be stored all the same, and then must be recorded, or
 	// the next scheduler enqueues it again. So each step runs on a

@@ -64,9 +64,6 @@ func NewProducerUndeclared(b Backend) *Producer {
 	return &Producer{backend: b, now: time.Now, queues: map[string]QueueConfig{}}
 }
 
-// Backend returns the backend p publishes to.
-func (p *Producer) Backend() Backend { return p.backend }
-
 // EnqueueOption changes how one job is enqueued.
 type EnqueueOption func(*enqueueOptions)
 
@@ -80,8 +77,8 @@ type enqueueOptions struct {
 	hasID       bool
 }
 
-// WithPriority enqueues the job at priority p, 0..the queue's MaxPriority.
-// Higher runs first. The default is 0.
+// WithPriority enqueues the job at priority p, 0..the queue's MaxPriority
+// (only 0 on a queue of NoPriority). Higher runs first. The default is 0.
 func WithPriority(p int) EnqueueOption {
 	return func(o *enqueueOptions) { o.priority, o.hasPriority = p, true }
 }
@@ -225,7 +222,7 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 	if !ok {
 		return o, q.WithDefaults(), nil
 	}
-	if err := KindConflict(declared, q); err != nil {
+	if err := kindConflict(declared, q); err != nil {
 		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
 	}
 	if err := producerMismatch(declared, q.WithDefaults()); err != nil {
@@ -323,8 +320,11 @@ func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*E
 
 // check refuses options that q cannot take.
 func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
-	if o.hasPriority && (o.priority < 0 || o.priority > q.MaxPriority) {
-		return fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, q.MaxPriority)
+	if top := int(q.topPriority()); o.hasPriority && (o.priority < 0 || o.priority > top) {
+		if q.MaxPriority == NoPriority {
+			return fmt.Errorf("%w: queue %q: priority %d, want 0: the queue declares no priority (%s)", ErrInvalidOption, q.Name, o.priority, describePriority(q.MaxPriority))
+		}
+		return fmt.Errorf("%w: queue %q: priority %d, want 0..%d (the queue's max_priority)", ErrInvalidOption, q.Name, o.priority, top)
 	}
 	if o.delay < 0 {
 		return fmt.Errorf("%w: queue %q: delay %v, want 0 or more", ErrInvalidOption, q.Name, o.delay)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -16,7 +17,7 @@ import (
 // single enqueue as one call with one envelope and EnqueueMany as one call
 // with all of them, and that headers it adds reach the handler.
 func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx := context.Background()
@@ -60,7 +61,7 @@ func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 		t.Errorf("middleware ran in order %v, want %v", order, want)
 	}
 
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	got := make(chan map[string]string, 4)
 	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
 		info, _ := runtime.InfoFromContext(ctx)
@@ -83,7 +84,7 @@ func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 // answers with the wrong number of errors fails every job of the call
 // instead of reporting them stored.
 func TestProducerMiddlewareWrongErrorCount(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	ctx := context.Background()
@@ -114,7 +115,7 @@ func producerOf(t *testing.T, b runtime.Backend, q runtime.QueueConfig) *runtime
 // TestQueueyHeadersAreReserved: every header queuey sets on a job is among
 // the names producers refuse.
 func TestQueueyHeadersAreReserved(t *testing.T) {
-	for _, h := range []string{runtime.HeaderTick, runtime.HeaderRedrives, runtime.HeaderRedrivenAt} {
+	for _, h := range []string{runtime.HeaderTick, admin.HeaderRedrives, admin.HeaderRedrivenAt} {
 		if !strings.HasPrefix(h, runtime.ReservedHeaderPrefix) {
 			t.Errorf("header %q does not start with ReservedHeaderPrefix %q: an application could set it", h, runtime.ReservedHeaderPrefix)
 		}

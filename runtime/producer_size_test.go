@@ -16,7 +16,7 @@ import (
 // count; in a batch only that job fails. The payloads are never touched, so
 // they cost address space, not memory.
 func TestJobOverMaxJobSizeIsRefused(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "sizes", Kind: "job"}
 	ctx := context.Background()

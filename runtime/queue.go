@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/waits"
 )
 
 // QueueType is the RabbitMQ queue type of a queue.
@@ -31,8 +33,8 @@ const (
 	DelayPlugin DelayMode = "plugin"
 )
 
-// Defaults of the //queuey:queue annotation. DefaultQueueConfig applies
-// them all; in a QueueConfig literal a zero field means what its doc says.
+// Defaults of the QueueConfig fields, which WithDefaults gives each zero
+// field and an annotation gives each key it leaves out.
 const (
 	DefaultPrefetch    = 10
 	DefaultMaxPriority = 10
@@ -41,22 +43,31 @@ const (
 	DefaultRetryMax    = time.Hour
 )
 
-// Limits of the QueueConfig fields.
+// NoPriority, as a QueueConfig's MaxPriority, declares the queue without
+// priorities (no x-max-priority): every job on it runs at priority 0, and a
+// deferred job returns in FIFO order, behind the backlog. The annotation
+// says it with max_priority=0; in a QueueConfig a zero MaxPriority means
+// DefaultMaxPriority, as every zero field means its default.
+const NoPriority = -1
+
+// Limits of the QueueConfig fields: the largest value each accepts.
 const (
-	MaxPrefetch      = 65535
+	PrefetchLimit    = 65535
 	MaxPriorityLimit = 255
 	MaxAttemptsLimit = 1000
-	// MaxQueueNameLen is the longest queue name, 235 bytes: AMQP's limit
-	// on a name, 255 bytes, less the 20 that the longest name a backend
-	// derives from a queue name adds with default options (RabbitMQ's
-	// deferral hold queue of the longest wait, "<q>.deferred.2147483647").
-	// So a name that validates is one the broker takes with everything
-	// named after it.
-	MaxQueueNameLen = names.MaxQueue
 )
 
-// QueueConfig is the resolved configuration of one job queue. Generated code
-// declares one per annotated job type.
+// MaxQueueNameLen is the longest queue name, 235 bytes: AMQP's limit on a
+// name, 255 bytes, less the 20 that the longest name a backend derives
+// from a queue name adds with default options (RabbitMQ's deferral hold
+// queue of the longest wait, "<q>.deferred.2147483647"). So a name that
+// validates is one the broker takes with everything named after it.
+const MaxQueueNameLen = names.MaxQueue
+
+// QueueConfig is the configuration of one job queue. A zero field means its
+// default, as its doc says (WithDefaults applies them), so a literal with
+// just a Name is a queue with every default. Generated code declares one
+// per annotated job type, its annotation resolved.
 type QueueConfig struct {
 	// Name is the broker queue name, [A-Za-z0-9._-]+, at most
 	// MaxQueueNameLen bytes, and at most MaxScheduleNameLen with a
@@ -71,26 +82,28 @@ type QueueConfig struct {
 	// (KindOf). Empty means any kind to the untyped calls (EnqueuePayload,
 	// Worker.Register).
 	Kind string
-	// Prefetch is how many unacked deliveries a consumer holds, 1..65535.
-	// Zero means DefaultPrefetch.
+	// Prefetch is how many unacked deliveries a consumer holds,
+	// 1..PrefetchLimit. Zero means DefaultPrefetch.
 	Prefetch int
 	// Concurrency is how many handlers run at once for this queue in one
 	// worker, 1..Prefetch. Zero means Prefetch.
 	Concurrency int
-	// MaxPriority is the queue's x-max-priority, 0..255. Zero declares no
-	// priority: deferred jobs then return in FIFO order. The annotation's
-	// default is DefaultMaxPriority.
+	// MaxPriority is the queue's x-max-priority, 1..MaxPriorityLimit: the
+	// highest priority a job on it may have, and the one a deferred job
+	// returns at, ahead of the backlog. NoPriority declares none. Zero
+	// means DefaultMaxPriority.
 	MaxPriority int
 	// MaxAttempts is how many runs a failing job gets before it is
-	// dead-lettered, 1..1000. Zero means DefaultMaxAttempts.
+	// dead-lettered, 1..MaxAttemptsLimit. Zero means DefaultMaxAttempts.
 	MaxAttempts int
 	// RetryBase is the first retry delay; attempt n waits RetryBase*2^(n-1).
 	// Zero means DefaultRetryBase.
 	RetryBase time.Duration
-	// RetryMax caps the retry delay, at most LongestWait(DefaultGranularity)
-	// (596h31m23s), so that every retry delay is a wait a backend accepts;
-	// a backend with a coarser granularity refuses, at Declare, a RetryMax
-	// above its LongestWait. Zero means DefaultRetryMax.
+	// RetryMax caps the retry delay, at most MaxDeferral rounded down to
+	// DefaultGranularity (596h31m23s), so that every retry delay is a wait
+	// a backend accepts; a backend with a coarser granularity refuses, at
+	// Declare, a RetryMax above MaxDeferral rounded down to its own. Zero
+	// means DefaultRetryMax, or RetryBase when that is longer.
 	RetryMax time.Duration
 	// Timeout is the deadline on each handler run's context. Zero means none.
 	Timeout time.Duration
@@ -99,7 +112,8 @@ type QueueConfig struct {
 	// Delay is how waits are held. Empty means the backend's default.
 	Delay DelayMode
 	// DelayExchange names the x-delayed-message exchange with DelayPlugin.
-	// Empty means "<Name>.delay".
+	// Empty means the backend's default, which is "<Name>.delay" unless the
+	// backend is configured otherwise.
 	DelayExchange string
 	// Schedule, when set, is a Schedule.Spec: every worker that handles
 	// this queue (Handle, a generated HandleX) also enqueues a job of the
@@ -111,29 +125,29 @@ type QueueConfig struct {
 	Missed Missed
 }
 
-// DefaultQueueConfig returns the configuration an annotation without keys
-// gives a queue called name. Its Delay is empty: the backend's default mode,
-// which is DelayQueue unless the backend is configured otherwise.
+// DefaultQueueConfig returns the configuration of a queue called name with
+// every default: QueueConfig{Name: name}.WithDefaults(), which is also what
+// an annotation without keys gives (with the job's Kind). Its Delay is
+// empty: the backend's default mode, which is DelayQueue unless the backend
+// is configured otherwise.
 func DefaultQueueConfig(name string) QueueConfig {
-	return QueueConfig{
-		Name:        name,
-		Prefetch:    DefaultPrefetch,
-		Concurrency: DefaultPrefetch,
-		MaxPriority: DefaultMaxPriority,
-		MaxAttempts: DefaultMaxAttempts,
-		RetryBase:   DefaultRetryBase,
-		RetryMax:    DefaultRetryMax,
-		QueueType:   QueueClassic,
-	}
+	return QueueConfig{Name: name}.WithDefaults()
 }
 
-// WithDefaults returns q with every zero field that has a default set to it.
+// WithDefaults returns q with every zero field that has a default set to
+// it, as each field's doc says; Delay and DelayExchange, whose defaults are
+// the backend's, and Missed, whose default the Schedule applies, stay
+// empty. It is the one place these defaults are applied; applying it twice
+// changes nothing.
 func (q QueueConfig) WithDefaults() QueueConfig {
 	if q.Prefetch == 0 {
 		q.Prefetch = DefaultPrefetch
 	}
 	if q.Concurrency == 0 {
 		q.Concurrency = q.Prefetch
+	}
+	if q.MaxPriority == 0 {
+		q.MaxPriority = DefaultMaxPriority
 	}
 	if q.MaxAttempts == 0 {
 		q.MaxAttempts = DefaultMaxAttempts
@@ -150,6 +164,24 @@ func (q QueueConfig) WithDefaults() QueueConfig {
 	return q
 }
 
+// topPriority is the highest wire priority of q's jobs: its MaxPriority,
+// or 0 when it declares no priority. q is resolved (WithDefaults).
+func (q QueueConfig) topPriority() uint8 {
+	if q.MaxPriority == NoPriority {
+		return 0
+	}
+	return uint8(q.MaxPriority)
+}
+
+// describePriority names maxPriority, a resolved MaxPriority, as the
+// annotation says it, for messages.
+func describePriority(maxPriority int) string {
+	if maxPriority == NoPriority {
+		return "max_priority=0 (NoPriority)"
+	}
+	return fmt.Sprintf("max_priority=%d", maxPriority)
+}
+
 // Validate reports every field of q (after WithDefaults) that is out of its
 // range, naming the field and what is accepted.
 func (q QueueConfig) Validate() error {
@@ -164,17 +196,17 @@ func (q QueueConfig) Validate() error {
 	case q.Schedule != "" && len(q.Name) > MaxScheduleNameLen:
 		bad("Name", fmt.Sprintf("%q", q.Name), fmt.Sprintf("at most %d bytes with a Schedule, which is named after the queue (see Schedule.Name)", MaxScheduleNameLen))
 	}
-	if q.Prefetch < 1 || q.Prefetch > MaxPrefetch {
-		bad("Prefetch", q.Prefetch, "1..65535")
+	if q.Prefetch < 1 || q.Prefetch > PrefetchLimit {
+		bad("Prefetch", q.Prefetch, fmt.Sprintf("1..%d", PrefetchLimit))
 	}
 	if q.Concurrency < 1 || q.Concurrency > q.Prefetch {
 		bad("Concurrency", q.Concurrency, fmt.Sprintf("1..Prefetch (%d)", q.Prefetch))
 	}
-	if q.MaxPriority < 0 || q.MaxPriority > MaxPriorityLimit {
-		bad("MaxPriority", q.MaxPriority, "0..255")
+	if q.MaxPriority != NoPriority && (q.MaxPriority < 1 || q.MaxPriority > MaxPriorityLimit) {
+		bad("MaxPriority", q.MaxPriority, fmt.Sprintf("1..%d, 0 for DefaultMaxPriority (%d), or NoPriority (%d) for none", MaxPriorityLimit, DefaultMaxPriority, NoPriority))
 	}
 	if q.MaxAttempts < 1 || q.MaxAttempts > MaxAttemptsLimit {
-		bad("MaxAttempts", q.MaxAttempts, "1..1000")
+		bad("MaxAttempts", q.MaxAttempts, fmt.Sprintf("1..%d", MaxAttemptsLimit))
 	}
 	if q.RetryBase < 0 {
 		bad("RetryBase", q.RetryBase, "a positive duration")
@@ -182,7 +214,7 @@ func (q QueueConfig) Validate() error {
 	if q.RetryMax < q.RetryBase {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at least RetryBase (%v)", q.RetryBase))
 	}
-	if limit := LongestWait(DefaultGranularity); q.RetryMax > limit {
+	if limit := waits.Longest(DefaultGranularity); q.RetryMax > limit {
 		bad("RetryMax", q.RetryMax, fmt.Sprintf("at most %v, MaxDeferral (%v) rounded down to DefaultGranularity: a retry delay is rounded up to the granularity, and a wait above MaxDeferral is refused", limit, MaxDeferral))
 	}
 	if q.Timeout < 0 {
@@ -217,17 +249,11 @@ func (q QueueConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// KindConflict returns an error when declared and q, two configs of one
-// queue name, ask for different job kinds, nil when they agree or either
-// leaves Kind empty. Backends call it on each Declare, so that one process
-// cannot put two job types on one queue, where each handler would get the
-// other's jobs.
-func KindConflict(declared, q QueueConfig) error {
-	if declared.Kind == "" || q.Kind == "" || declared.Kind == q.Kind {
-		return nil
-	}
-	return fmt.Errorf("%w: queue %q is declared for %s jobs and now for %s jobs; a queue carries one job type: give one of them another name= in its //queuey:queue line",
-		ErrKindConflict, q.Name, declared.Kind, q.Kind)
+// kindConflict returns ErrKindConflict when declared and q, two configs of
+// one queue name, ask for different job kinds, nil when they agree or
+// either leaves Kind empty.
+func kindConflict(declared, q QueueConfig) error {
+	return queueerr.KindConflict(q.Name, declared.Kind, q.Kind)
 }
 
 // RetryDelay returns how long a job waits after failing run number attempt

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -28,7 +30,8 @@ func TestQueueConfigValidate(t *testing.T) {
 		{"delay exchange too long", func(q *runtime.QueueConfig) { q.DelayExchange = strings.Repeat("x", 256) }, "DelayExchange"},
 		{"prefetch", func(q *runtime.QueueConfig) { q.Prefetch = 70000 }, "Prefetch = 70000, want 1..65535"},
 		{"concurrency", func(q *runtime.QueueConfig) { q.Concurrency = 11 }, "Concurrency = 11, want 1..Prefetch (10)"},
-		{"priority", func(q *runtime.QueueConfig) { q.MaxPriority = 256 }, "MaxPriority = 256, want 0..255"},
+		{"priority", func(q *runtime.QueueConfig) { q.MaxPriority = 256 }, "MaxPriority = 256, want 1..255, 0 for DefaultMaxPriority (10), or NoPriority (-1) for none"},
+		{"negative priority", func(q *runtime.QueueConfig) { q.MaxPriority = -2 }, "MaxPriority = -2, want 1..255"},
 		{"attempts", func(q *runtime.QueueConfig) { q.MaxAttempts = 1001 }, "MaxAttempts = 1001, want 1..1000"},
 		{"retry max", func(q *runtime.QueueConfig) { q.RetryBase, q.RetryMax = time.Minute, time.Second }, "RetryMax = 1s, want at least RetryBase (1m0s)"},
 		{"retry too long", func(q *runtime.QueueConfig) { q.RetryMax = 1000 * time.Hour }, "RetryMax = 1000h0m0s, want at most 596h31m23s, MaxDeferral (596h31m23.6475s) rounded down to DefaultGranularity"},
@@ -65,13 +68,47 @@ func TestQueueNameLimits(t *testing.T) {
 	}
 }
 
-func TestQueueConfigZeroValueDefaults(t *testing.T) {
-	q := runtime.QueueConfig{Name: "q"}.WithDefaults()
-	if q.Prefetch != 10 || q.Concurrency != 10 || q.MaxAttempts != 5 || q.RetryBase != time.Second || q.RetryMax != time.Hour || q.MaxPriority != 0 || q.QueueType != runtime.QueueClassic {
-		t.Errorf("WithDefaults() = %+v", q)
+// TestDefaultsInOnePlace: DefaultQueueConfig is the zero config with a
+// name, resolved; both carry the Default constants.
+func TestDefaultsInOnePlace(t *testing.T) {
+	for _, name := range []string{"q", "emails.send_email"} {
+		if diff := cmp.Diff(runtime.QueueConfig{Name: name}.WithDefaults(), runtime.DefaultQueueConfig(name)); diff != "" {
+			t.Errorf("DefaultQueueConfig(%q) differs from QueueConfig{Name: %[1]q}.WithDefaults() (-WithDefaults +DefaultQueueConfig):\n%s", name, diff)
+		}
+	}
+	want := runtime.QueueConfig{
+		Name:        "q",
+		Prefetch:    runtime.DefaultPrefetch,
+		Concurrency: runtime.DefaultPrefetch,
+		MaxPriority: runtime.DefaultMaxPriority,
+		MaxAttempts: runtime.DefaultMaxAttempts,
+		RetryBase:   runtime.DefaultRetryBase,
+		RetryMax:    runtime.DefaultRetryMax,
+		QueueType:   runtime.QueueClassic,
+	}
+	if diff := cmp.Diff(want, runtime.DefaultQueueConfig("q")); diff != "" {
+		t.Errorf("DefaultQueueConfig (-want +got):\n%s", diff)
 	}
 	if err := (runtime.QueueConfig{Name: "q"}).Validate(); err != nil {
 		t.Errorf("zero config with a name: %v", err)
+	}
+}
+
+// TestNoPriority: NoPriority survives WithDefaults and validates; zero is
+// the default, not none.
+func TestNoPriority(t *testing.T) {
+	q := runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority}.WithDefaults()
+	if q.MaxPriority != runtime.NoPriority {
+		t.Errorf("WithDefaults() of NoPriority: MaxPriority = %d, want NoPriority", q.MaxPriority)
+	}
+	if err := q.Validate(); err != nil {
+		t.Errorf("NoPriority: %v", err)
+	}
+	if got := q.WithDefaults(); got != q {
+		t.Errorf("WithDefaults() twice = %+v, want %+v", got, q)
+	}
+	if got := (runtime.QueueConfig{Name: "q"}).WithDefaults().MaxPriority; got != runtime.DefaultMaxPriority {
+		t.Errorf("zero MaxPriority resolves to %d, want DefaultMaxPriority", got)
 	}
 }
 
@@ -89,54 +126,15 @@ func TestRetryDelay(t *testing.T) {
 }
 
 // TestRetryDelaysAreWaits: with RetryMax at its largest, every retry
-// delay of every attempt is a wait the backend's granularity accepts;
-// LongestWait is the edge, at every granularity.
+// delay of every attempt is a wait the backend's granularity accepts.
 func TestRetryDelaysAreWaits(t *testing.T) {
-	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: runtime.LongestWait(0)}
+	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: waits.Longest(runtime.DefaultGranularity)}
 	if err := q.Validate(); err != nil {
-		t.Fatalf("RetryMax = LongestWait(0): %v", err)
+		t.Fatalf("RetryMax = MaxDeferral rounded down to DefaultGranularity: %v", err)
 	}
 	for attempt := 1; attempt <= q.MaxAttempts; attempt++ {
-		if _, err := runtime.WaitDelay(q.RetryDelay(attempt), runtime.DefaultGranularity); err != nil {
+		if _, err := waits.RoundAtLeastOne(q.RetryDelay(attempt), runtime.DefaultGranularity); err != nil {
 			t.Fatalf("retry after attempt %d: %v", attempt, err)
-		}
-	}
-	for _, g := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, time.Minute, time.Hour} {
-		longest := runtime.LongestWait(g)
-		if got, err := runtime.WaitDelay(longest, g); err != nil || got != longest {
-			t.Errorf("WaitDelay(LongestWait(%v) = %v) = %v, %v; want it unchanged", g, longest, got, err)
-		}
-		if _, err := runtime.WaitDelay(longest+time.Nanosecond, g); !errors.Is(err, runtime.ErrDelayTooLong) {
-			t.Errorf("WaitDelay(LongestWait(%v)+1ns) = %v, want ErrDelayTooLong", g, err)
-		}
-	}
-}
-
-func TestRoundDelay(t *testing.T) {
-	cases := []struct {
-		in, gran, want time.Duration
-		tooLong        bool
-	}{
-		{0, 0, 0, false},
-		{-time.Second, 0, 0, false},
-		{time.Nanosecond, 0, time.Second, false},
-		{time.Second, 0, time.Second, false},
-		{1001 * time.Millisecond, 0, 2 * time.Second, false},
-		{1500 * time.Millisecond, 100 * time.Millisecond, 1500 * time.Millisecond, false},
-		{runtime.MaxDeferral.Truncate(time.Second), 0, runtime.MaxDeferral.Truncate(time.Second), false},
-		{runtime.MaxDeferral.Truncate(time.Second) + 1, 0, 0, true},
-		{runtime.MaxDeferral + 1, time.Millisecond, 0, true},
-	}
-	for _, c := range cases {
-		got, err := runtime.RoundDelay(c.in, c.gran)
-		if c.tooLong {
-			if !errors.Is(err, runtime.ErrDelayTooLong) {
-				t.Errorf("RoundDelay(%v, %v) = %v, %v; want ErrDelayTooLong", c.in, c.gran, got, err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("RoundDelay(%v, %v) = %v, %v; want %v", c.in, c.gran, got, err, c.want)
 		}
 	}
 }

@@ -30,10 +30,11 @@ const (
 // Schedule makes a worker enqueue a job on its own at each tick of Spec.
 type Schedule struct {
 	// Name identifies the schedule across every process of a backend: one
-	// lease is held per name, and each tick's job ID is Name and the
-	// tick's time (see TickID). [A-Za-z0-9._-]+, at most
-	// MaxScheduleNameLen bytes; empty means the queue's name. Two schedules with one name share one lease and one series of
-	// ticks; give each its own name.
+	// lease is held per name, and each tick's job ID is Name, "@", and the
+	// tick's time in UTC as RFC 3339 ("reports.daily@2026-11-30T06:00:00Z").
+	// [A-Za-z0-9._-]+, at most MaxScheduleNameLen bytes; empty means the
+	// queue's name. Two schedules with one name share one lease and one
+	// series of ticks; give each its own name.
 	Name string
 	// Spec is a cron spec of five fields (minute, hour, day of month,
 	// month, day of week), a descriptor (@hourly, @daily, @weekly,
@@ -56,7 +57,7 @@ type Schedule struct {
 }
 
 // MaxScheduleNameLen is the longest Schedule.Name. Each tick's job ID
-// (TickID) is the name and 21 bytes more, and a backend names the
+// is the name and 21 bytes more, and a backend names the
 // schedule's lease after it (RabbitMQ: "queuey.lease.schedule.<name>", 22
 // bytes more), each within AMQP's 255-byte limit.
 const MaxScheduleNameLen = 200
@@ -181,11 +182,11 @@ func (s Schedule) validate() (func(time.Time) time.Time, error) {
 	return next, err
 }
 
-// TickID is the job ID of schedule name's tick at t: name, "@", and t in
+// tickID is the job ID of schedule name's tick at t: name, "@", and t in
 // UTC as RFC 3339 ("reports.daily@2026-11-30T06:00:00Z"). A tick enqueued
 // twice (around a change of scheduler) carries one ID both times, so a
 // handler can be idempotent on it.
-func TickID(name string, t time.Time) string {
+func tickID(name string, t time.Time) string {
 	return name + "@" + t.UTC().Format(time.RFC3339)
 }
 

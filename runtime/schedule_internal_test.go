@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+func TestTickID(t *testing.T) {
+	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.FixedZone("CET", 3600))
+	if got, want := tickID("reports.daily", at), "reports.daily@2026-11-30T06:00:00Z"; got != want {
+		t.Errorf("tickID = %q, want %q", got, want)
+	}
+}
+
 func TestLatestTick(t *testing.T) {
 	next, err := ParseSpec("@every 1s")
 	if err != nil {

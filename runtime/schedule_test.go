@@ -76,13 +76,6 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
-func TestTickID(t *testing.T) {
-	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.FixedZone("CET", 3600))
-	if got, want := runtime.TickID("reports.daily", at), "reports.daily@2026-11-30T06:00:00Z"; got != want {
-		t.Errorf("TickID = %q, want %q", got, want)
-	}
-}
-
 func TestPeriodicRefusals(t *testing.T) {
 	q := runtime.DefaultQueueConfig("sched.refusals")
 	for _, c := range []struct {
@@ -91,19 +84,19 @@ func TestPeriodicRefusals(t *testing.T) {
 		backend runtime.Backend
 		says    string
 	}{
-		{"bad spec", runtime.Schedule{Spec: "every hour"}, runtime.NewMemoryBackend(), `schedule of queue "sched.refusals"`},
-		{"every fraction", runtime.Schedule{Name: "half", Spec: "@every 1500ms"}, runtime.NewMemoryBackend(),
+		{"bad spec", runtime.Schedule{Spec: "every hour"}, quietMemory(), `schedule of queue "sched.refusals"`},
+		{"every fraction", runtime.Schedule{Name: "half", Spec: "@every 1500ms"}, quietMemory(),
 			`schedule "half": spec "@every 1500ms": @every takes whole seconds, at least 1s: 1500ms would tick every 1s; want five cron fields`},
-		{"every zero", runtime.Schedule{Spec: "@every 0s"}, runtime.NewMemoryBackend(), `schedule "sched.refusals": spec "@every 0s": @every takes whole seconds, at least 1s`},
-		{"every negative", runtime.Schedule{Spec: "@every -5s"}, runtime.NewMemoryBackend(), `spec "@every -5s": @every takes whole seconds, at least 1s`},
-		{"zone alone", runtime.Schedule{Spec: "CRON_TZ=UTC"}, runtime.NewMemoryBackend(), `spec "CRON_TZ=UTC": CRON_TZ=UTC is followed by no schedule`},
-		{"bad name", runtime.Schedule{Name: "a b", Spec: "@hourly"}, runtime.NewMemoryBackend(), `schedule name "a b"`},
-		{"bad missed", runtime.Schedule{Spec: "@hourly", Missed: "twice"}, runtime.NewMemoryBackend(), `Missed "twice"`},
-		{"no leaser", runtime.Schedule{Spec: "@hourly"}, noLeaser{runtime.NewMemoryBackend()}, "does not implement runtime.Leaser"},
+		{"every zero", runtime.Schedule{Spec: "@every 0s"}, quietMemory(), `schedule "sched.refusals": spec "@every 0s": @every takes whole seconds, at least 1s`},
+		{"every negative", runtime.Schedule{Spec: "@every -5s"}, quietMemory(), `spec "@every -5s": @every takes whole seconds, at least 1s`},
+		{"zone alone", runtime.Schedule{Spec: "CRON_TZ=UTC"}, quietMemory(), `spec "CRON_TZ=UTC": CRON_TZ=UTC is followed by no schedule`},
+		{"bad name", runtime.Schedule{Name: "a b", Spec: "@hourly"}, quietMemory(), `schedule name "a b"`},
+		{"bad missed", runtime.Schedule{Spec: "@hourly", Missed: "twice"}, quietMemory(), `Missed "twice"`},
+		{"no leaser", runtime.Schedule{Spec: "@hourly"}, noLeaser{quietMemory()}, "does not implement runtime.Leaser"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer c.backend.Close()
-			w := runtime.NewWorker(c.backend, quiet())
+			w := runtime.NewWorker(c.backend)
 			runtime.Periodic(w, q, c.s, func() ping { return ping{} })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -124,7 +117,7 @@ func startTicks(t *testing.T, b runtime.Backend, q runtime.QueueConfig, s runtim
 	t.Helper()
 	runs := make(chan tickRun, 100)
 	for i := range n {
-		w := runtime.NewWorker(b, quiet())
+		w := runtime.NewWorker(b)
 		runtime.Periodic(w, q, s, func() ping { return ping{N: i} })
 		if i == 0 {
 			runtime.Handle(w, q, func(ctx context.Context, j ping) error {
@@ -155,7 +148,7 @@ type tickRun struct {
 // TestPeriodicMemory: two workers of one MemoryBackend with one schedule:
 // one fires each tick, one second apart, with the tick's ID and header.
 func TestPeriodicMemory(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the workers stop
 	q := runtime.DefaultQueueConfig("sched.memory")
 	s := runtime.Schedule{Name: "every-second", Spec: "@every 1s"}
@@ -182,7 +175,7 @@ func TestPeriodicMemory(t *testing.T) {
 func TestPeriodicMissed(t *testing.T) {
 	for _, missed := range []runtime.Missed{runtime.MissedRunOnce, runtime.MissedSkip} {
 		t.Run(string(missed), func(t *testing.T) {
-			b := runtime.NewMemoryBackend()
+			b := quietMemory()
 			t.Cleanup(func() { _ = b.Close() }) // after the workers stop
 			s := runtime.Schedule{Name: "missed", Spec: "@every 1s", Missed: missed}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -222,10 +215,10 @@ func TestPeriodicMissed(t *testing.T) {
 // the worker that handles it enqueue a zero job at each tick, named after
 // the queue.
 func TestHandleSchedule(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "sched.handle", Kind: runtime.KindOf[ping](), Schedule: "@every 1s"}
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	ids := make(chan string, 10)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
 		info, _ := runtime.InfoFromContext(ctx)
@@ -249,10 +242,10 @@ func TestHandleSchedule(t *testing.T) {
 }
 
 // TestPeriodicProducerMiddleware: a schedule's tick is enqueued through the
-// worker's producer middleware, which sees the tick's job and can add a
-// header that the handler then reads beside the tick's own.
+// worker's producer (WithProducer), whose middleware sees the tick's job
+// and can add a header that the handler then reads beside the tick's own.
 func TestPeriodicProducerMiddleware(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops
 	q := runtime.DefaultQueueConfig("sched.middleware")
 	published := make(chan string, 10)
@@ -265,7 +258,9 @@ func TestPeriodicProducerMiddleware(t *testing.T) {
 			return next(ctx, envs, delay)
 		}
 	}
-	w := runtime.NewWorker(b, quiet(), runtime.WithProducerMiddleware(stamp))
+	p := runtime.NewProducerUndeclared(b)
+	p.Use(stamp)
+	w := runtime.NewWorker(b, runtime.WithProducer(p))
 	runtime.Periodic(w, q, runtime.Schedule{Name: "stamped", Spec: "@every 1s"}, func() ping { return ping{N: 1} })
 	headers := make(chan runtime.Info, 10)
 	runtime.Handle(w, q, func(ctx context.Context, _ ping) error {
@@ -298,10 +293,10 @@ func TestPeriodicProducerMiddleware(t *testing.T) {
 func TestHandleScheduleRefused(t *testing.T) {
 	for _, spec := range []string{"@every 1500ms", "@every 0s", "@every -5s"} {
 		t.Run(spec, func(t *testing.T) {
-			b := runtime.NewMemoryBackend()
+			b := quietMemory()
 			defer b.Close()
 			q := runtime.QueueConfig{Name: "sched.refused", Kind: runtime.KindOf[ping](), Schedule: spec}
-			w := runtime.NewWorker(b, quiet())
+			w := runtime.NewWorker(b)
 			runtime.Handle(w, q, func(context.Context, ping) error { return nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -16,6 +16,7 @@ import (
 type HandlerFunc func(ctx context.Context, env *Envelope) error
 
 // Middleware wraps a HandlerFunc: for logging, tracing, metrics, recovery.
+// Worker.Use puts it around every handler run of a worker.
 type Middleware func(next HandlerFunc) HandlerFunc
 
 // DefaultShutdownTimeout is how long Run waits for in-flight handlers once
@@ -29,19 +30,6 @@ const maxReasonLen = 4096
 // WorkerOption configures a Worker.
 type WorkerOption func(*Worker)
 
-// WithLogger sets the worker's logger. The default is slog.Default().
-// Records about one run of a job (its retry, dead letter, deferral, a
-// panic, a failed settle) are logged with the run's context, as the
-// worker's observers made it, so that a handler can read what it carries:
-// otelqueuey.NewLogHandler adds the run's trace and span IDs.
-func WithLogger(l *slog.Logger) WorkerOption {
-	return func(w *Worker) {
-		if l != nil {
-			w.log = l
-		}
-	}
-}
-
 // WithShutdownTimeout sets how long Run waits for in-flight handlers after
 // its context ends before it cancels them and returns; their jobs are left
 // unsettled, to be delivered again. Zero or less means
@@ -54,41 +42,49 @@ func WithShutdownTimeout(d time.Duration) WorkerOption {
 	}
 }
 
-// WithMiddleware adds middleware around every handler. The first given is
-// the outermost.
-func WithMiddleware(mw ...Middleware) WorkerOption {
-	return func(w *Worker) { w.middleware = append(w.middleware, mw...) }
-}
-
-// WithProducerMiddleware adds middleware around the enqueues the worker
-// makes itself: the jobs its schedules enqueue at each tick (Periodic).
-// They are applied as Producer.Use applies them to a producer's enqueues,
-// the first given the outermost; give the same middleware as the
-// application's producers (otelqueuey's ProducerMiddleware, say) so that
-// scheduled jobs are traced and carry the same headers.
-func WithProducerMiddleware(mw ...ProducerMiddleware) WorkerOption {
-	return func(w *Worker) { w.producerMiddleware = append(w.producerMiddleware, mw...) }
+// WithProducer makes the jobs the worker's schedules enqueue (Periodic,
+// or a QueueConfig with a Schedule) go through p, and so through p's
+// middleware (Producer.Use): give the worker the producer the application
+// enqueues through, instrumented (otelqueuey's ProducerMiddleware, say),
+// so that scheduled jobs are traced and carry the same headers. p must
+// publish where the worker's backend consumes: over the same backend, or
+// one of the same broker. Without WithProducer, or with a nil p, the
+// worker enqueues through a producer of its own over its backend, which
+// declares nothing and has no middleware.
+func WithProducer(p *Producer) WorkerOption {
+	return func(w *Worker) {
+		if p != nil {
+			w.producer = p
+		}
+	}
 }
 
 // Worker consumes registered queues and runs their handlers.
+//
+// A worker logs through its backend's logger (Backend.Logger: given to
+// NewMemoryBackend with MemoryLogger, or as rabbitmq.Options.Logger).
+// Records about one run of a job (its retry, dead letter, deferral, a
+// panic, a failed settle) are logged with the run's context, as the
+// worker's observers made it, so that a handler can read what it carries:
+// otelqueuey.NewLogHandler adds the run's trace and span IDs.
 type Worker struct {
-	backend            Backend
-	log                *slog.Logger
-	shutdownTimeout    time.Duration
-	middleware         []Middleware
-	observers          []Observer
-	producerMiddleware []ProducerMiddleware
+	backend         Backend
+	log             *slog.Logger
+	shutdownTimeout time.Duration
+	observers       []Observer
+	producer        *Producer // enqueues the ticks of schedules
 
 	stop     chan struct{} // closed by Stop
 	stopOnce sync.Once
 	done     chan struct{} // closed when a started Run returns
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
 
-	mu        sync.Mutex
-	regs      []registration
-	periodics []*periodic
-	regErrs   []error
-	started   bool
+	mu         sync.Mutex
+	middleware []Middleware // the first the outermost
+	regs       []registration
+	periodics  []*periodic
+	regErrs    []error
+	started    bool
 }
 
 type registration struct {
@@ -100,15 +96,34 @@ type registration struct {
 func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 	w := &Worker{
 		backend:         b,
-		log:             slog.Default(),
+		log:             b.Logger(),
 		shutdownTimeout: DefaultShutdownTimeout,
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
 	for _, opt := range opts {
 		opt(w)
 	}
+	if w.producer == nil {
+		w.producer = NewProducerUndeclared(b)
+	}
 	return w
+}
+
+// Use adds middleware around every handler run of w. The first given is
+// the outermost; a later Use wraps around earlier ones, as Producer.Use
+// does. Using middleware after Run has started is a programming error
+// and panics, as registering does, since no run could take it.
+func (w *Worker) Use(mw ...Middleware) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		panic("queuey: Worker.Use called after Worker.Run started; add every middleware before Run")
+	}
+	w.middleware = append(slices.Clone(mw), w.middleware...)
 }
 
 // Register makes h the handler of q's jobs. Generated HandleX functions call
@@ -130,7 +145,7 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 	}
 	if i := slices.IndexFunc(w.regs, func(r registration) bool { return r.queue.Name == q.Name }); i >= 0 {
 		err := fmt.Errorf("%w: queue %q registered twice", ErrInvalidOption, q.Name)
-		if conflict := KindConflict(w.regs[i].queue, q); conflict != nil {
+		if conflict := kindConflict(w.regs[i].queue, q); conflict != nil {
 			err = fmt.Errorf("%w: queue %q registered twice: %w", ErrInvalidOption, q.Name, conflict)
 		}
 		w.regErrs = append(w.regErrs, err)
@@ -166,8 +181,8 @@ func (w *Worker) Queues() []QueueConfig {
 // Run declares every registered queue (and each queue a schedule enqueues
 // onto), consumes each with its prefetch and concurrency, runs handlers
 // and contends for each schedule's lease (see Periodic) until ctx ends or
-// Stop is called. A queue paused through the backend (see Pauser) is not
-// consumed until it is resumed. Then it
+// Stop is called. A queue paused through the backend (see admin.Pauser) is
+// not consumed until it is resumed. Then it
 // stops consuming and waits for in-flight handlers up to the shutdown
 // timeout. Jobs whose handlers had not finished by then are left unsettled,
 // so the backend delivers them again; their handlers' contexts are cancelled
@@ -201,6 +216,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.started = true
 	regs := slices.Clone(w.regs)
+	middleware := w.middleware
 	periodics := slices.Clone(w.periodics)
 	regErr := errors.Join(w.regErrs...)
 	w.mu.Unlock()
@@ -255,7 +271,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancel() // the backend is gone: stop every queue
 	}
 	for _, r := range regs {
-		c := &queueRunner{w: w, queue: r.queue, handler: w.wrap(r.handler)}
+		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware)}
 		wg.Go(func() {
 			if err := c.run(runCtx); err != nil {
 				fail(err)
@@ -310,8 +326,9 @@ func checkKind(q QueueConfig, h HandlerFunc) HandlerFunc {
 	}
 }
 
-func (w *Worker) wrap(h HandlerFunc) HandlerFunc {
-	for _, mw := range slices.Backward(w.middleware) {
+// wrap returns h inside middleware, the first the outermost.
+func wrap(h HandlerFunc, middleware []Middleware) HandlerFunc {
+	for _, mw := range slices.Backward(middleware) {
 		h = mw(h)
 	}
 	return h

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,13 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
 type ping struct{ N int }
 
-func quiet() runtime.WorkerOption {
-	return runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+// quietMemory returns a memory backend whose logs, and those of workers
+// over it, go nowhere: tests provoke failures on purpose.
+func quietMemory() *runtime.MemoryBackend {
+	return runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.DiscardHandler)))
+}
+
+// ready returns how many jobs wait ready on queue.
+func ready(t *testing.T, b admin.ReadyCounter, queue string) int {
+	t.Helper()
+	n, err := b.Ready(context.Background(), queue)
+	if err != nil {
+		t.Fatalf("Ready(%q): %v", queue, err)
+	}
+	return n
 }
 
 func recvT[T any](t *testing.T, c <-chan T) T {
@@ -34,10 +46,10 @@ func recvT[T any](t *testing.T, c <-chan T) T {
 }
 
 func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	ran := make(chan int, 1)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- p.N; return nil })
 	errc := make(chan error, 1)
@@ -73,7 +85,7 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 }
 
 func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
 	h := func(ctx context.Context, p ping) error { return nil }
@@ -81,7 +93,7 @@ func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
 	defer cancel()
 
 	// Stop before Run: Run returns nil at once.
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, h)
 	if err := w.Stop(ctx); err != nil {
 		t.Fatalf("Stop before Run: %v", err)
@@ -94,7 +106,7 @@ func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
 
 	// Stop racing a Run that has just been started: Run still ends.
 	for range 50 {
-		w := runtime.NewWorker(b, quiet())
+		w := runtime.NewWorker(b)
 		runtime.Handle(w, q, h)
 		errc := make(chan error, 1)
 		go func() { errc <- w.Run(context.Background()) }()
@@ -112,7 +124,7 @@ func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
 func runningWorker(t *testing.T, b *runtime.MemoryBackend, name string) (*runtime.Worker, <-chan error) {
 	t.Helper()
 	q := runtime.QueueConfig{Name: name, Kind: runtime.KindOf[ping]()}
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	ran := make(chan struct{}, 1)
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { ran <- struct{}{}; return nil })
 	errc := make(chan error, 1)
@@ -129,7 +141,7 @@ func runningWorker(t *testing.T, b *runtime.MemoryBackend, name string) (*runtim
 }
 
 func TestWorkerRegisterAfterRunPanics(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	w, errc := runningWorker(t, b, "first")
 	defer func() {
@@ -143,8 +155,23 @@ func TestWorkerRegisterAfterRunPanics(t *testing.T) {
 	runtime.Handle(w, runtime.QueueConfig{Name: "late"}, func(ctx context.Context, p ping) error { return nil })
 }
 
+func TestWorkerUseAfterRunPanics(t *testing.T) {
+	b := quietMemory()
+	defer b.Close()
+	w, errc := runningWorker(t, b, "first")
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), "Worker.Use called after Worker.Run started") {
+			t.Errorf("recovered %v, want a panic saying Use came after Run", r)
+		}
+		_ = w.Stop(context.Background())
+		recvT(t, errc)
+	}()
+	w.Use(func(next runtime.HandlerFunc) runtime.HandlerFunc { return next })
+}
+
 func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	_, errc := runningWorker(t, b, "closing")
 	b.Close()
 	if err := recvT(t, errc); !errors.Is(err, runtime.ErrClosed) {
@@ -153,9 +180,9 @@ func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
 }
 
 func TestWorkerRegistrationErrors(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	h := func(ctx context.Context, p ping) error { return nil }
 	runtime.Handle(w, runtime.QueueConfig{Name: "a"}, h)
 	runtime.Handle(w, runtime.QueueConfig{Name: "a"}, h)
@@ -166,7 +193,7 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 			t.Errorf("Run = %v, want it to mention %q", err, want)
 		}
 	}
-	err = runtime.NewWorker(b, quiet()).Run(context.Background())
+	err = runtime.NewWorker(b).Run(context.Background())
 	if !errors.Is(err, runtime.ErrNoHandlers) || errors.Is(err, runtime.ErrInvalidOption) {
 		t.Errorf("Run without handlers = %v, want ErrNoHandlers, not ErrInvalidOption", err)
 	}
@@ -176,7 +203,7 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 }
 
 func TestMiddlewareOrder(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "mw", Kind: runtime.KindOf[ping]()}
 	var mu sync.Mutex
@@ -192,7 +219,9 @@ func TestMiddlewareOrder(t *testing.T) {
 			}
 		}
 	}
-	w := runtime.NewWorker(b, quiet(), runtime.WithMiddleware(mw("outer"), mw("inner")))
+	w := runtime.NewWorker(b)
+	w.Use(mw("inner"), mw("innermost"))
+	w.Use(mw("outer"), mw("middle")) // a later Use wraps around earlier ones
 	done := make(chan struct{})
 	runtime.Handle(w, q, func(ctx context.Context, p ping) error { mark("handler"); close(done); return nil })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,7 +236,7 @@ func TestMiddlewareOrder(t *testing.T) {
 	if err := recvT(t, errc); err != nil {
 		t.Errorf("Run = %v, want nil after its context ended", err)
 	}
-	want := []string{"outer>", "inner>", "handler", "<inner", "<outer"}
+	want := []string{"outer>", "middle>", "inner>", "innermost>", "handler", "<innermost", "<inner", "<middle", "<outer"}
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(trail, want) {
@@ -216,7 +245,7 @@ func TestMiddlewareOrder(t *testing.T) {
 }
 
 func TestEnqueueOptionErrors(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "opts", Kind: runtime.KindOf[ping](), MaxPriority: 3}
 	p, err := runtime.NewProducer(context.Background(), b, q)
@@ -231,8 +260,8 @@ func TestEnqueueOptionErrors(t *testing.T) {
 	if _, err := runtime.NewProducer(context.Background(), b, runtime.QueueConfig{Name: "opts", MaxPriority: 5}); !errors.Is(err, runtime.ErrQueueMismatch) {
 		t.Errorf("redeclare with other max priority = %v, want ErrQueueMismatch", err)
 	}
-	if b.Len("opts") != 0 {
-		t.Errorf("refused enqueues left %d jobs", b.Len("opts"))
+	if n := ready(t, b, "opts"); n != 0 {
+		t.Errorf("refused enqueues left %d jobs", n)
 	}
 }
 
@@ -240,7 +269,7 @@ func TestEnqueueOptionErrors(t *testing.T) {
 // worker, deliveries it had buffered can no longer be settled; their
 // handlers must not run (the jobs would run twice), and Run ends.
 func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	q := runtime.QueueConfig{Name: "buffered", Kind: runtime.KindOf[ping](), Prefetch: 5, Concurrency: 1}
 	p, err := runtime.NewProducer(context.Background(), b, q)
 	if err != nil {
@@ -253,7 +282,7 @@ func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 	}
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j ping) error {
 		if runs.Add(1) == 1 {
 			close(started)
@@ -275,7 +304,7 @@ func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 }
 
 func TestWithEmptyIDIsRefused(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ids", Kind: runtime.KindOf[ping]()}
 	p, err := runtime.NewProducer(context.Background(), b, q)
@@ -290,7 +319,7 @@ func TestWithEmptyIDIsRefused(t *testing.T) {
 	if _, err := runtime.EnqueueMany(context.Background(), p, q, []ping{{}}, runtime.WithID("")); !errors.Is(err, runtime.ErrInvalidOption) {
 		t.Errorf("EnqueueMany with WithID(\"\") = %v, want ErrInvalidOption", err)
 	}
-	if n := b.Len(q.Name); n != 0 {
+	if n := ready(t, b, q.Name); n != 0 {
 		t.Errorf("%d jobs enqueued, want none", n)
 	}
 }
@@ -298,9 +327,9 @@ func TestWithEmptyIDIsRefused(t *testing.T) {
 // TestRunReturnsNilAfterStop: Stop is a clean shutdown, as the end of
 // Run's context is.
 func TestRunReturnsNilAfterStop(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	started := make(chan struct{})
 	runtime.Handle(w, runtime.QueueConfig{Name: "stop", Kind: runtime.KindOf[ping]()}, func(ctx context.Context, p ping) error { return nil })
 	errc := make(chan error, 1)
@@ -322,9 +351,9 @@ func TestRunReturnsNilAfterStop(t *testing.T) {
 // TestRegisterTwoKindsOnOneQueue: two job types registered on one queue
 // name are refused, naming both types.
 func TestRegisterTwoKindsOnOneQueue(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := quietMemory()
 	defer b.Close()
-	w := runtime.NewWorker(b, quiet())
+	w := runtime.NewWorker(b)
 	w.Register(runtime.QueueConfig{Name: "notify", Kind: "sms.Send"}, func(context.Context, *runtime.Envelope) error { return nil })
 	w.Register(runtime.QueueConfig{Name: "notify", Kind: "push.Send"}, func(context.Context, *runtime.Envelope) error { return nil })
 	err := w.Run(context.Background())
@@ -349,9 +378,9 @@ func TestHandleAndPeriodicRefuseAnotherJobType(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := runtime.NewMemoryBackend()
+			b := quietMemory()
 			defer b.Close()
-			w := runtime.NewWorker(b, quiet())
+			w := runtime.NewWorker(b)
 			register(w)
 			err := w.Run(context.Background())
 			if !errors.Is(err, runtime.ErrJobType) || !strings.Contains(err.Error(), "runtime_test.refund") {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,13 +23,15 @@ type Queuey struct {
 	Producers int
 	// Batch, when above zero, enqueues from one goroutine through
 	// EnqueueMany, Batch jobs per call.
-	Batch    int
+	Batch int
+	// Prefetch is the consumer's prefetch; zero means
+	// runtime.DefaultPrefetch.
 	Prefetch int
 	// Concurrency is how many jobs are handled at once; zero means
 	// Prefetch.
 	Concurrency int
-	// MaxPriority is the queue's max_priority; zero is queuey's default
-	// (10). Use -1 for none.
+	// MaxPriority is the queue's runtime.QueueConfig.MaxPriority: zero is
+	// runtime.DefaultMaxPriority, runtime.NoPriority declares none.
 	MaxPriority int
 	Meter       Meter
 }
@@ -49,7 +50,7 @@ func (q Queuey) Run(ctx context.Context) (Span, error) {
 	var handled atomic.Int64
 	warm := make(chan struct{})
 	all := make(chan struct{})
-	w := runtime.NewWorker(be, runtime.WithLogger(quietLog))
+	w := runtime.NewWorker(be)
 	runtime.Handle(w, cfg, func(context.Context, Job) error {
 		switch handled.Add(1) {
 		case 1:
@@ -101,12 +102,13 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // producer dials q.URL and declares q's queue through a producer.
 func (q Queuey) producer(ctx context.Context) (*rabbitmq.Backend, runtime.QueueConfig, *runtime.Producer, error) {
-	cfg := runtime.DefaultQueueConfig(q.Queue)
-	cfg.Kind = runtime.KindOf[Job]()
-	cfg.Prefetch, cfg.Concurrency = q.Prefetch, cmp.Or(q.Concurrency, q.Prefetch)
-	if q.MaxPriority != 0 {
-		cfg.MaxPriority = max(q.MaxPriority, 0)
-	}
+	cfg := runtime.QueueConfig{
+		Name:        q.Queue,
+		Kind:        runtime.KindOf[Job](),
+		Prefetch:    q.Prefetch,
+		Concurrency: q.Concurrency,
+		MaxPriority: q.MaxPriority,
+	}.WithDefaults()
 	be, err := rabbitmq.Dial(ctx, q.URL, rabbitmq.Options{Logger: quietLog})
 	if err != nil {
 		return nil, cfg, nil, err

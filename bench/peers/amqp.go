@@ -7,6 +7,7 @@ import (
 
 	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/runtime"
 )
 
 // tunedPrefetch is the prefetch (and concurrency) of the tuned rows.
@@ -71,11 +72,12 @@ func amqpPeers() []peer {
 	}...)
 }
 
-// e2eLevel is max_priority level as e2e.Queuey takes it, whose zero is the
-// annotation's default.
+// e2eLevel is annotation level max_priority=level as e2e.Queuey takes it,
+// a runtime.QueueConfig.MaxPriority: zero is the default there, and
+// runtime.NoPriority declares none.
 func e2eLevel(level int) int {
 	if level == 0 {
-		return -1
+		return runtime.NoPriority
 	}
 	return level
 }

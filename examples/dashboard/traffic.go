@@ -13,13 +13,16 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/examples/emails/emails"
+	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
-// traffic is a worker and a producer that keep the example's queues busy.
+// traffic is a worker and a producer that keep the example's queues busy,
+// over a backend of their own, as an application's would be.
 type traffic struct {
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	backend *rabbitmq.Backend
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
 }
 
 // What each SendEmail address makes the handler do.
@@ -32,18 +35,23 @@ const (
 // deferFor is how long a ChargeCard waits after its first run.
 const deferFor = 30 * time.Second
 
-// startTraffic fills the queues with jobs in every state and keeps a
-// trickle of new ones coming until stop.
-func startTraffic(ctx context.Context, b runtime.Backend, url string, out io.Writer, log *slog.Logger) (*traffic, error) {
-	p, err := runtime.NewProducer(ctx, b, emails.Queues()...)
+// startTraffic fills the queues of the broker at url with jobs in every
+// state and keeps a trickle of new ones coming until stop.
+func startTraffic(ctx context.Context, url string, out io.Writer, log *slog.Logger) (*traffic, error) {
+	// The worker's outcomes are the show here, on the pages, not in the log.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: quiet, ConnectionName: "queuey dashboard example traffic"})
 	if err != nil {
 		return nil, err
 	}
+	p, err := runtime.NewProducer(ctx, b, emails.Queues()...)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	t := &traffic{cancel: cancel}
-	// The worker's outcomes are the show here, on the pages, not in the log.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := runtime.NewWorker(b, runtime.WithLogger(quiet), runtime.WithShutdownTimeout(2*time.Second))
+	t := &traffic{backend: b, cancel: cancel}
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(2*time.Second))
 	emails.HandleSendEmail(w, sendEmail)
 	var mu sync.Mutex
 	deferred := map[string]bool{}
@@ -98,10 +106,12 @@ func startTraffic(ctx context.Context, b runtime.Backend, url string, out io.Wri
 	return t, nil
 }
 
-// stop ends the trickle and the worker and waits for both.
+// stop ends the trickle and the worker, waits for both and closes their
+// backend.
 func (t *traffic) stop() {
 	t.cancel()
 	t.done.Wait()
+	t.backend.Close()
 }
 
 func sendEmail(ctx context.Context, job emails.SendEmail) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/queuey/queuey/rabbitmq"
@@ -19,17 +20,18 @@ const amqpURLEnv = "QUEUEY_AMQP_URL"
 // plugin enabled on the broker).
 const delayEnv = "QUEUEY_DELAY"
 
-// openBackend returns the backend to run on, a name to print for it and a
-// function that closes it: RabbitMQ at $QUEUEY_AMQP_URL, holding waits as
-// $QUEUEY_DELAY says, when that is set; the in-memory backend otherwise.
-func openBackend(ctx context.Context) (runtime.Backend, string, func() error, error) {
+// openBackend returns the backend to run on, logging to log, a name to
+// print for it and a function that closes it: RabbitMQ at
+// $QUEUEY_AMQP_URL, holding waits as $QUEUEY_DELAY says, when that is set;
+// the in-memory backend otherwise.
+func openBackend(ctx context.Context, log *slog.Logger) (runtime.Backend, string, func() error, error) {
 	url := os.Getenv(amqpURLEnv)
 	if url == "" {
-		b := runtime.NewMemoryBackend()
+		b := runtime.NewMemoryBackend(runtime.MemoryLogger(log))
 		return b, "in memory (set " + amqpURLEnv + " to use RabbitMQ)", b.Close, nil
 	}
 	delay := runtime.DelayMode(os.Getenv(delayEnv))
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Delay: delay})
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Delay: delay, Logger: log})
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dial RabbitMQ at %s=%s with %s=%q: %w", amqpURLEnv, url, delayEnv, delay, err)
 	}

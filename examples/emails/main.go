@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
@@ -58,7 +59,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 	defer cancel()
 	start := time.Now()
 
-	b, name, closeBackend, err := openBackend(ctx)
+	if obs.exports() {
+		// Records about a run carry its trace and span IDs.
+		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
+	}
+	b, name, closeBackend, err := openBackend(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -71,18 +76,17 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 		return err
 	}
 	defer tel.shutdown(context.WithoutCancel(ctx))
-	if tel.inst != nil {
-		log = slog.New(otelqueuey.NewLogHandler(log.Handler()))
-	}
-	app := newApp(p)
-	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithLogger(log), runtime.WithShutdownTimeout(5*time.Second))...)
-	emails.HandleSendEmail(w, app.sendEmail)
-	emails.HandleChargeCard(w, app.chargeCard)
 	producer, err := runtime.NewProducer(ctx, b, emails.Queues()...)
 	if err != nil {
 		return err
 	}
 	tel.producer(producer)
+	app := newApp(p)
+	// Jobs the worker's schedules would enqueue go through the producer,
+	// instrumented like every other enqueue.
+	w := runtime.NewWorker(b, append(tel.workerOptions(), runtime.WithProducer(producer), runtime.WithShutdownTimeout(5*time.Second))...)
+	emails.HandleSendEmail(w, app.sendEmail)
+	emails.HandleChargeCard(w, app.chargeCard)
 	// The jobs that must succeed, by ID. On RabbitMQ, jobs left over from
 	// an earlier run may be handled too; they are not waited for.
 	pending := map[string]bool{}
@@ -156,7 +160,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, obs observability
 // printDeadLetters waits until the job id is a dead letter of queue and
 // prints it, leaving it there for an operator to inspect.
 func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue, id string) error {
-	in, ok := b.(runtime.Inspector)
+	in, ok := b.(admin.Inspector)
 	if !ok {
 		p.printf("dead", "this backend cannot show dead letters; see queue %s.dead", queue)
 		return nil
@@ -171,7 +175,7 @@ func printDeadLetters(ctx context.Context, b runtime.Backend, p *printer, queue,
 			p.printf("dead", "%s: job %s after attempt %d of %d: %s", queue, dl.ID, dl.Attempt, dl.MaxAttempts, dl.Reason)
 			return nil
 		}
-		if !errors.Is(err, runtime.ErrDeadLetterNotFound) {
+		if !errors.Is(err, admin.ErrDeadLetterNotFound) {
 			return fmt.Errorf("dead letter %s of %s: %w", id, queue, err)
 		}
 		select {

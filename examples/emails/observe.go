@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/otelqueuey"
 	"github.com/queuey/queuey/runtime"
@@ -35,6 +36,9 @@ type observability struct {
 	trace       bool   // spans to the output
 	metricsAddr string // where to serve /metrics
 }
+
+// exports reports whether obs exports anything.
+func (obs observability) exports() bool { return obs.trace || obs.metricsAddr != "" }
 
 func observabilityFromEnv() (observability, error) {
 	obs := observability{metricsAddr: os.Getenv(metricsEnv)}
@@ -59,7 +63,7 @@ type telemetry struct {
 // and a Prometheus endpoint with the queues' depths.
 func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry, error) {
 	tel := &telemetry{shutdown: func(context.Context) error { return nil }}
-	if !obs.trace && obs.metricsAddr == "" {
+	if !obs.exports() {
 		return tel, nil
 	}
 	cfg := otelqueuey.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
@@ -96,7 +100,7 @@ func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry
 		tel.metrics = "http://" + lis.Addr().String() + "/metrics"
 		cfg.MeterProvider = mp
 		stops = append(stops, srv.Shutdown, mp.Shutdown)
-		if rc, ok := b.(runtime.ReadyCounter); ok {
+		if rc, ok := b.(admin.ReadyCounter); ok {
 			cfg.Depth = rc
 			for _, q := range emails.Queues() {
 				cfg.DepthQueues = append(cfg.DepthQueues, q.Name)
@@ -126,11 +130,11 @@ func (t *telemetry) producer(p *runtime.Producer) {
 }
 
 // workerOptions returns the worker options of the instrumentation: its
-// observer, and its producer middleware for jobs the worker's schedules
-// would enqueue.
+// observer. (The jobs the worker's schedules enqueue are instrumented by
+// giving the worker the instrumented producer, runtime.WithProducer.)
 func (t *telemetry) workerOptions() []runtime.WorkerOption {
 	if t.inst == nil {
 		return nil
 	}
-	return []runtime.WorkerOption{runtime.WithObserver(t.inst), runtime.WithProducerMiddleware(t.inst.ProducerMiddleware())}
+	return []runtime.WorkerOption{runtime.WithObserver(t.inst)}
 }

@@ -75,3 +75,13 @@ type Everything struct {
 
 	unexported string `msgpack:"-"`
 }
+
+// Bare has a directive without keys: its queue has every default.
+//
+//queuey:queue
+type Bare struct{ N int }
+
+// FIFO declares no priority.
+//
+//queuey:queue max_priority=0
+type FIFO struct{ N int }

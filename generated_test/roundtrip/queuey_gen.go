@@ -45,11 +45,85 @@ func HandleEverything(w *runtime.Worker, h func(ctx context.Context, job Everyth
 	runtime.Handle(w, EverythingQueue, h)
 }
 
+// BareQueue is the queue of Bare jobs: its //queuey:queue
+// annotation, resolved.
+var BareQueue = runtime.QueueConfig{
+	Name:        "roundtrip.bare",
+	Kind:        "roundtrip.Bare",
+	Prefetch:    10,
+	Concurrency: 10,
+	MaxPriority: 10,
+	MaxAttempts: 5,
+	RetryBase:   time.Second,
+	RetryMax:    time.Hour,
+	QueueType:   runtime.QueueClassic,
+}
+
+// EnqueueBare encodes job with msgpack and enqueues it onto
+// BareQueue through p. It returns the job's ID once the backend
+// has stored the job.
+func EnqueueBare(ctx context.Context, p *runtime.Producer, job Bare, opts ...runtime.EnqueueOption) (string, error) {
+	return runtime.Enqueue(ctx, p, BareQueue, job, opts...)
+}
+
+// EnqueueManyBare encodes each job with msgpack and enqueues them onto
+// BareQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManyBare(ctx context.Context, p *runtime.Producer, jobs []Bare, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, BareQueue, jobs, opts...)
+}
+
+// HandleBare registers h on w as the handler of BareQueue.
+// A payload that does not decode into a Bare, or a job of another
+// kind on the queue, is dead-lettered without running h.
+func HandleBare(w *runtime.Worker, h func(ctx context.Context, job Bare) error) {
+	runtime.Handle(w, BareQueue, h)
+}
+
+// FIFOQueue is the queue of FIFO jobs: its //queuey:queue
+// annotation, resolved.
+var FIFOQueue = runtime.QueueConfig{
+	Name:        "roundtrip.fifo",
+	Kind:        "roundtrip.FIFO",
+	Prefetch:    10,
+	Concurrency: 10,
+	MaxPriority: runtime.NoPriority,
+	MaxAttempts: 5,
+	RetryBase:   time.Second,
+	RetryMax:    time.Hour,
+	QueueType:   runtime.QueueClassic,
+}
+
+// EnqueueFIFO encodes job with msgpack and enqueues it onto
+// FIFOQueue through p. It returns the job's ID once the backend
+// has stored the job.
+func EnqueueFIFO(ctx context.Context, p *runtime.Producer, job FIFO, opts ...runtime.EnqueueOption) (string, error) {
+	return runtime.Enqueue(ctx, p, FIFOQueue, job, opts...)
+}
+
+// EnqueueManyFIFO encodes each job with msgpack and enqueues them onto
+// FIFOQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManyFIFO(ctx context.Context, p *runtime.Producer, jobs []FIFO, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, FIFOQueue, jobs, opts...)
+}
+
+// HandleFIFO registers h on w as the handler of FIFOQueue.
+// A payload that does not decode into a FIFO, or a job of another
+// kind on the queue, is dead-lettered without running h.
+func HandleFIFO(w *runtime.Worker, h func(ctx context.Context, job FIFO) error) {
+	runtime.Handle(w, FIFOQueue, h)
+}
+
 // Queues returns the queue of every job of package roundtrip, in source
 // order: for runtime.NewProducer, and for tools that declare or inspect
 // queues.
 func Queues() []runtime.QueueConfig {
 	return []runtime.QueueConfig{
 		EverythingQueue,
+		BareQueue,
+		FIFOQueue,
 	}
 }

@@ -166,7 +166,7 @@ func runWorker(t *testing.T, ctx context.Context, w *runtime.Worker) func() {
 func TestUndecodablePayload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.DiscardHandler)))
 	defer b.Close()
 
 	results := make(chan error, 1)
@@ -178,8 +178,8 @@ func TestUndecodablePayload(t *testing.T) {
 		}
 	}
 	ran := make(chan struct{}, 1)
-	quiet := slog.New(slog.DiscardHandler)
-	w := runtime.NewWorker(b, runtime.WithMiddleware(observe), runtime.WithLogger(quiet))
+	w := runtime.NewWorker(b)
+	w.Use(observe)
 	HandleEverything(w, func(context.Context, Everything) error {
 		ran <- struct{}{}
 		return nil
@@ -217,8 +217,31 @@ func TestGeneratedConfig(t *testing.T) {
 	if diff := cmp.Diff(want, EverythingQueue); diff != "" {
 		t.Errorf("EverythingQueue (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]runtime.QueueConfig{want}, Queues()); diff != "" {
+	if diff := cmp.Diff([]runtime.QueueConfig{want, BareQueue, FIFOQueue}, Queues()); diff != "" {
 		t.Errorf("Queues() (-want +got):\n%s", diff)
+	}
+}
+
+// TestGeneratedDefaults: the queue of a directive without keys is
+// DefaultQueueConfig, which is a QueueConfig literal of the same name and
+// kind, resolved; max_priority=0 is NoPriority, never a zero that would
+// resolve to DefaultMaxPriority.
+func TestGeneratedDefaults(t *testing.T) {
+	want := runtime.DefaultQueueConfig("roundtrip.bare")
+	want.Kind = "roundtrip.Bare"
+	if diff := cmp.Diff(want, BareQueue); diff != "" {
+		t.Errorf("BareQueue differs from DefaultQueueConfig (-want +got):\n%s", diff)
+	}
+	literal := runtime.QueueConfig{Name: "roundtrip.bare", Kind: "roundtrip.Bare"}.WithDefaults()
+	if diff := cmp.Diff(literal, BareQueue); diff != "" {
+		t.Errorf("BareQueue differs from a literal of its name and kind, resolved (-literal +got):\n%s", diff)
+	}
+	fifo := runtime.QueueConfig{Name: "roundtrip.fifo", Kind: "roundtrip.FIFO", MaxPriority: runtime.NoPriority}.WithDefaults()
+	if diff := cmp.Diff(fifo, FIFOQueue); diff != "" {
+		t.Errorf("FIFOQueue (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(FIFOQueue, FIFOQueue.WithDefaults()); diff != "" {
+		t.Errorf("FIFOQueue changes under WithDefaults (-generated +resolved):\n%s", diff)
 	}
 }
 

@@ -2,8 +2,6 @@ package brokertest
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -14,12 +12,12 @@ import (
 // stopTimeout bounds a worker's shutdown in tests.
 const stopTimeout = 30 * time.Second
 
-// RunWorker runs a worker of b with h on q, logging nowhere, until tb ends
-// or stop is called; stop returns once Run has, failing tb when Run failed
-// or did not return within 30 seconds.
+// RunWorker runs a worker of b with h on q, logging to b's logger, until
+// tb ends or stop is called; stop returns once Run has, failing tb when Run
+// failed or did not return within 30 seconds.
 func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h func(ctx context.Context, job T) error) (stop func()) {
 	tb.Helper()
-	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), runtime.WithShutdownTimeout(10*time.Second))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(10*time.Second))
 	runtime.Handle(w, q, h)
 	return Run(tb, w)
 }

@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 )
 
 // act is a state-changing action on the dead letters of one queue.
@@ -30,7 +31,7 @@ const maxIDs = 1000
 type confirmView struct {
 	Act   act
 	Queue string
-	Sel   runtime.DeadLetterSelector
+	Sel   admin.DeadLetterSelector
 	Dead  int // dead letters of the queue, for "all"
 }
 
@@ -39,7 +40,7 @@ type resultView struct {
 	Act      act
 	Queue    string
 	Done     int
-	Refused  []runtime.RefusedLetter
+	Refused  []admin.RefusedLetter
 	NotFound []string
 	Err      string
 }
@@ -56,7 +57,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 			return
 		}
 		if r.PostFormValue("confirm") != "yes" {
-			stats, err := s.admin.QueueStats(r.Context(), s.config(queue))
+			stats, err := s.admin.QueueStats(r.Context(), adminq.Of(s.config(queue)))
 			if err != nil {
 				s.failAdmin(w, r, fmt.Sprintf("queue %q", queue), err)
 				return
@@ -66,11 +67,11 @@ func (s *Server) action(a act) http.HandlerFunc {
 		}
 		v := resultView{Act: a, Queue: queue}
 		if a == actRedrive {
-			var res runtime.RedriveResult
+			var res admin.RedriveResult
 			res, err = s.admin.RedriveDeadLetters(r.Context(), queue, sel, nil)
 			v.Done, v.Refused, v.NotFound = len(res.Moved), res.Refused, res.NotFound
 		} else {
-			var res runtime.PurgeResult
+			var res admin.PurgeResult
 			res, err = s.admin.PurgeDeadLetters(r.Context(), queue, sel)
 			v.Done, v.NotFound = res.Purged, res.NotFound
 		}
@@ -86,8 +87,8 @@ func (s *Server) action(a act) http.HandlerFunc {
 
 // selection reads which dead letters a form selects: all=yes, or one or
 // more id fields.
-func selection(r *http.Request) (runtime.DeadLetterSelector, error) {
-	sel := runtime.DeadLetterSelector{All: r.PostFormValue("all") == "yes"}
+func selection(r *http.Request) (admin.DeadLetterSelector, error) {
+	sel := admin.DeadLetterSelector{All: r.PostFormValue("all") == "yes"}
 	for _, id := range r.PostForm["id"] {
 		if id != "" && !slices.Contains(sel.IDs, id) {
 			sel.IDs = append(sel.IDs, id)

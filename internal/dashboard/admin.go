@@ -3,16 +3,16 @@ package dashboard
 import (
 	"context"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq"
-	"github.com/queuey/queuey/runtime"
 )
 
-// Admin is what the dashboard reads and changes: a backend's Inspector and
-// DeadLetterAdmin. runtime.MemoryBackend and rabbitmq.Backend implement
-// both.
+// Admin is what the dashboard reads and changes: a backend's
+// admin.Inspector and admin.DeadLetterAdmin. runtime.MemoryBackend and
+// rabbitmq.Backend implement both.
 type Admin interface {
-	runtime.Inspector
-	runtime.DeadLetterAdmin
+	admin.Inspector
+	admin.DeadLetterAdmin
 }
 
 // RateReader tells the message rates of queues, for the throughput chart.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -155,10 +157,10 @@ type browserQueue struct {
 func startBrowserQueue(t *testing.T, b runtime.Backend, cfg runtime.QueueConfig) *browserQueue {
 	t.Helper()
 	q := &browserQueue{cfg: cfg, handled: make(chan string, 16)}
-	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(5*time.Second))
 	runtime.Handle(w, cfg, func(ctx context.Context, j job) error {
 		info, _ := runtime.InfoFromContext(ctx)
-		if info.Headers[runtime.HeaderRedrives] == "" {
+		if info.Headers[admin.HeaderRedrives] == "" {
 			return runtime.Permanent(fmt.Errorf("mailbox %s does not exist <b>550</b>", j.To))
 		}
 		select {
@@ -184,15 +186,15 @@ func startBrowserQueue(t *testing.T, b runtime.Backend, cfg runtime.QueueConfig)
 	return q
 }
 
-// waitDead waits until admin reports n dead letters on queue.
-func waitDead(t *testing.T, admin Admin, cfg runtime.QueueConfig, n int) {
+// waitDead waits until ad reports n dead letters on queue.
+func waitDead(t *testing.T, ad Admin, cfg runtime.QueueConfig, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := admin.QueueStats(ctx, cfg)
+		st, err := ad.QueueStats(ctx, adminq.Of(cfg))
 		if err == nil && st[0].Dead == n {
 			return
 		}
@@ -306,7 +308,7 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 }
 
 func TestBrowserMemory(t *testing.T) {
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { b.Close() }) // after the worker stops
 	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: runtime.KindOf[job](), MaxAttempts: 3}, "")
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -35,7 +37,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := f.dead(t)
-	if err := f.b.PublishRaw(ctx, testQueue, []byte(body)); err != nil {
+	if err := rawpublish.ToMemory(ctx, f.b, testQueue, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := f.b.Consume(ctx, testConfig)
@@ -53,7 +55,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 func TestPoisonLetter(t *testing.T) {
 	f := newMemFixture(t, Options{})
 	f.poison(t, "not an envelope <i>at all</i>")
-	id := runtime.PoisonID([]byte("not an envelope <i>at all</i>"))
+	id := admin.PoisonID([]byte("not an envelope <i>at all</i>"))
 	status, body := f.get(t, "/queues/dash.send/dead/"+id)
 	if status != 200 {
 		t.Fatalf("GET poison letter = %d\n%s", status, body)

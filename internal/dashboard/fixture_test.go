@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -36,7 +37,7 @@ type memFixture struct {
 
 func newMemFixture(t *testing.T, opts Options) *memFixture {
 	t.Helper()
-	b := runtime.NewMemoryBackend()
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { b.Close() })
 	if err := b.Declare(context.Background(), testConfig); err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func (f *memFixture) kill(t *testing.T, reason string, jobs ...job) []string {
 // dead returns how many dead letters testQueue holds.
 func (f *memFixture) dead(t *testing.T) int {
 	t.Helper()
-	st, err := f.b.QueueStats(context.Background(), testConfig)
+	st, err := f.b.QueueStats(context.Background(), admin.Queue{Name: testConfig.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -20,7 +22,7 @@ const sampleEvery = 2 * time.Second
 
 // queueRow is one queue of the overview.
 type queueRow struct {
-	runtime.QueueStats
+	admin.QueueStats
 	Rates *Rates `json:"rates,omitempty"`
 }
 
@@ -111,18 +113,18 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 	var snap snapshot
 	names, err := s.queueNames(ctx)
 	if err != nil {
-		if !errors.Is(err, runtime.ErrCannotList) {
+		if !errors.Is(err, admin.ErrCannotList) {
 			return snap, err
 		}
 		snap.Notes = append(snap.Notes, err.Error())
 	}
-	cfgs := make([]runtime.QueueConfig, len(names))
+	queues := make([]admin.Queue, len(names))
 	for i, n := range names {
-		cfgs[i] = s.config(n)
+		queues[i] = adminq.Of(s.config(n))
 	}
-	stats, err := s.admin.QueueStats(ctx, cfgs...)
+	stats, err := s.admin.QueueStats(ctx, queues...)
 	if errors.Is(err, runtime.ErrUnknownQueue) {
-		stats, err = s.statsOneByOne(ctx, cfgs, &snap)
+		stats, err = s.statsOneByOne(ctx, queues, &snap)
 	}
 	if err != nil {
 		return snap, err
@@ -146,11 +148,11 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 // statsOneByOne asks for each queue's stats on its own, leaving out the
 // queues that were deleted since they were listed, which fail a call for
 // all of them.
-func (s *Server) statsOneByOne(ctx context.Context, cfgs []runtime.QueueConfig, snap *snapshot) ([]runtime.QueueStats, error) {
-	var out []runtime.QueueStats
+func (s *Server) statsOneByOne(ctx context.Context, queues []admin.Queue, snap *snapshot) ([]admin.QueueStats, error) {
+	var out []admin.QueueStats
 	gone := 0
-	for _, c := range cfgs {
-		st, err := s.admin.QueueStats(ctx, c)
+	for _, q := range queues {
+		st, err := s.admin.QueueStats(ctx, q)
 		if errors.Is(err, runtime.ErrUnknownQueue) {
 			gone++
 			continue

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -81,7 +82,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg st
 // failAdmin renders an error of the Admin: 404 for what does not exist, 502
 // for anything else, which is logged.
 func (s *Server) failAdmin(w http.ResponseWriter, r *http.Request, what string, err error) {
-	if errors.Is(err, runtime.ErrDeadLetterNotFound) || errors.Is(err, runtime.ErrUnknownQueue) {
+	if errors.Is(err, admin.ErrDeadLetterNotFound) || errors.Is(err, runtime.ErrUnknownQueue) {
 		s.fail(w, r, http.StatusNotFound, what+": "+err.Error())
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/admin"
 )
 
 // payloadView is a dead letter's payload as the letter page shows it:
@@ -25,7 +25,7 @@ type payloadView struct {
 const maxShownBytes = 64 << 10
 
 // showPayload prepares l's payload, or a poison letter's body, for the page.
-func showPayload(l runtime.DeadLetterInfo) payloadView {
+func showPayload(l admin.DeadLetterInfo) payloadView {
 	if l.Poison {
 		return rawBody(l.Body)
 	}
@@ -77,7 +77,7 @@ func rawBody(b []byte) payloadView {
 const summaryLen = 80
 
 // summary is a one-line view of a letter's payload for the list.
-func summary(l runtime.DeadLetterInfo) string {
+func summary(l admin.DeadLetterInfo) string {
 	s := jsonText(l.Payload, "")
 	switch {
 	case l.Poison:

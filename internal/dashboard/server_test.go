@@ -148,8 +148,8 @@ func TestRedriveConfirmsThenActs(t *testing.T) {
 	if n := f.dead(t); n != 1 {
 		t.Errorf("after the re-drive %d dead letters, want 1", n)
 	}
-	if n := f.b.Len(testQueue); n != 1 {
-		t.Errorf("after the re-drive %d jobs ready, want 1", n)
+	if n, err := f.b.Ready(context.Background(), testQueue); err != nil || n != 1 {
+		t.Errorf("after the re-drive %d jobs ready (%v), want 1", n, err)
 	}
 }
 

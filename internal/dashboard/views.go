@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -39,7 +41,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 
 // queueView is what the queue page shows.
 type queueView struct {
-	Stats   runtime.QueueStats
+	Stats   admin.QueueStats
 	Config  *runtime.QueueConfig
 	Letters []letterRow
 	After   string // the cursor this page starts after, empty on the first
@@ -47,7 +49,7 @@ type queueView struct {
 }
 
 type letterRow struct {
-	runtime.DeadLetterInfo
+	admin.DeadLetterInfo
 	Summary string
 }
 
@@ -57,12 +59,12 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	after := r.URL.Query().Get("after")
 	cfg := s.config(name)
-	stats, err := s.admin.QueueStats(r.Context(), cfg)
+	stats, err := s.admin.QueueStats(r.Context(), adminq.Of(cfg))
 	if err != nil {
 		s.failAdmin(w, r, fmt.Sprintf("queue %q", name), err)
 		return
 	}
-	page, err := s.admin.DeadLetters(r.Context(), name, runtime.DeadLetterPage{After: after, Limit: s.opts.PageSize})
+	page, err := s.admin.DeadLetters(r.Context(), name, admin.DeadLetterPage{After: after, Limit: s.opts.PageSize})
 	if err != nil {
 		s.failAdmin(w, r, fmt.Sprintf("dead letters of %q", name), err)
 		return
@@ -80,7 +82,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 
 // letterView is what the dead letter page shows.
 type letterView struct {
-	Letter  runtime.DeadLetterInfo
+	Letter  admin.DeadLetterInfo
 	Payload payloadView
 }
 

@@ -6,7 +6,7 @@
 // It reads the few shapes queuey's envelope and package mpfit need
 // (arrays, maps, numbers, strings) and skips any value; decoding a job's
 // payload into its Go type stays with github.com/vmihailenco/msgpack/v5,
-// once Check has passed.
+// once Check has passed (Unmarshal does both).
 package mpscan
 
 import (
@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // MaxDepth is the deepest nesting of arrays and maps accepted.
@@ -443,4 +445,13 @@ func (r *Reader) skipHeader() (uint64, error) {
 // lengths fit in b and whose nesting is at most MaxDepth.
 func Check(b []byte) error {
 	return NewReader(b).Skip()
+}
+
+// Unmarshal is msgpack.Unmarshal of b, which may come from anywhere, once
+// Check has passed it.
+func Unmarshal(b []byte, v any) error {
+	if err := Check(b); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(b, v)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
@@ -37,7 +38,7 @@ func TestQuorumHoldQueuesBounded(t *testing.T) {
 	want := map[string]int{} // hold queue -> jobs it must hold
 	for i := range all {
 		all[i] = job{N: i}
-		h, _, err := topology.Names{}.QuorumHold(name, topology.Deferred, delay(i), runtime.DefaultGranularity)
+		h, _, err := topology.Names{}.QuorumHold(name, admin.HoldDeferred, delay(i), runtime.DefaultGranularity)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func (s scenario) run(t *testing.T) (clustertest.Tally, []killReport) {
 	name := queueName(t)
 	deleteAll(t, name)
 	q := runtime.DefaultQueueConfig(name)
-	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[job](), runtime.QueueQuorum, 0
+	q.Kind, q.QueueType, q.MaxPriority = runtime.KindOf[job](), runtime.QueueQuorum, runtime.NoPriority
 	q.Prefetch, q.Concurrency = 50, 50
 	ctx := ctxT(t, 5*time.Minute)
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
@@ -45,9 +46,9 @@ func TestQuorumWaitsSurviveLeaderKill(t *testing.T) {
 	}
 	ch := clustertest.Channel(t, 1)
 	for _, w := range []struct {
-		kind  topology.HoldKind
+		kind  admin.HoldKind
 		delay time.Duration
-	}{{topology.Retry, retryAfter}, {topology.Deferred, deferFor}} {
+	}{{admin.HoldRetry, retryAfter}, {admin.HoldDeferred, deferFor}} {
 		h, _, err := topology.Names{}.QuorumHold(name, w.kind, w.delay, runtime.DefaultGranularity)
 		if err != nil {
 			t.Fatal(err)

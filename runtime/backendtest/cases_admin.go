@@ -9,28 +9,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
 // admin returns the backend's admin capabilities or skips the test.
-func (h *harness) admin() (runtime.Inspector, runtime.DeadLetterAdmin) {
+func (h *harness) admin() (admin.Inspector, admin.DeadLetterAdmin) {
 	h.t.Helper()
-	in, ok := h.b.(runtime.Inspector)
+	in, ok := h.b.(admin.Inspector)
 	if !ok {
-		h.t.Skip("backend does not implement runtime.Inspector")
+		h.t.Skip("backend does not implement admin.Inspector")
 	}
-	ad, ok := h.b.(runtime.DeadLetterAdmin)
+	ad, ok := h.b.(admin.DeadLetterAdmin)
 	if !ok {
-		h.t.Skip("backend does not implement runtime.DeadLetterAdmin")
+		h.t.Skip("backend does not implement admin.DeadLetterAdmin")
 	}
 	return in, ad
 }
 
 // stats returns the queue's stats.
-func (h *harness) stats() runtime.QueueStats {
+func (h *harness) stats() admin.QueueStats {
 	h.t.Helper()
 	in, _ := h.admin()
-	st, err := in.QueueStats(ctxT(h.t), h.q)
+	st, err := in.QueueStats(ctxT(h.t), adminq.Of(h.q))
 	if err != nil {
 		h.t.Fatalf("QueueStats: %v", err)
 	}
@@ -78,7 +80,7 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 	in, _ := h.admin()
 	ids := h.killJobs(3)
 	for range 2 {
-		l, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{})
+		l, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{})
 		if err != nil {
 			t.Fatalf("DeadLetters: %v", err)
 		}
@@ -96,11 +98,11 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 			t.Errorf("payload = %s (%v), want {\"N\":1,\"Text\":\"doomed\"}", d.Payload, err)
 		}
 	}
-	p1, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{Limit: 2})
+	p1, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{After: p1.Next, Limit: 2})
+	p2, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{After: p1.Next, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func testAdminListKeeps(t *testing.T, f Features, nb func(*testing.T) runtime.Ba
 		t.Errorf("DeadLetter(%s) = %+v, %v", ids[2], one, err)
 	}
 	_, err = in.DeadLetter(ctxT(t), h.q.Name, "no-such-id")
-	wantErrIs(t, err, runtime.ErrDeadLetterNotFound, "DeadLetter of an unknown ID")
+	wantErrIs(t, err, admin.ErrDeadLetterNotFound, "DeadLetter of an unknown ID")
 	// A quorum queue takes back what a reader held asynchronously, so the
 	// count may lag the read for a moment.
 	eventually(t, "all 3 dead letters kept after listing", func() bool { return h.stats().Dead == 3 })
@@ -135,7 +137,7 @@ func testAdminRedriveByID(t *testing.T, f Features, nb func(*testing.T) runtime.
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
 	in, ad := h.admin()
 	ids := h.killJobs(3)
-	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{IDs: []string{ids[1], "no-such-id"}}, nil)
+	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{IDs: []string{ids[1], "no-such-id"}}, nil)
 	if err != nil {
 		t.Fatalf("RedriveDeadLetters: %v", err)
 	}
@@ -143,18 +145,18 @@ func testAdminRedriveByID(t *testing.T, f Features, nb func(*testing.T) runtime.
 		t.Fatalf("re-drive = %+v, want %s moved and no-such-id not found", res, ids[1])
 	}
 	info := recv(t, h.handled(), "the re-driven job")
-	if info.ID != ids[1] || info.Attempt != 1 || info.Headers[runtime.HeaderRedrives] != "1" || info.Headers[runtime.HeaderRedrivenAt] == "" {
+	if info.ID != ids[1] || info.Attempt != 1 || info.Headers[admin.HeaderRedrives] != "1" || info.Headers[admin.HeaderRedrivenAt] == "" {
 		t.Errorf("handled %+v, want job %s on attempt 1 with the re-drive headers", info, ids[1])
 	}
-	l, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{})
+	l, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := l.IDs(); !slices.Equal(got, []string{ids[0], ids[2]}) {
 		t.Errorf("left %v, want %v", got, []string{ids[0], ids[2]})
 	}
-	_, err = ad.RedriveDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{}, nil)
-	wantErrIs(t, err, runtime.ErrEmptySelector, "re-drive with an empty selector")
+	_, err = ad.RedriveDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{}, nil)
+	wantErrIs(t, err, admin.ErrEmptySelector, "re-drive with an empty selector")
 }
 
 // testAdminRedriveAll: re-driving everything empties the dead letters and
@@ -163,8 +165,8 @@ func testAdminRedriveAll(t *testing.T, f Features, nb func(*testing.T) runtime.B
 	h := newHarness(t, f, nb, nil)
 	_, ad := h.admin()
 	ids := h.killJobs(5)
-	var last runtime.RedriveProgress
-	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{All: true}, func(p runtime.RedriveProgress) { last = p })
+	var last admin.RedriveProgress
+	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{All: true}, func(p admin.RedriveProgress) { last = p })
 	if err != nil {
 		t.Fatalf("RedriveDeadLetters: %v", err)
 	}
@@ -193,7 +195,7 @@ func testAdminRedriveInterrupted(t *testing.T, f Features, nb func(*testing.T) r
 	in, ad := h.admin()
 	ids := h.killJobs(10)
 	ctx, cancel := context.WithCancel(ctxT(t))
-	res, err := ad.RedriveDeadLetters(ctx, h.q.Name, runtime.DeadLetterSelector{All: true}, func(p runtime.RedriveProgress) {
+	res, err := ad.RedriveDeadLetters(ctx, h.q.Name, admin.DeadLetterSelector{All: true}, func(p admin.RedriveProgress) {
 		if p.Moved == 3 {
 			cancel()
 		}
@@ -202,7 +204,7 @@ func testAdminRedriveInterrupted(t *testing.T, f Features, nb func(*testing.T) r
 	if len(res.Moved) < 3 || len(res.Moved) >= 10 {
 		t.Fatalf("moved %d before stopping, want 3 up to 9", len(res.Moved))
 	}
-	l, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{Limit: 100})
+	l, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,17 +229,11 @@ func testAdminRedriveInterrupted(t *testing.T, f Features, nb func(*testing.T) r
 func testAdminPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	in, ad := h.admin()
-	raw, ok := h.b.(RawPublisher)
-	if !ok {
-		t.Skip("backend does not implement backendtest.RawPublisher")
-	}
-	if err := raw.PublishRaw(ctxT(t), h.q.Name, []byte("not an envelope")); err != nil {
-		t.Fatal(err)
-	}
+	h.publishRaw([]byte("not an envelope"))
 	stop := h.start(func(ctx context.Context, j job) error { return nil })
 	eventually(t, "the poison letter dead", func() bool { return h.stats().Dead == 1 })
 	_ = stop()
-	l, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{})
+	l, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +245,7 @@ func testAdminPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backe
 	if one, err := in.DeadLetter(ctxT(t), h.q.Name, id); err != nil || !one.Poison {
 		t.Errorf("DeadLetter(%s) = %+v, %v; want the poison letter", id, one, err)
 	}
-	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{All: true}, nil)
+	res, err := ad.RedriveDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{All: true}, nil)
 	if err != nil {
 		t.Fatalf("RedriveDeadLetters: %v", err)
 	}
@@ -261,7 +257,7 @@ func testAdminPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backe
 	// lets it go; a quorum queue counts it again only once its log has
 	// applied the return, a moment after the re-drive returned.
 	eventually(t, "the poison letter kept after the refused re-drive", func() bool { return h.stats().Dead == 1 })
-	if pr, err := ad.PurgeDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{IDs: []string{id}}); err != nil || pr.Purged != 1 {
+	if pr, err := ad.PurgeDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{IDs: []string{id}}); err != nil || pr.Purged != 1 {
 		t.Errorf("purge of the poison letter = %+v, %v; want 1 purged", pr, err)
 	}
 }
@@ -272,18 +268,18 @@ func testAdminPurge(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
 	in, ad := h.admin()
 	ids := h.killJobs(4)
-	res, err := ad.PurgeDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{IDs: []string{ids[2], "no-such-id"}})
+	res, err := ad.PurgeDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{IDs: []string{ids[2], "no-such-id"}})
 	if err != nil || res.Purged != 1 || !slices.Equal(res.NotFound, []string{"no-such-id"}) {
 		t.Fatalf("purge by ID = %+v, %v; want 1 purged and no-such-id not found", res, err)
 	}
-	l, err := in.DeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterPage{})
+	l, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := l.IDs(), []string{ids[0], ids[1], ids[3]}; !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)
 	}
-	res, err = ad.PurgeDeadLetters(ctxT(t), h.q.Name, runtime.DeadLetterSelector{All: true})
+	res, err = ad.PurgeDeadLetters(ctxT(t), h.q.Name, admin.DeadLetterSelector{All: true})
 	if err != nil || res.Purged != 3 {
 		t.Fatalf("purge all = %+v, %v; want 3 purged", res, err)
 	}
@@ -316,7 +312,7 @@ func testAdminStats(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 	// round up to a ladder: at most a quarter and a second more), never
 	// shorter. A backend whose holds have no one delay reports none.
 	delay := cmp.Or(hold.Delay, time.Minute)
-	if hold.Kind != runtime.HoldRetry || hold.Jobs != 1 || delay < time.Minute || delay > time.Minute*5/4+time.Second ||
+	if hold.Kind != admin.HoldRetry || hold.Jobs != 1 || delay < time.Minute || delay > time.Minute*5/4+time.Second ||
 		hold.NextReleaseBy.Before(before) || hold.NextReleaseBy.After(time.Now().Add(delay+time.Second)) {
 		t.Errorf("hold = %+v, want one retry held for a minute (up to a quarter more), due within that", hold)
 	}
@@ -324,13 +320,13 @@ func testAdminStats(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		h.enqueue(job{N: 10 + i})
 	}
 	eventually(t, "three jobs ready", func() bool { return h.stats().Ready == 3 })
-	if st := h.stats(); st.Consumers != 0 || st.Unacked != 0 && st.Unacked != runtime.Unknown {
+	if st := h.stats(); st.Consumers != 0 || st.Unacked != 0 && st.Unacked != admin.NotSeen {
 		t.Errorf("stats = %+v, want no consumers and nothing in flight", st)
 	}
-	_, err := in.QueueStats(ctxT(t), runtime.QueueConfig{Name: h.q.Name + ".missing"})
+	_, err := in.QueueStats(ctxT(t), admin.Queue{Name: h.q.Name + ".missing"})
 	wantErrIs(t, err, runtime.ErrUnknownQueue, "stats of a missing queue")
 	names, err := in.Queues(ctxT(t))
-	if err != nil && !errors.Is(err, runtime.ErrCannotList) {
+	if err != nil && !errors.Is(err, admin.ErrCannotList) {
 		t.Fatalf("Queues: %v", err)
 	}
 	if !slices.Contains(names, h.q.Name) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -26,17 +27,17 @@ func testDeadLetterReasons(t *testing.T, f Features, nb func(*testing.T) runtime
 		return runtime.Permanent(errors.New("card declined"))
 	})
 	dl := h.deadLetters(2)
-	byID := map[string]runtime.DeadLetter{}
+	byID := map[string]admin.DeadLetterInfo{}
 	for _, d := range dl {
-		if d.Envelope == nil {
+		if d.Poison {
 			t.Fatalf("dead letter without envelope: %+v", d)
 		}
-		byID[d.Envelope.ID] = d
+		byID[d.ID] = d
 	}
 	perm, bad := byID[permID], byID[badID]
 	wantContains(t, perm.Reason, "card declined", "permanent reason")
-	if perm.Envelope == nil || perm.Envelope.Attempt != 1 {
-		t.Errorf("permanent failure dead-lettered at %+v, want attempt 1", perm.Envelope)
+	if perm.Attempt != 1 {
+		t.Errorf("permanent failure dead-lettered at %+v, want attempt 1", perm)
 	}
 	wantContains(t, bad.Reason, "decode backendtest.job payload", "undecodable payload reason")
 	if r := recv(t, runs, "the permanent job's run"); r.Info.ID != permID {
@@ -53,10 +54,6 @@ func testDeadLetterReasons(t *testing.T, f Features, nb func(*testing.T) runtime
 // never stall the consumer.
 func testPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 5, 5 })
-	raw, ok := h.b.(RawPublisher)
-	if !ok {
-		t.Skip("backend does not implement backendtest.RawPublisher")
-	}
 	const good, poison = 200, 20
 	for i := range good {
 		if i%(good/poison) == 0 {
@@ -64,9 +61,7 @@ func testPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 			if (i/(good/poison))%2 == 0 {
 				body = nil
 			}
-			if err := raw.PublishRaw(ctxT(t), h.q.Name, body); err != nil {
-				t.Fatalf("PublishRaw: %v", err)
-			}
+			h.publishRaw(body)
 		}
 		h.enqueue(job{N: i})
 	}
@@ -81,7 +76,7 @@ func testPoison(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	}
 	dl := h.deadLetters(poison)
 	for _, d := range dl {
-		if d.Envelope != nil || d.Reason == "" {
+		if !d.Poison || d.Reason == "" {
 			t.Errorf("poison dead letter %+v, want no envelope and a reason", d)
 		}
 	}
@@ -346,7 +341,7 @@ func testPrefetch(t *testing.T, f Features, nb func(*testing.T) runtime.Backend)
 			t.Errorf("job %s held unsettled by a closed subscription did not come back", d.Envelope().ID)
 		}
 	}
-	if rc, ok := h.b.(runtime.ReadyCounter); ok {
+	if rc, ok := h.b.(admin.ReadyCounter); ok {
 		if got, err := rc.Ready(ctx, h.q.Name); err != nil || got != 0 {
 			t.Errorf("Ready = %d, %v; want 0 left", got, err)
 		}
@@ -383,7 +378,7 @@ func testUnsettledDeadLetters(t *testing.T, f Features, nb func(*testing.T) runt
 	}
 	defer sub.Close()
 	dl := h.deadLetters(1)
-	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+	if dl[0].Poison || dl[0].ID != id {
 		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	wantContains(t, dl[0].Reason, fmt.Sprintf("delivered %d times without being settled", maxAttempts), "reason")

@@ -26,7 +26,7 @@ func testWrongKind(t *testing.T, f Features, nb func(*testing.T) runtime.Backend
 		t.Fatalf("handler ran job %s, want only %s", r.Info.ID, id)
 	}
 	dl := h.deadLetters(1)
-	if dl[0].Envelope == nil || dl[0].Envelope.ID != "alien" {
+	if dl[0].Poison || dl[0].ID != "alien" {
 		t.Fatalf("dead letter %+v, want job alien", dl[0])
 	}
 	want := fmt.Sprintf(`job of kind "other.Job" on queue %q, whose handler takes "backendtest.job": dead-lettered without running the handler`, h.q.Name)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -48,7 +50,8 @@ func padName(name string, n int) string {
 // testRetryMaxWithinLongestWait: a RetryMax whose retries the backend
 // would refuse as too long once rounded up to the granularity (within a
 // second of MaxDeferral) is refused by Declare, before any job could be
-// dead-lettered for it; LongestWait of the default granularity is taken.
+// dead-lettered for it; the longest wait of the default granularity
+// (MaxDeferral rounded down to it) is taken.
 func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	q := h.q
@@ -59,9 +62,9 @@ func testRetryMaxWithinLongestWait(t *testing.T, f Features, nb func(*testing.T)
 	wantContains(t, err.Error(), "RetryMax", "error")
 
 	q.Name = uniqueName(t) + ".edge"
-	q.RetryMax = runtime.LongestWait(runtime.DefaultGranularity)
+	q.RetryMax = waits.Longest(runtime.DefaultGranularity)
 	if err := h.b.Declare(ctxT(t), q); err != nil {
-		t.Errorf("declare with RetryMax = LongestWait(DefaultGranularity) = %v: %v", q.RetryMax, err)
+		t.Errorf("declare with RetryMax = MaxDeferral rounded down to DefaultGranularity = %v: %v", q.RetryMax, err)
 	}
 }
 
@@ -78,7 +81,7 @@ func testReservedHeaders(t *testing.T, f Features, nb func(*testing.T) runtime.B
 	_, err = runtime.EnqueueMany(ctxT(t), h.p, h.q, []job{{N: 2}, {N: 3}}, runtime.WithHeaders(map[string]string{runtime.HeaderTick: "2026-01-01T00:00:00Z"}))
 	wantErrIs(t, err, runtime.ErrInvalidOption, "enqueue of many with a reserved header")
 	wantContains(t, err.Error(), `header "queuey-tick" is reserved`, "error")
-	if rc, ok := h.b.(runtime.ReadyCounter); ok {
+	if rc, ok := h.b.(admin.ReadyCounter); ok {
 		if n, err := rc.Ready(ctxT(t), h.q.Name); err != nil || n != 0 {
 			t.Errorf("ready jobs after refused enqueues = %d (err %v), want 0", n, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -24,9 +25,9 @@ const quietWindow = time.Second
 // resume every job is handled.
 func testPauseResume(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 5, 2 })
-	p, ok := h.b.(runtime.Pauser)
+	p, ok := h.b.(admin.Pauser)
 	if !ok {
-		t.Skip("backend does not implement runtime.Pauser")
+		t.Skip("backend does not implement admin.Pauser")
 	}
 	if err := p.PauseQueue(ctxT(t), h.q.Name+".nope"); !errors.Is(err, runtime.ErrUnknownQueue) {
 		t.Errorf("PauseQueue of a queue that does not exist = %v, want ErrUnknownQueue", err)

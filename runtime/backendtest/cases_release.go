@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -43,9 +44,9 @@ func testStopBurnsNoAttempt(t *testing.T, f Features, nb func(*testing.T) runtim
 // of the queue instead of stops of the worker.
 func testPauseBurnsNoAttempt(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency, q.MaxAttempts = 50, 2, 1 })
-	p, ok := h.b.(runtime.Pauser)
+	p, ok := h.b.(admin.Pauser)
 	if !ok {
-		t.Skip("backend does not implement runtime.Pauser")
+		t.Skip("backend does not implement admin.Pauser")
 	}
 	t.Cleanup(func() { _ = p.ResumeQueue(context.Background(), h.q.Name) })
 	r := newReleaseRecorder(t, releaseJobs)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -44,13 +46,13 @@ func testRetryBackoff(t *testing.T, f Features, nb func(*testing.T) runtime.Back
 		}
 	}
 	dl := h.deadLetters(1)
-	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+	if dl[0].Poison || dl[0].ID != id {
 		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	wantContains(t, dl[0].Reason, "boom 3", "dead-letter reason")
-	wantContains(t, dl[0].Envelope.LastError, "boom 3", "LastError")
-	if dl[0].Envelope.Attempt != 3 {
-		t.Errorf("dead envelope attempt %d, want 3", dl[0].Envelope.Attempt)
+	wantContains(t, dl[0].LastError, "boom 3", "LastError")
+	if dl[0].Attempt != 3 {
+		t.Errorf("dead envelope attempt %d, want 3", dl[0].Attempt)
 	}
 }
 
@@ -72,10 +74,10 @@ func testRetryThenSuccess(t *testing.T, f Features, nb func(*testing.T) runtime.
 	if r1.Attempt != 1 || r2.Attempt != 2 {
 		t.Fatalf("attempts %d, %d, want 1, 2", r1.Attempt, r2.Attempt)
 	}
-	if r, ok := h.b.(runtime.DeadLetterReader); ok {
-		dl, err := r.TakeDeadLetters(ctxT(t), h.q.Name, 10)
-		if err != nil || len(dl) != 0 {
-			t.Errorf("dead letters %v (err %v), want none", dl, err)
+	if in, ok := h.b.(admin.Inspector); ok {
+		dl, err := in.DeadLetters(ctxT(t), h.q.Name, admin.DeadLetterPage{})
+		if err != nil || dl.Total != 0 {
+			t.Errorf("dead letters %+v (err %v), want none", dl.Letters, err)
 		}
 	}
 }
@@ -170,20 +172,56 @@ func testDeferZero(t *testing.T, f Features, nb func(*testing.T) runtime.Backend
 
 // testDeferAhead: a deferred job comes back ahead of the jobs still waiting
 // on its queue. With prefetch 1, job 0 defers and job 1 is held until job 0
-// is back on the queue (seen through ReadyCounter); the next run must then
-// be job 0, not job 2.
+// is back on the queue (seen through admin.ReadyCounter); the next run must
+// then be job 0, not job 2.
 func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	if f.NoPriority {
 		t.Skip("backend queues do not order by priority")
 	}
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
-	rc, ok := h.b.(runtime.ReadyCounter)
-	if !ok {
-		t.Skip("backend does not implement runtime.ReadyCounter")
+	order := deferFirstOfBacklog(t, h)
+	if len(order) < 3 || order[0] != 0 || order[1] != 1 || order[2] != 0 {
+		t.Fatalf("run order %v, want 0 (defers), 1, then 0 again ahead of 2..%d", order, deferBacklog)
 	}
-	const backlog = 20
-	for i := 0; i <= backlog; i++ {
-		h.enqueue(job{N: i})
+}
+
+// testNoPriorityDefersFIFO: a queue of runtime.NoPriority takes only
+// priority 0, and a job deferred on it returns behind the jobs waiting on
+// it, in FIFO order.
+func testNoPriorityDefersFIFO(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) {
+		q.Prefetch, q.Concurrency, q.MaxPriority = 1, 1, runtime.NoPriority
+	})
+	_, err := runtime.Enqueue(ctxT(t), h.p, h.q, job{}, runtime.WithPriority(1))
+	wantErrIs(t, err, runtime.ErrInvalidOption, "priority 1 on a queue without priorities")
+	wantContains(t, err.Error(), "declares no priority", "the refusal")
+	order := deferFirstOfBacklog(t, h, runtime.WithPriority(0))
+	want := []int{0}
+	for i := 1; i <= deferBacklog; i++ {
+		want = append(want, i)
+	}
+	want = append(want, 0)
+	if !slices.Equal(order, want) {
+		t.Fatalf("run order %v, want %v: job 0 defers and returns behind the backlog", order, want)
+	}
+}
+
+// deferBacklog is how many jobs wait behind the deferred one in
+// deferFirstOfBacklog.
+const deferBacklog = 20
+
+// deferFirstOfBacklog enqueues jobs 0..deferBacklog (with opts) onto h's
+// queue, whose prefetch is 1, and runs them: job 0 defers once, and job 1
+// is held until job 0 is back on the queue (seen through admin.ReadyCounter). It
+// returns the order of the runs up to job 0's second one.
+func deferFirstOfBacklog(t *testing.T, h *harness, opts ...runtime.EnqueueOption) []int {
+	t.Helper()
+	rc, ok := h.b.(admin.ReadyCounter)
+	if !ok {
+		t.Skip("backend does not implement admin.ReadyCounter")
+	}
+	for i := 0; i <= deferBacklog; i++ {
+		h.enqueue(job{N: i}, opts...)
 	}
 	var (
 		mu    sync.Mutex
@@ -203,8 +241,9 @@ func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 		case j.N == 0 && first:
 			return runtime.Defer(time.Second)
 		case j.N == 1:
-			// Jobs 2..20 wait; job 0 joins them when its wait ends.
-			waitErr <- waitReady(ctx, rc, h.q.Name, backlog)
+			// Jobs 2..deferBacklog wait; job 0 joins them when its wait
+			// ends.
+			waitErr <- waitReady(ctx, rc, h.q.Name, deferBacklog)
 		}
 		return nil
 	})
@@ -214,13 +253,11 @@ func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backen
 	recv(t, done, "the deferred job's return")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(order) < 3 || order[0] != 0 || order[1] != 1 || order[2] != 0 {
-		t.Fatalf("run order %v, want 0 (defers), 1, then 0 again ahead of 2..%d", order, backlog)
-	}
+	return slices.Clone(order)
 }
 
 // waitReady waits until at least n jobs are ready on queue.
-func waitReady(ctx context.Context, rc runtime.ReadyCounter, queue string, n int) error {
+func waitReady(ctx context.Context, rc admin.ReadyCounter, queue string, n int) error {
 	deadline := time.Now().Add(wait)
 	for {
 		got, err := rc.Ready(ctx, queue)
@@ -294,7 +331,7 @@ func testWaitRefusals(t *testing.T, f Features, nb func(*testing.T) runtime.Back
 	id := h2.enqueue(job{N: 1})
 	h2.start(func(ctx context.Context, j job) error { return runtime.Defer(runtime.MaxDeferral + time.Hour) })
 	dl := h2.deadLetters(1)
-	if dl[0].Envelope == nil || dl[0].Envelope.ID != id {
+	if dl[0].Poison || dl[0].ID != id {
 		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	wantContains(t, dl[0].Reason, "delay too long", "dead-letter reason")
@@ -340,7 +377,7 @@ func testHostileErrors(t *testing.T, f Features, nb func(*testing.T) runtime.Bac
 		}
 	}
 	dl := h.deadLetters(1)
-	if dl[0].Envelope == nil || dl[0].Envelope.Attempt != 1 {
+	if dl[0].Poison || dl[0].Attempt != 1 {
 		t.Fatalf("dead letter %+v, want job 3 dead-lettered after its first run", dl[0])
 	}
 	wantContains(t, dl[0].Reason, "permanent", "dead-letter reason of Permanent(Defer(1h))")

@@ -6,18 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
 // Features says what a backend under test offers beyond the Backend
-// interface. Optional capabilities that are interfaces (DeadLetterReader,
-// RawPublisher) are found by type assertion instead.
+// interface. Optional capabilities that are interfaces (those of package
+// admin) are found by type assertion instead.
 type Features struct {
 	// NoPriority is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
@@ -35,12 +34,12 @@ type Features struct {
 	// OnlyWaits runs only the cases about waits (retries, deferrals, delayed
 	// enqueues), for a second delay mode of the same backend.
 	OnlyWaits bool
-}
-
-// RawPublisher is implemented by backends that can put arbitrary bytes on a
-// queue, as a foreign producer might. The suite uses it to inject poison.
-type RawPublisher interface {
-	PublishRaw(ctx context.Context, queue string, body []byte) error
+	// PublishRaw puts body on queue of b, a backend newBackend made, as a
+	// message of its own, as a foreign producer might: the poison cases
+	// use it to put messages that are not envelopes on a queue. Nil skips
+	// them. The backend's own test supplies it, so that a backend need
+	// not export a way to publish what is not an envelope.
+	PublishRaw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error
 }
 
 // wait bounds every wait of the suite on an event.
@@ -53,10 +52,11 @@ type job struct {
 
 // harness is one test's queue, producer and backend.
 type harness struct {
-	t *testing.T
-	b runtime.Backend
-	q runtime.QueueConfig
-	p *runtime.Producer
+	t   *testing.T
+	b   runtime.Backend
+	q   runtime.QueueConfig
+	p   *runtime.Producer
+	raw func(ctx context.Context, b runtime.Backend, queue string, body []byte) error // Features.PublishRaw
 }
 
 func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend, mod func(q *runtime.QueueConfig)) *harness {
@@ -80,7 +80,7 @@ func newHarness(t *testing.T, f Features, newBackend func(t *testing.T) runtime.
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
-	return &harness{t: t, b: b, q: q, p: p}
+	return &harness{t: t, b: b, q: q, p: p, raw: f.PublishRaw}
 }
 
 func uniqueName(t *testing.T) string {
@@ -107,11 +107,25 @@ func (h *harness) enqueue(j job, opts ...runtime.EnqueueOption) string {
 	return id
 }
 
+// publishRaw puts body on the queue as a message of its own
+// (Features.PublishRaw); it skips the test when the backend's test gave no
+// way to.
+func (h *harness) publishRaw(body []byte) {
+	h.t.Helper()
+	if h.raw == nil {
+		h.t.Skip("no Features.PublishRaw: cannot put a message that is not an envelope on a queue")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.raw(ctx, h.b, h.q.Name, body); err != nil {
+		h.t.Fatalf("PublishRaw: %v", err)
+	}
+}
+
 // start runs a worker with handler h until the test ends or the returned
 // stop is called; stop returns Run's error.
 func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...runtime.WorkerOption) (stop func() error) {
 	h.t.Helper()
-	opts = append([]runtime.WorkerOption{runtime.WithLogger(quietLogger())}, opts...)
 	w := runtime.NewWorker(h.b, opts...)
 	runtime.Handle(w, h.q, handler)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,33 +149,31 @@ func (h *harness) start(handler func(ctx context.Context, j job) error, opts ...
 	return stop
 }
 
-// deadLetters waits until n dead letters of the queue are readable and
-// returns them; it skips the test when the backend cannot hand them back.
-func (h *harness) deadLetters(n int) []runtime.DeadLetter {
+// deadLetters waits until the queue holds at least n dead letters and
+// returns the n oldest, read through admin.Inspector, which leaves them in
+// place; it skips the test when the backend is not an admin.Inspector.
+func (h *harness) deadLetters(n int) []admin.DeadLetterInfo {
 	h.t.Helper()
-	r, ok := h.b.(runtime.DeadLetterReader)
+	in, ok := h.b.(admin.Inspector)
 	if !ok {
-		h.t.Skip("backend does not implement runtime.DeadLetterReader")
+		h.t.Skip("backend does not implement admin.Inspector")
 	}
-	var got []runtime.DeadLetter
 	deadline := time.Now().Add(wait)
-	for len(got) < n {
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		more, err := r.TakeDeadLetters(ctx, h.q.Name, n-len(got))
+		list, err := in.DeadLetters(ctx, h.q.Name, admin.DeadLetterPage{Limit: n})
 		cancel()
 		if err != nil {
-			h.t.Fatalf("TakeDeadLetters: %v", err)
+			h.t.Fatalf("DeadLetters: %v", err)
 		}
-		got = append(got, more...)
-		if len(got) >= n {
-			break
+		if len(list.Letters) >= n {
+			return list.Letters
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("got %d dead letters of %q within %v, want %d: %+v", len(got), h.q.Name, wait, n, got)
+			h.t.Fatalf("got %d dead letters of %q within %v, want %d: %+v", len(list.Letters), h.q.Name, wait, n, list.Letters)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
 	}
-	return got
 }
 
 // recv receives from c within the suite's bound or fails the test.
@@ -174,12 +186,6 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 		t.Fatalf("timed out after %v waiting for %s", wait, what)
 		panic("unreachable")
 	}
-}
-
-// quietLogger drops the worker's logs below error level, which the suite
-// provokes on purpose.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 type run struct {

@@ -201,7 +201,7 @@ func queueFields(q runtime.QueueConfig) []jen.Code {
 		kv("Kind", jen.Lit(q.Kind)),
 		kv("Prefetch", jen.Lit(q.Prefetch)),
 		kv("Concurrency", jen.Lit(q.Concurrency)),
-		kv("MaxPriority", jen.Lit(q.MaxPriority)),
+		kv("MaxPriority", maxPriority(q.MaxPriority)),
 		kv("MaxAttempts", jen.Lit(q.MaxAttempts)),
 		kv("RetryBase", duration(q.RetryBase)),
 		kv("RetryMax", duration(q.RetryMax)),
@@ -225,6 +225,15 @@ func queueFields(q runtime.QueueConfig) []jen.Code {
 		fields = append(fields, kv("Missed", jen.Qual(runtimePath, missedConst[q.Missed])))
 	}
 	return fields
+}
+
+// maxPriority renders a resolved MaxPriority: runtime.NoPriority for none
+// (max_priority=0), since a zero would mean runtime.DefaultMaxPriority.
+func maxPriority(n int) jen.Code {
+	if n == runtime.NoPriority {
+		return jen.Qual(runtimePath, "NoPriority")
+	}
+	return jen.Lit(n)
 }
 
 var queueTypeConst = map[runtime.QueueType]string{

@@ -1,6 +1,6 @@
 // Package cli is the queuey command: its grammar, and each command run
-// against a backend's admin API (runtime.Inspector and
-// runtime.DeadLetterAdmin). Main is all of it but the process: arguments,
+// against a backend's admin API (admin.Inspector and
+// admin.DeadLetterAdmin). Main is all of it but the process: arguments,
 // environment, standard streams and the backend come in as values, so
 // tests run it in process.
 package cli
@@ -16,8 +16,8 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/dashboard"
-	"github.com/queuey/queuey/runtime"
 )
 
 // Exit codes.
@@ -40,9 +40,9 @@ const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 
 // Admin is what the commands need of a backend.
 type Admin interface {
-	runtime.Inspector
-	runtime.DeadLetterAdmin
-	runtime.Pauser
+	admin.Inspector
+	admin.DeadLetterAdmin
+	admin.Pauser
 }
 
 // Target says which broker to open.

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/runtime"
 )
@@ -74,8 +75,7 @@ func memoryWithDead(t *testing.T, n int) (*runtime.MemoryBackend, runtime.QueueC
 // producer onto it.
 func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *runtime.Producer) {
 	t.Helper()
-	b := runtime.NewMemoryBackend()
-	b.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.DefaultQueueConfig("q")
 	q.Kind, q.Prefetch, q.Concurrency = runtime.KindOf[job](), 1, 1
@@ -90,7 +90,7 @@ func memoryQueue(t *testing.T) (*runtime.MemoryBackend, runtime.QueueConfig, *ru
 // reason, until q holds n dead letters.
 func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n int, reason string) {
 	t.Helper()
-	w := runtime.NewWorker(b, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	w := runtime.NewWorker(b)
 	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		return runtime.Permanent(errors.New(reason))
 	})
@@ -99,7 +99,7 @@ func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n in
 	go func() { done <- w.Run(ctx) }()
 	deadline := time.Now().Add(wait)
 	for {
-		st, err := b.QueueStats(ctxT(t), q)
+		st, err := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 			t.Errorf("queuey %s: exit %d, stderr %q; want exit 2 with a message", strings.Join(args, " "), r.code, r.err)
 		}
 	}
-	if st, _ := b.QueueStats(ctxT(t), runtime.QueueConfig{Name: "q"}); st[0].Dead != 1 {
+	if st, _ := b.QueueStats(ctxT(t), admin.Queue{Name: "q"}); st[0].Dead != 1 {
 		t.Errorf("%d dead letters after refused commands, want 1 kept", st[0].Dead)
 	}
 	if r := runCLI(t, ctxT(t), memEnv(b), "dead", "purge", "q", "--all"); !strings.Contains(r.err, "--yes") {
@@ -284,11 +284,11 @@ func TestRedriveByReasonAndKind(t *testing.T) {
 		t.Fatalf("redrive of no match: exit %d, %q %q", r.code, r.out, r.err)
 	}
 	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "cli_test.job")
-	var res runtime.RedriveResult
+	var res admin.RedriveResult
 	if err := json.Unmarshal([]byte(r.out), &res); r.code != 0 || err != nil || len(res.Moved) != 2 || res.Moved[0] != ids[0] {
 		t.Fatalf("redrive --reason --kind: exit %d, %v, %+v; want %v moved", r.code, err, res, ids)
 	}
-	if st, _ := b.QueueStats(ctxT(t), q); st[0].Dead != 0 || st[0].Ready != 2 {
+	if st, _ := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name}); st[0].Dead != 0 || st[0].Ready != 2 {
 		t.Errorf("stats %+v, want the 2 jobs ready and no dead letters", st[0])
 	}
 }

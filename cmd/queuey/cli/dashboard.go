@@ -19,7 +19,7 @@ func (c *dashboardCmd) Run(r *run) error {
 			return err
 		}
 	}
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (c *dashboardCmd) Run(r *run) error {
 	}
 	defer ln.Close()
 	opts.LoopbackOnly = loopback
-	srv, err := dashboard.New(admin, opts)
+	srv, err := dashboard.New(be, opts)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuey/queuey/runtime"
+	"github.com/queuey/queuey/admin"
 )
 
 type lsCmd struct {
@@ -22,15 +22,15 @@ type lsCmd struct {
 }
 
 func (c *lsCmd) Run(r *run) error {
-	if c.Limit < 1 || c.Limit > runtime.MaxDeadLetterLimit {
-		return usagef("--limit %d: want 1..%d", c.Limit, runtime.MaxDeadLetterLimit)
+	if c.Limit < 1 || c.Limit > admin.MaxDeadLetterLimit {
+		return usagef("--limit %d: want 1..%d", c.Limit, admin.MaxDeadLetterLimit)
 	}
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	list, err := admin.DeadLetters(r.ctx, c.Queue, runtime.DeadLetterPage{After: c.After, Limit: c.Limit})
+	list, err := be.DeadLetters(r.ctx, c.Queue, admin.DeadLetterPage{After: c.After, Limit: c.Limit})
 	if err != nil {
 		return err
 	}
@@ -67,12 +67,12 @@ type showCmd struct {
 }
 
 func (c *showCmd) Run(r *run) error {
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	l, err := admin.DeadLetter(r.ctx, c.Queue, c.ID)
+	l, err := be.DeadLetter(r.ctx, c.Queue, c.ID)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (c *redriveCmd) Run(r *run) error {
 	if err := c.check("dead redrive"); err != nil {
 		return err
 	}
-	sel := runtime.DeadLetterSelector{All: c.All, IDs: c.IDs, Reason: c.Reason, Kind: c.Kind}
+	sel := admin.DeadLetterSelector{All: c.All, IDs: c.IDs, Reason: c.Reason, Kind: c.Kind}
 	if sel.Empty() {
 		return usagef("dead redrive %s: say which letters: --all, --id ID ..., --reason TEXT or --kind KIND", c.Queue)
 	}
@@ -162,13 +162,13 @@ func (c *redriveCmd) Run(r *run) error {
 			return err
 		}
 	}
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	p := &progress{w: r.env.Stderr, on: r.env.StderrTerminal}
-	res, err := admin.RedriveDeadLetters(r.ctx, c.Queue, sel, func(pr runtime.RedriveProgress) {
+	res, err := be.RedriveDeadLetters(r.ctx, c.Queue, sel, func(pr admin.RedriveProgress) {
 		p.draw("re-driving %s: %d moved, %d refused, of %d dead letters", c.Queue, pr.Moved, pr.Refused, pr.Total)
 	})
 	p.done()
@@ -180,6 +180,10 @@ func (c *redriveCmd) Run(r *run) error {
 		printf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
 		for _, f := range res.Refused {
 			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
+			if f.Reason == admin.PoisonRefusal {
+				fmt.Fprintf(r.env.Stdout, "  inspect it with queuey dead show %s %s; remove it with queuey dead purge %s --id %s\n",
+					shellWord(c.Queue), shellWord(f.ID), shellWord(c.Queue), shellWord(f.ID))
+			}
 		}
 		for _, id := range res.NotFound {
 			printf(r.env.Stdout, "not found: %s\n", id)
@@ -206,7 +210,7 @@ func (c *purgeCmd) Run(r *run) error {
 	if err := c.check("dead purge"); err != nil {
 		return err
 	}
-	sel := runtime.DeadLetterSelector{All: c.All, IDs: c.IDs}
+	sel := admin.DeadLetterSelector{All: c.All, IDs: c.IDs}
 	if sel.Empty() {
 		return usagef("dead purge %s: say which letters: --all or --id ID ...", c.Queue)
 	}
@@ -217,12 +221,12 @@ func (c *purgeCmd) Run(r *run) error {
 	if err := r.confirm(c.Yes, "purge dead letters", q); err != nil {
 		return err
 	}
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	res, err := admin.PurgeDeadLetters(r.ctx, c.Queue, sel)
+	res, err := be.PurgeDeadLetters(r.ctx, c.Queue, sel)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/runtime"
 )
@@ -27,7 +28,7 @@ func memoryWithDeadIDs(t *testing.T, reason string, headers map[string]string, i
 // deadIDs returns the IDs of q's dead letters, oldest first.
 func deadIDs(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig) []string {
 	t.Helper()
-	list, err := b.DeadLetters(ctxT(t), q.Name, runtime.DeadLetterPage{Limit: runtime.MaxDeadLetterLimit})
+	list, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{Limit: admin.MaxDeadLetterLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestIDWithCommaIsOneID(t *testing.T) {
 				t.Errorf("dead letters after dead %s --id a,b: %q, want %q", verb, got, want)
 			}
 			if verb == "redrive" {
-				if st, _ := b.QueueStats(ctxT(t), q); st[0].Ready != 1 {
+				if st, _ := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name}); st[0].Ready != 1 {
 					t.Errorf("after dead redrive --id a,b, %d jobs ready, want 1", st[0].Ready)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
@@ -70,7 +71,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // work runs a worker with h until the returned stop is called or the test
 // ends.
 func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func()) {
-	w := runtime.NewWorker(bq.b, runtime.WithLogger(quiet()))
+	w := runtime.NewWorker(bq.b)
 	runtime.Handle(w, bq.q, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -95,7 +96,7 @@ func (bq *brokerQueue) dead(n int) {
 	bq.t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		st, err := bq.b.QueueStats(ctxT(bq.t), bq.q)
+		st, err := bq.b.QueueStats(ctxT(bq.t), admin.Queue{Name: bq.q.Name})
 		if err != nil {
 			bq.t.Fatal(err)
 		}
@@ -156,20 +157,20 @@ func (bq *brokerQueue) cli(ctx context.Context, env cli.Env, args ...string) res
 }
 
 // ls lists the queue's dead letters as JSON.
-func (bq *brokerQueue) ls() []runtime.DeadLetterInfo {
+func (bq *brokerQueue) ls() []admin.DeadLetterInfo {
 	bq.t.Helper()
 	r := bq.cli(ctxT(bq.t), cli.Env{}, "--json", "dead", "ls", bq.q.Name, "--limit", "1000")
 	if r.code != 0 {
 		bq.t.Fatalf("dead ls: exit %d: %s", r.code, r.err)
 	}
-	var ls []runtime.DeadLetterInfo
+	var ls []admin.DeadLetterInfo
 	if err := json.Unmarshal([]byte(r.out), &ls); err != nil {
 		bq.t.Fatalf("dead ls --json: %v\n%s", err, r.out)
 	}
 	return ls
 }
 
-func ids(ls []runtime.DeadLetterInfo) []string { return runtime.DeadLetterList{Letters: ls}.IDs() }
+func ids(ls []admin.DeadLetterInfo) []string { return admin.DeadLetterList{Letters: ls}.IDs() }
 
 // TestBrokerDeadLsTwice: dead letters of jobs that failed for real are
 // listed, and listing again shows the same: nothing was removed.
@@ -204,7 +205,7 @@ func TestBrokerRedriveID(t *testing.T) {
 		t.Errorf("left %v, want %v", got, []string{all[0], all[2]})
 	}
 	info := recvInfo(t, bq.handled())
-	if info.ID != all[1] || info.Attempt != 1 || info.Headers[runtime.HeaderRedrives] != "1" {
+	if info.ID != all[1] || info.Attempt != 1 || info.Headers[admin.HeaderRedrives] != "1" {
 		t.Errorf("handled %+v, want job %s on attempt 1, re-driven once", info, all[1])
 	}
 }
@@ -254,7 +255,7 @@ func TestBrokerRedriveInterrupted(t *testing.T) {
 	if r.code != cli.ExitFailure {
 		t.Fatalf("interrupted redrive: exit %d, want 1\n%s", r.code, r.out)
 	}
-	var res runtime.RedriveResult
+	var res admin.RedriveResult
 	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
 		t.Fatalf("redrive --json: %v\n%s", err, r.out)
 	}
@@ -294,8 +295,9 @@ func TestBrokerPoison(t *testing.T) {
 		t.Errorf("dead show of poison (exit %d):\n%s%s", r.code, r.out, r.err)
 	}
 	r = bq.cli(ctxT(t), cli.Env{}, "dead", "redrive", bq.q.Name, "--all", "--yes")
-	if r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+ls[0].ID+": poison") {
-		t.Errorf("redrive of poison: exit %d\n%s%s", r.code, r.out, r.err)
+	hint := "inspect it with queuey dead show " + bq.q.Name + " " + ls[0].ID + "; remove it with queuey dead purge " + bq.q.Name + " --id " + ls[0].ID
+	if r.code != cli.ExitFailure || !strings.Contains(r.out, "refused "+ls[0].ID+": poison") || !strings.Contains(r.out, hint) {
+		t.Errorf("redrive of poison: exit %d, want the refusal and %q:\n%s%s", r.code, hint, r.out, r.err)
 	}
 	bq.dead(1)
 }
@@ -373,11 +375,11 @@ func TestBrokerRedriveQueueGone(t *testing.T) {
 		t.Errorf("%d dead letters left, want the 1 kept", n)
 	}
 	r = bq.cli(ctxT(t), cli.Env{}, "--json", "queues")
-	var rows []runtime.QueueStats
+	var rows []admin.QueueStats
 	if err := json.Unmarshal([]byte(r.out), &rows); r.code != 0 || err != nil {
 		t.Fatalf("queues --json: exit %d, %v\n%s%s", r.code, err, r.out, r.err)
 	}
-	i := slices.IndexFunc(rows, func(s runtime.QueueStats) bool { return s.Queue == bq.q.Name })
+	i := slices.IndexFunc(rows, func(s admin.QueueStats) bool { return s.Queue == bq.q.Name })
 	if i < 0 || rows[i].Dead != 1 || len(rows[i].Missing) != 1 || !strings.Contains(rows[i].Missing[0], "does not exist") {
 		t.Errorf("queues lists %+v, want %s with its 1 dead letter and a note that the queue is gone", rows, bq.q.Name)
 	}
@@ -394,12 +396,12 @@ func TestBrokerQueues(t *testing.T) {
 	}
 	r := bq.cli(ctxT(t), cli.Env{}, "--json", "queues")
 	var rows []struct {
-		runtime.QueueStats
+		admin.QueueStats
 	}
 	if err := json.Unmarshal([]byte(r.out), &rows); r.code != 0 || err != nil {
 		t.Fatalf("queues --json: exit %d, %v\n%s%s", r.code, err, r.out, r.err)
 	}
-	i := slices.IndexFunc(rows, func(s struct{ runtime.QueueStats }) bool { return s.Queue == bq.q.Name })
+	i := slices.IndexFunc(rows, func(s struct{ admin.QueueStats }) bool { return s.Queue == bq.q.Name })
 	if i < 0 || rows[i].Ready != 1 || rows[i].Dead != 2 || rows[i].Unacked != 0 || len(rows[i].Missing) != 0 {
 		t.Fatalf("queues lists %+v, want %s with 1 ready, 2 dead, 0 in flight", rows, bq.q.Name)
 	}

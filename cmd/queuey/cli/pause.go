@@ -23,15 +23,15 @@ func (c *pauseCmd) Run(r *run) error { return r.setPaused(c.Queue, true) }
 func (c *resumeCmd) Run(r *run) error { return r.setPaused(c.Queue, false) }
 
 func (r *run) setPaused(queue string, paused bool) error {
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	if paused {
-		err = admin.PauseQueue(r.ctx, queue)
+		err = be.PauseQueue(r.ctx, queue)
 	} else {
-		err = admin.ResumeQueue(r.ctx, queue)
+		err = be.ResumeQueue(r.ctx, queue)
 	}
 	if err != nil {
 		return err

@@ -8,7 +8,9 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/annotations"
+	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -25,7 +27,7 @@ type queuesListCmd struct {
 // queueRow is one line of the queues command: a queue's stats, or why it
 // has none.
 type queueRow struct {
-	runtime.QueueStats
+	admin.QueueStats
 	// Kind is the job type, when the queue came from an annotation.
 	Kind string `json:"kind,omitempty"`
 	// Absent is set for an annotated queue not (yet) on the broker.
@@ -43,16 +45,16 @@ func (c *queuesListCmd) Run(r *run) error {
 			return fmt.Errorf("no //queuey:queue annotations in %s", strings.Join(c.Packages, " "))
 		}
 	}
-	admin, closeFn, err := r.open()
+	be, closeFn, err := r.open()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	var notes []string
 	if configs == nil {
-		names, err := admin.Queues(r.ctx)
+		names, err := be.Queues(r.ctx)
 		if err != nil {
-			if !errors.Is(err, runtime.ErrCannotList) {
+			if !errors.Is(err, admin.ErrCannotList) {
 				return err
 			}
 			if len(names) == 0 {
@@ -66,10 +68,10 @@ func (c *queuesListCmd) Run(r *run) error {
 	}
 	rows := make([]queueRow, 0, len(configs))
 	for _, cfg := range configs {
-		st, err := admin.QueueStats(r.ctx, cfg)
+		st, err := be.QueueStats(r.ctx, adminq.Of(cfg))
 		switch {
 		case errors.Is(err, runtime.ErrUnknownQueue):
-			rows = append(rows, queueRow{QueueStats: runtime.QueueStats{Queue: cfg.Name, Holds: []runtime.HoldStats{}}, Kind: cfg.Kind, Absent: true})
+			rows = append(rows, queueRow{QueueStats: admin.QueueStats{Queue: cfg.Name, Holds: []admin.HoldStats{}}, Kind: cfg.Kind, Absent: true})
 		case err != nil:
 			return err
 		default:

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
-	"github.com/queuey/queuey/runtime"
 )
 
 // Text that a job's author or its handler's errors choose: terminal
@@ -97,13 +97,13 @@ func TestUntrustedTextEscaped(t *testing.T) {
 	if c, ok := raw(r.out); ok || r.code != cli.ExitOK {
 		t.Fatalf("dead ls --json: exit %d, raw %U in:\n%s", r.code, c, r.out)
 	}
-	var letters []runtime.DeadLetterInfo
+	var letters []admin.DeadLetterInfo
 	if err := json.Unmarshal([]byte(r.out), &letters); err != nil || len(letters) != 1 ||
 		letters[0].ID != evilID || letters[0].Reason != "permanent: "+evilReason || letters[0].Headers["x-\x1b[2J"] != "v\x1b[1A\n" {
 		t.Errorf("dead ls --json decodes to %+v, %v; want the letter's text exactly", letters, err)
 	}
 	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "show", "q", evilID)
-	var letter runtime.DeadLetterInfo
+	var letter admin.DeadLetterInfo
 	if c, ok := raw(r.out); ok || json.Unmarshal([]byte(r.out), &letter) != nil || letter.ID != evilID {
 		t.Errorf("dead show --json: raw %U, %+v; want the letter's ID exactly", c, letter)
 	}

@@ -5,8 +5,7 @@
 // its enqueue time (to the second) in the timestamp; the rest of it, the
 // payload included, in the body (see ContentType). A dead letter also
 // carries what operators read on the broker in headers named by the Header
-// constants. Messages published before this format (LegacyContentType,
-// every field in headers) are still read.
+// constants.
 package codec
 
 import (
@@ -24,24 +23,15 @@ import (
 // the body holds the envelope's fields, then the msgpack payload.
 const ContentType = "application/vnd.queuey.envelope+msgpack"
 
-// LegacyContentType is the content type of an envelope whose body is the
-// payload alone, every other field in headers.
-const LegacyContentType = "application/msgpack"
-
 // Header names. A dead letter carries the dead reason, the queue, the
 // attempts and the last error in them, for operators reading it on the
-// broker; other messages carry none. Legacy envelopes carry every field in
-// them.
+// broker; other messages carry none.
 const (
 	HeaderAttempt     = "x-queuey-attempt"      // int: 1-based run number
 	HeaderMaxAttempts = "x-queuey-max-attempts" // int: runs before dead-lettering
-	HeaderPriority    = "x-queuey-priority"     // int 0..255: the job's own priority
-	HeaderEnqueuedAt  = "x-queuey-enqueued-at"  // int: Unix nanoseconds of the first enqueue
 	HeaderQueue       = "x-queuey-queue"        // string: the logical queue
 	HeaderLastError   = "x-queuey-last-error"   // string, optional: error of the previous run
 	HeaderDeadReason  = "x-queuey-dead-reason"  // string, optional: why the message is dead
-	// UserHeaderPrefix prefixes each of a legacy envelope's own headers.
-	UserHeaderPrefix = "x-queuey-h-"
 )
 
 // ErrInvalid is wrapped by every Decode error: the message is not a valid
@@ -145,18 +135,11 @@ type Options struct {
 	Priority uint8
 	// DeadReason, when set, is carried in HeaderDeadReason.
 	DeadReason string
-	// HeaderFormat encodes in the format of LegacyContentType, which
-	// earlier versions read: the payload alone as the body, every other
-	// field in headers.
-	HeaderFormat bool
 	// Fit, when its FrameMax is set, is what the content header of a copy
 	// of a job already on the broker (a retry, a deferral, a dead letter,
 	// a redelivery, a re-drive) must fit in: such a copy must travel, or
-	// the job stays where it is and fails the same way again. In the
-	// header format, a copy that would not fit, or that has a header name
-	// too long for it, is encoded in the body format instead, which every
-	// reader of this version reads. A dead letter that still would not fit
-	// goes without its last error header (the body keeps the last error
+	// the job stays where it is and fails the same way again. A dead
+	// letter that would not fit goes without its last error header (the body keeps the last error
 	// whole), then with its reason header shortened. Zero, as for an
 	// enqueue, changes nothing: the publish refuses what does not fit.
 	Fit Limits
@@ -164,8 +147,7 @@ type Options struct {
 
 // Encode returns the publishing that carries env. It refuses an envelope
 // that Decode would refuse, and one with a field longer than an AMQP short
-// string can carry (ErrTooLong): the ID, the kind, the queue name, and in
-// the header format a header's name.
+// string can carry (ErrTooLong): the ID, the kind, the queue name.
 func Encode(env *runtime.Envelope, o Options) (amqp.Publishing, error) {
 	msg, _, err := EncodeAppend(nil, env, o)
 	return msg, err
@@ -179,8 +161,7 @@ func BodySize(env *runtime.Envelope) int { return bodySize(env) }
 // when it has room for BodySize(env) bytes, so that the bodies of a batch
 // can share one allocation; without room, the body gets a buffer of its
 // own. It returns the buffer to append the next body to. The publishing's
-// body has no spare capacity. The header format (Options.HeaderFormat)
-// leaves dst alone.
+// body has no spare capacity.
 func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing, []byte, error) {
 	switch {
 	case env == nil:
@@ -197,14 +178,6 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", env.ID, env.Queue, tooLong("kind (type)", len(env.Kind)))
 	case env.Attempt < 1 || env.MaxAttempts < 1:
 		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: attempt %d of %d, want both 1 or more", env.ID, env.Queue, env.Attempt, env.MaxAttempts)
-	}
-	if o.HeaderFormat {
-		msg, err := encodeLegacy(env, o)
-		if o.Fit.FrameMax > 0 && (errors.Is(err, ErrTooLong) || err == nil && !o.Fit.FitsHeader(&msg)) {
-			o.HeaderFormat = false
-			return EncodeAppend(dst, env, o)
-		}
-		return msg, dst, err
 	}
 	var h amqp.Table
 	if o.DeadReason != "" {
@@ -241,21 +214,17 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that
 // says what is wrong: a wrong content type, an empty message id, a body
-// that does not hold the envelope's fields (or, for LegacyContentType, a
-// missing or ill-typed header). It never panics, whatever d holds. The
+// that does not hold the envelope's fields. It never panics, whatever d holds. The
 // envelope's payload shares d.Body's memory.
 func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil delivery", ErrInvalid)
 	}
-	if d.ContentType != ContentType && d.ContentType != LegacyContentType {
+	if d.ContentType != ContentType {
 		return nil, fmt.Errorf("%w: content type %q, want %q", ErrInvalid, d.ContentType, ContentType)
 	}
 	if d.MessageId == "" {
 		return nil, fmt.Errorf("%w: empty message id", ErrInvalid)
-	}
-	if d.ContentType == LegacyContentType {
-		return decodeLegacy(d)
 	}
 	env := &runtime.Envelope{ID: d.MessageId, Kind: d.Type}
 	if err := decodeBody(d.Body, env); err != nil {

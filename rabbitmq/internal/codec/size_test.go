@@ -82,46 +82,6 @@ func TestCheckPublishingLimits(t *testing.T) {
 	}
 }
 
-// TestFitCopiesInTheBodyFormat: a header-format copy whose headers would not
-// fit in a frame travels in the body format, every field kept; without Fit
-// (an enqueue) the header format stays, for the publish to refuse.
-func TestFitCopiesInTheBodyFormat(t *testing.T) {
-	env := sample()
-	env.Headers["big"] = strings.Repeat("h", 5000)
-	lim := Limits{FrameMax: 4096, Reserve: 64}
-
-	msg, err := Encode(env, Options{HeaderFormat: true})
-	if err != nil || msg.ContentType != LegacyContentType {
-		t.Fatalf("Encode without Fit = %q, %v; want the header format", msg.ContentType, err)
-	}
-	msg, err = Encode(env, Options{HeaderFormat: true, Fit: lim, DeadReason: "dead"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msg.ContentType != ContentType || !lim.FitsHeader(&msg) {
-		t.Fatalf("Encode with Fit: content type %q, content header %d bytes; want the body format within %d", msg.ContentType, HeaderSize(&msg), lim.HeaderRoom())
-	}
-	got, err := Decode(deliver(msg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Headers["big"] != env.Headers["big"] || got.LastError != env.LastError || DeadReason(msg.Headers) != "dead" {
-		t.Errorf("copy lost fields: %d-byte header, last error %q, reason %q", len(got.Headers["big"]), got.LastError, DeadReason(msg.Headers))
-	}
-
-	// A header name too long for the header format's prefix, too.
-	env = sample()
-	env.Headers[strings.Repeat("n", 250)] = "v"
-	if msg, err = Encode(env, Options{HeaderFormat: true, Fit: lim}); err != nil || msg.ContentType != ContentType {
-		t.Errorf("Encode with Fit of a 250-byte header name = %q, %v; want the body format", msg.ContentType, err)
-	}
-
-	// What fits keeps the header format.
-	if msg, err = Encode(sample(), Options{HeaderFormat: true, Fit: lim}); err != nil || msg.ContentType != LegacyContentType {
-		t.Errorf("Encode with Fit of a small job = %q, %v; want the header format", msg.ContentType, err)
-	}
-}
-
 // TestFitShortensDeadHeaders: a dead letter whose reason and last error
 // headers would not fit goes without the last error header (the body keeps
 // it whole), then with the reason shortened, saying so.

@@ -6,6 +6,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -27,7 +29,7 @@ const (
 const ladderExact = 8
 
 // QuorumRung returns the wait a quorum hold queue holds a delay of d for:
-// d rounded up to granularity (runtime.RoundDelay), then up to the next
+// d rounded up to granularity (waits.Round), then up to the next
 // rung of a ladder. The rungs, in granularities, are 1..8, then four per
 // doubling: 10, 12, 14, 16, 20, 24, 28, 32, 40, ..., and last the longest
 // whole number of granularities within runtime.MaxDeferral. So a wait is
@@ -43,7 +45,7 @@ const ladderExact = 8
 // With a bounded set of rungs nothing needs deleting, and nothing waiting
 // can be dropped.
 func QuorumRung(d, granularity time.Duration) (time.Duration, error) {
-	r, err := runtime.RoundDelay(d, granularity)
+	r, err := waits.Round(d, granularity)
 	if err != nil || r <= 0 {
 		return r, err
 	}
@@ -51,7 +53,7 @@ func QuorumRung(d, granularity time.Duration) (time.Duration, error) {
 		granularity = runtime.DefaultGranularity
 	}
 	u := int64(r / granularity)
-	top := int64(runtime.LongestWait(granularity) / granularity)
+	top := int64(waits.Longest(granularity) / granularity)
 	return time.Duration(min(ladderUp(u), top)) * granularity, nil
 }
 
@@ -73,7 +75,7 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 	if granularity <= 0 {
 		granularity = runtime.DefaultGranularity
 	}
-	top := int64(runtime.LongestWait(granularity) / granularity)
+	top := int64(waits.Longest(granularity) / granularity)
 	var rungs []time.Duration
 	for u := int64(1); u <= top; u = ladderUp(u) + 1 {
 		rungs = append(rungs, time.Duration(min(ladderUp(u), top))*granularity)
@@ -88,7 +90,7 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 // its number is bounded by the ladder instead. A delay above
 // runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong; a delay of
 // zero or less has no hold queue and is an error too.
-func (n Names) QuorumHold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
+func (n Names) QuorumHold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
 	return n.hold(name, kind, delay, granularity, QuorumRung, func(ttl int64) amqp.Table {
 		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueQuorum),
@@ -107,7 +109,7 @@ func (n Names) QuorumHolds(name string, granularity time.Duration) []string {
 	n = n.WithDefaults()
 	rungs := QuorumRungs(granularity)
 	names := make([]string, 0, 2*len(rungs))
-	for _, kind := range []HoldKind{Retry, Deferred} {
+	for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
 		for _, r := range rungs {
 			names = append(names, n.holdName(name, kind, r.Milliseconds()))
 		}

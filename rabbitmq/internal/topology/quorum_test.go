@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -109,17 +110,17 @@ func TestQuorumRungRefusals(t *testing.T) {
 		if _, err := QuorumRung(d, time.Second); !errors.Is(err, runtime.ErrDelayTooLong) {
 			t.Errorf("QuorumRung(%v) error %v, want ErrDelayTooLong", d, err)
 		}
-		if _, _, err := (Names{}).QuorumHold("q", Retry, d, time.Second); !errors.Is(err, runtime.ErrDelayTooLong) {
+		if _, _, err := (Names{}).QuorumHold("q", admin.HoldRetry, d, time.Second); !errors.Is(err, runtime.ErrDelayTooLong) {
 			t.Errorf("QuorumHold(%v) error %v, want ErrDelayTooLong", d, err)
 		}
 	}
-	if _, _, err := (Names{}).QuorumHold("q", Deferred, 0, time.Second); err == nil {
+	if _, _, err := (Names{}).QuorumHold("q", admin.HoldDeferred, 0, time.Second); err == nil {
 		t.Error("QuorumHold of a zero delay: no error")
 	}
 }
 
 func TestQuorumHold(t *testing.T) {
-	q, d, err := (Names{}).QuorumHold("emails.send", Deferred, 9*time.Second, time.Second)
+	q, d, err := (Names{}).QuorumHold("emails.send", admin.HoldDeferred, 9*time.Second, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestQuorumHold(t *testing.T) {
 	if diff := cmp.Diff(want, q.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	r, _, _ := (Names{RetrySuffix: "-r"}).QuorumHold("q", Retry, time.Second, time.Second)
+	r, _, _ := (Names{RetrySuffix: "-r"}).QuorumHold("q", admin.HoldRetry, time.Second, time.Second)
 	if r.Name != "q-r.1000" {
 		t.Errorf("custom suffix hold %q, want q-r.1000", r.Name)
 	}
@@ -149,7 +150,7 @@ func TestQuorumHolds(t *testing.T) {
 		t.Fatalf("%d names, want two per rung", len(names))
 	}
 	for _, d := range []time.Duration{time.Second, 9 * time.Second, time.Hour, runtime.MaxDeferral.Truncate(time.Second)} {
-		for _, kind := range []HoldKind{Retry, Deferred} {
+		for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
 			h, _, err := (Names{}).QuorumHold("q", kind, d, time.Second)
 			if err != nil {
 				t.Fatal(err)

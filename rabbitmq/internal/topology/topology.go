@@ -3,7 +3,7 @@
 //
 // For logical queue q:
 //
-//	q                  durable; x-queue-type; x-max-priority when > 0 on a classic queue;
+//	q                  durable; x-queue-type; x-max-priority on a classic queue, unless runtime.NoPriority;
 //	                   dead-letters to ""/q.dead (DeadLettered)
 //	q.dead             durable (the broker's default type); quorum when q is
 //	q.retry.{ttl_ms}   durable classic; x-message-ttl; dead-letters to ""/q; x-expires (HoldExpires)
@@ -21,6 +21,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -115,7 +117,7 @@ type Priorities int
 
 const (
 	// PrioritiesAsAsked: x-max-priority as the config asks, or no
-	// priorities asked for (max_priority 0).
+	// priorities asked for (runtime.NoPriority).
 	PrioritiesAsAsked Priorities = iota
 	// PrioritiesNone: a quorum queue of RabbitMQ 3.x, which has none;
 	// deferred jobs return in FIFO order.
@@ -131,21 +133,17 @@ const (
 	PrioritiesTwoLevels
 )
 
-// Work returns the work queue of q and how it orders by priority. A quorum
-// queue never gets x-max-priority, whatever the broker's version: 3.x
-// refuses it, and 4.x quorum queues have their priorities built in and
+// Work returns the work queue of q, a resolved config
+// (runtime.QueueConfig.WithDefaults), and how it orders by priority. A
+// quorum queue never gets x-max-priority, whatever the broker's version:
+// 3.x refuses it, and 4.x quorum queues have their priorities built in and
 // refuse it too.
 func Work(q runtime.QueueConfig, broker Version) (Queue, Priorities) {
-	args := amqp.Table{}
-	qt := q.QueueType
-	if qt == "" {
-		qt = runtime.QueueClassic
-	}
-	args[ArgQueueType] = string(qt)
+	args := amqp.Table{ArgQueueType: string(q.QueueType)}
 	prio := PrioritiesAsAsked
 	switch {
-	case q.MaxPriority <= 0:
-	case qt != runtime.QueueQuorum:
+	case q.MaxPriority == runtime.NoPriority:
+	case q.QueueType != runtime.QueueQuorum:
 		args[ArgMaxPriority] = int32(q.MaxPriority)
 	case !broker.QuorumPriorities():
 		prio = PrioritiesNone
@@ -162,28 +160,12 @@ func (n Names) Dead(name string) Queue {
 	return Queue{Name: name + n.WithDefaults().DeadSuffix, Args: amqp.Table{}}
 }
 
-// HoldKind says what a hold queue holds.
-type HoldKind int
-
-// Hold queue kinds.
-const (
-	Retry HoldKind = iota
-	Deferred
-)
-
-func (k HoldKind) String() string {
-	if k == Deferred {
-		return "deferred"
-	}
-	return "retry"
-}
-
 // Hold returns the hold queue of logical queue name for a wait of delay,
-// rounded up to granularity with runtime.RoundDelay, and the rounded delay.
+// rounded up to granularity with waits.Round, and the rounded delay.
 // A delay above runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong;
 // a delay of zero or less has no hold queue and is an error too.
-func (n Names) Hold(name string, kind HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
-	return n.hold(name, kind, delay, granularity, runtime.RoundDelay, func(ttl int64) amqp.Table {
+func (n Names) Hold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
+	return n.hold(name, kind, delay, granularity, waits.Round, func(ttl int64) amqp.Table {
 		return amqp.Table{
 			ArgQueueType:            string(runtime.QueueClassic),
 			ArgMessageTTL:           int32(ttl),
@@ -214,7 +196,7 @@ func HoldExpires(ttl int64) int64 {
 
 // hold returns the hold queue of name of kind for delay, rounded with
 // round, and declared with args of its TTL in milliseconds.
-func (n Names) hold(name string, kind HoldKind, delay, granularity time.Duration, round func(d, g time.Duration) (time.Duration, error), args func(ttl int64) amqp.Table) (Queue, time.Duration, error) {
+func (n Names) hold(name string, kind admin.HoldKind, delay, granularity time.Duration, round func(d, g time.Duration) (time.Duration, error), args func(ttl int64) amqp.Table) (Queue, time.Duration, error) {
 	n = n.WithDefaults()
 	d, err := round(delay, granularity)
 	if err != nil {
@@ -229,9 +211,9 @@ func (n Names) hold(name string, kind HoldKind, delay, granularity time.Duration
 
 // holdName names the hold queue of logical queue name, of kind, with a TTL
 // of ttl milliseconds: "<name><suffix>.<ttl>". n has its defaults set.
-func (n Names) holdName(name string, kind HoldKind, ttl int64) string {
+func (n Names) holdName(name string, kind admin.HoldKind, ttl int64) string {
 	suffix := n.RetrySuffix
-	if kind == Deferred {
+	if kind == admin.HoldDeferred {
 		suffix = n.DeferredSuffix
 	}
 	return fmt.Sprintf("%s%s.%d", name, suffix, ttl)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -27,8 +28,10 @@ func TestWork(t *testing.T) {
 			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
 		{"classic with priority on 4.x", runtime.QueueConfig{Name: "q", MaxPriority: 10}, v4,
 			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(10)}, PrioritiesAsAsked},
-		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: 0, QueueType: runtime.QueueClassic}, v3,
+		{"classic without priority", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority}, v3,
 			amqp.Table{"x-queue-type": "classic"}, PrioritiesAsAsked},
+		{"literal has the default priority", runtime.QueueConfig{Name: "q"}, v3,
+			amqp.Table{"x-queue-type": "classic", "x-max-priority": int32(runtime.DefaultMaxPriority)}, PrioritiesAsAsked},
 		{"quorum on 3.x has none", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v3,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesNone},
 		{"quorum on 4.x, high enough", runtime.QueueConfig{Name: "q", MaxPriority: 5, QueueType: runtime.QueueQuorum}, v4,
@@ -37,13 +40,15 @@ func TestWork(t *testing.T) {
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTwoLevels},
 		{"quorum on 4.x, too low", runtime.QueueConfig{Name: "q", MaxPriority: 4, QueueType: runtime.QueueQuorum}, v4,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesTooLow},
-		{"quorum without priority", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
+		{"quorum without priority", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority, QueueType: runtime.QueueQuorum}, v3,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
-		{"quorum without priority on 4.x", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v4,
+		{"quorum without priority on 4.x", runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority, QueueType: runtime.QueueQuorum}, v4,
 			amqp.Table{"x-queue-type": "quorum"}, PrioritiesAsAsked},
+		{"quorum literal on 3.x has none", runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}, v3,
+			amqp.Table{"x-queue-type": "quorum"}, PrioritiesNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, prio := Work(tc.q, tc.broker)
+			got, prio := Work(tc.q.WithDefaults(), tc.broker)
 			if got.Name != tc.q.Name {
 				t.Errorf("name = %q, want %q", got.Name, tc.q.Name)
 			}
@@ -73,20 +78,20 @@ func TestHold(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		names       Names
-		kind        HoldKind
+		kind        admin.HoldKind
 		delay, gran time.Duration
 		wantName    string
 		wantTTL     int32
 		wantExpires int64
 	}{
-		{"retry exact", Names{}, Retry, 2 * time.Second, 0, "q.retry.2000", 2000, 4000},
-		{"deferred rounds up", Names{}, Deferred, 1500 * time.Millisecond, time.Second, "q.deferred.2000", 2000, 4000},
-		{"tiny rounds to one unit", Names{}, Deferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000, 2000},
-		{"finer granularity", Names{}, Retry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300, 2600},
-		{"below the margin", Names{}, Retry, 300 * time.Millisecond, 100 * time.Millisecond, "q.retry.300", 300, 1300},
-		{"a millisecond", Names{}, Deferred, time.Millisecond, time.Millisecond, "q.deferred.1", 1, 1001},
-		{"custom suffix", Names{RetrySuffix: "-wait"}, Retry, time.Minute, 0, "q-wait.60000", 60000, 120000},
-		{"longest accepted", Names{}, Deferred, runtime.MaxDeferral.Truncate(time.Millisecond), time.Millisecond, "q.deferred.2147483647", 2147483647, 4294967294},
+		{"retry exact", Names{}, admin.HoldRetry, 2 * time.Second, 0, "q.retry.2000", 2000, 4000},
+		{"deferred rounds up", Names{}, admin.HoldDeferred, 1500 * time.Millisecond, time.Second, "q.deferred.2000", 2000, 4000},
+		{"tiny rounds to one unit", Names{}, admin.HoldDeferred, time.Nanosecond, time.Second, "q.deferred.1000", 1000, 2000},
+		{"finer granularity", Names{}, admin.HoldRetry, 1234 * time.Millisecond, 100 * time.Millisecond, "q.retry.1300", 1300, 2600},
+		{"below the margin", Names{}, admin.HoldRetry, 300 * time.Millisecond, 100 * time.Millisecond, "q.retry.300", 300, 1300},
+		{"a millisecond", Names{}, admin.HoldDeferred, time.Millisecond, time.Millisecond, "q.deferred.1", 1, 1001},
+		{"custom suffix", Names{RetrySuffix: "-wait"}, admin.HoldRetry, time.Minute, 0, "q-wait.60000", 60000, 120000},
+		{"longest accepted", Names{}, admin.HoldDeferred, runtime.MaxDeferral.Truncate(time.Millisecond), time.Millisecond, "q.deferred.2147483647", 2147483647, 4294967294},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, d, err := tc.names.Hold("q", tc.kind, tc.delay, tc.gran)
@@ -117,17 +122,17 @@ func TestHold(t *testing.T) {
 }
 
 func TestHoldRefuses(t *testing.T) {
-	_, _, err := Names{}.Hold("q", Deferred, runtime.MaxDeferral+time.Millisecond, time.Millisecond)
+	_, _, err := Names{}.Hold("q", admin.HoldDeferred, runtime.MaxDeferral+time.Millisecond, time.Millisecond)
 	if !errors.Is(err, runtime.ErrDelayTooLong) {
 		t.Errorf("above MaxDeferral: err = %v, want ErrDelayTooLong", err)
 	}
 	// Rounding up can push a delay just under the limit over it: refused,
 	// never clamped.
-	_, _, err = Names{}.Hold("q", Deferred, runtime.MaxDeferral-time.Millisecond, time.Hour)
+	_, _, err = Names{}.Hold("q", admin.HoldDeferred, runtime.MaxDeferral-time.Millisecond, time.Hour)
 	if !errors.Is(err, runtime.ErrDelayTooLong) {
 		t.Errorf("rounded above MaxDeferral: err = %v, want ErrDelayTooLong", err)
 	}
-	if _, _, err := (Names{}).Hold("q", Retry, 0, time.Second); err == nil {
+	if _, _, err := (Names{}).Hold("q", admin.HoldRetry, 0, time.Second); err == nil {
 		t.Error("zero delay got a hold queue")
 	}
 }
@@ -164,13 +169,13 @@ func TestLongestDerivedName(t *testing.T) {
 	name := strings.Repeat("q", runtime.MaxQueueNameLen)
 	longest := runtime.MaxDeferral.Truncate(time.Millisecond)
 	var n Names
-	for _, kind := range []HoldKind{Deferred, Retry} {
-		for _, hold := range []func(string, HoldKind, time.Duration, time.Duration) (Queue, time.Duration, error){n.Hold, n.QuorumHold} {
+	for _, kind := range []admin.HoldKind{admin.HoldDeferred, admin.HoldRetry} {
+		for _, hold := range []func(string, admin.HoldKind, time.Duration, time.Duration) (Queue, time.Duration, error){n.Hold, n.QuorumHold} {
 			q, _, err := hold(name, kind, longest, time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(q.Name) > 255 || kind == Deferred && len(q.Name) != 255 {
+			if len(q.Name) > 255 || kind == admin.HoldDeferred && len(q.Name) != 255 {
 				t.Errorf("%s hold queue of the longest wait is %d bytes, want 255 at most (exactly for the deferred one)", kind, len(q.Name))
 			}
 		}

@@ -1,0 +1,19 @@
+// Package admin is the operators' view of a queuey backend: queue
+// statistics, dead letters, re-drive, purge and pausing, for tools such as
+// the queuey command and dashboards. Application code that enqueues and
+// handles jobs does not need it.
+//
+// Each part is an optional capability that a backend may implement beside
+// runtime.Backend, found with a type assertion: Inspector counts queues
+// (QueueStats) and reads dead letters without removing them, oldest first,
+// in pages chained by a cursor (DeadLetters, DeadLetter), each described
+// as a DeadLetterInfo with its payload decoded to JSON; DeadLetterAdmin
+// re-drives dead letters onto their queue with a fresh attempt count,
+// publishing each before removing it, and purges them; Pauser pauses and
+// resumes a queue for every worker; ReadyCounter counts a queue's ready
+// jobs, for monitoring. runtime.MemoryBackend and rabbitmq.Backend
+// implement all four.
+//
+// This package imports neither runtime nor a backend, so that backends can
+// implement its interfaces.
+package admin
