@@ -9,8 +9,11 @@ import (
 )
 
 var (
-	// ErrUnknownQueue is returned for a publish or a wait onto a queue that
-	// was not declared through the backend in this process.
+	// ErrUnknownQueue is returned for a publish onto a queue that does not
+	// exist: on the memory backend, one not declared through it; on
+	// RabbitMQ, one missing on the broker (a wait checks that its queue
+	// exists before it is held, since the broker drops the expiry of a wait
+	// into a missing queue without a word).
 	ErrUnknownQueue = queueerr.ErrUnknownQueue
 	// ErrDelayTooLong is returned for a wait longer than MaxDeferral after
 	// rounding up to the backend's granularity. Waits are refused, never
@@ -21,7 +24,9 @@ var (
 	// ErrInvalidOption is wrapped by errors about enqueue and worker options.
 	ErrInvalidOption = errors.New("queuey: invalid option")
 	// ErrKindConflict is returned by Declare for a queue already declared
-	// through the same backend for another job kind.
+	// through the same backend for another job kind, and by an enqueue of
+	// one kind onto a queue its producer declared for another, before
+	// anything is published.
 	ErrKindConflict = queueerr.ErrKindConflict
 	// ErrJobType is returned by Enqueue, EnqueueMany and Worker.Run (for
 	// Handle and Periodic) when the Go type of the job is not the queue's

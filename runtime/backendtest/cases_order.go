@@ -15,7 +15,7 @@ import (
 // testPriorityOrder: jobs waiting on a queue run highest priority first and
 // in publish order within a priority.
 func testPriorityOrder(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
-	if f.NoPriority || f.CoarsePriority {
+	if f.NoPriorityOrder || f.CoarsePriority {
 		t.Skip("backend queues do not order by every priority level")
 	}
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })

@@ -175,7 +175,7 @@ func testDeferZero(t *testing.T, f Features, nb func(*testing.T) runtime.Backend
 // is back on the queue (seen through admin.ReadyCounter); the next run must
 // then be job 0, not job 2.
 func testDeferAhead(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
-	if f.NoPriority {
+	if f.NoPriorityOrder {
 		t.Skip("backend queues do not order by priority")
 	}
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })

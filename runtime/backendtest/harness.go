@@ -18,9 +18,9 @@ import (
 // interface. Optional capabilities that are interfaces (those of package
 // admin) are found by type assertion instead.
 type Features struct {
-	// NoPriority is set when the backend's queues do not order by priority
+	// NoPriorityOrder is set when the backend's queues do not order by priority
 	// (e.g. RabbitMQ 3.x quorum queues). Priority cases are skipped.
-	NoPriority bool
+	NoPriorityOrder bool
 	// CoarsePriority is set when the backend orders by priority in fewer
 	// levels than max_priority (RabbitMQ 4.x quorum queues: 0-4 and 5+).
 	// The exact priority-order case is skipped; a deferral, which travels
