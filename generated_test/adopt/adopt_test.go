@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/generated_test/adopt/jobs"
-	"github.com/queuey/queuey/generated_test/adopt/other"
+	"github.com/queuey/queuey/generated_test/adopt/testdata/other"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
