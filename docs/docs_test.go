@@ -4,14 +4,12 @@
 package docs_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/mod/modfile"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 // TestGoBlocks builds, for each markdown file, a module example.com/app in
@@ -21,7 +19,7 @@ import (
 // run with go test. README.md's programs then run: the one on the in-memory
 // backend always, the one on RabbitMQ when a broker answers.
 func TestGoBlocks(t *testing.T) {
-	root := repoRoot(t)
+	root := tempmod.Root(t)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,86 +77,17 @@ func buildBlocks(t *testing.T, root, md string) (string, []string, []block) {
 	if t.Failed() || len(gofiles) == 0 {
 		return "", nil, blocks
 	}
-	dir, env := tempModule(t, root)
+	dir, env := tempmod.New(t, root, "example.com/app")
 	for _, f := range gofiles {
-		writeFile(t, filepath.Join(dir, filepath.FromSlash(f.path)), []byte(f.src))
+		tempmod.WriteFile(t, filepath.Join(dir, filepath.FromSlash(f.path)), []byte(f.src))
 	}
 	if generate {
-		goCmd(t, dir, env, "generate", "./...")
+		tempmod.Go(t, dir, env, "generate", "./...")
 	}
-	goCmd(t, dir, env, "build", "./...")
-	goCmd(t, dir, env, "vet", "./...")
+	tempmod.Go(t, dir, env, "build", "./...")
+	tempmod.Go(t, dir, env, "vet", "./...")
 	if tests {
-		goCmd(t, dir, env, "test", "-count=1", "./...")
+		tempmod.Go(t, dir, env, "test", "-count=1", "./...")
 	}
 	return dir, env, blocks
-}
-
-// repoRoot returns the repository's root directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("no go.mod at the repository root %s: %v", root, err)
-	}
-	return root
-}
-
-// tempModule creates the module example.com/app in a temporary directory,
-// requiring this checkout through a replace directive and every module it
-// requires at its version, with queuey-gen as a tool, and returns its
-// directory and the go command's environment for it: module downloads
-// off, so that it builds from the module cache alone.
-func tempModule(t *testing.T, root string) (string, []string) {
-	t.Helper()
-	dir := t.TempDir()
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, err := modfile.ParseLax("go.mod", rootMod, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gomod := "module example.com/app\n\ngo " + mf.Go.Version + "\n\n" +
-		"require github.com/queuey/queuey v0.0.0-00010101000000-000000000000\n\n"
-	for _, r := range mf.Require {
-		gomod += "require " + r.Mod.Path + " " + r.Mod.Version + " // indirect\n"
-	}
-	gomod += "\nreplace github.com/queuey/queuey => " + root + "\n\n" +
-		"tool github.com/queuey/queuey/cmd/queuey-gen\n"
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "go.mod"), []byte(gomod))
-	writeFile(t, filepath.Join(dir, "go.sum"), sum)
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-	return dir, env
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// goCmd runs the go command with args in dir and fails t with its output,
-// whose positions are the markdown file's, when it fails.
-func goCmd(t *testing.T, dir string, env []string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("go", args...)
-	cmd.Dir, cmd.Env = dir, env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, &out)
-	}
 }

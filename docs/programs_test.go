@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 // runMemoryProgram runs README.md's program on the in-memory backend as
@@ -66,7 +67,7 @@ func runRabbitMQProgram(t *testing.T, dir string, env []string, blocks []block) 
 	url := brokertest.Require(t)
 	t.Cleanup(func() { brokertest.DeleteQueues(url, "jobs.greet", "jobs.greet.dead") })
 	bin := filepath.Join(t.TempDir(), "program")
-	goCmd(t, dir, env, "build", "-o", bin, pkg)
+	tempmod.Go(t, dir, env, "build", "-o", bin, pkg)
 
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "AMQP_URLS="+url)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 const shopJobs = `package shop
@@ -22,9 +23,9 @@ type ShipOrder struct{ ID string }
 // jobs.go, and makes it the working directory and environment of Run.
 func cliModule(t *testing.T, src string) (pkgDir string) {
 	t.Helper()
-	mod, env := tempModule(t)
+	mod, env := tempmod.New(t, tempmod.Root(t), "example.com/golden")
 	pkgDir = filepath.Join(mod, "shop")
-	writeFile(t, filepath.Join(pkgDir, "jobs.go"), []byte(src))
+	tempmod.WriteFile(t, filepath.Join(pkgDir, "jobs.go"), []byte(src))
 	for _, kv := range env[len(env)-3:] {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -80,7 +81,7 @@ func TestRunKeepsOutputOnError(t *testing.T) {
 		t.Fatalf("output does not carry prefetch=3:\n%s", before)
 	}
 
-	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(shopJobs, "prefetch=3", "prefetch=0", 1)))
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(shopJobs, "prefetch=3", "prefetch=0", 1)))
 	code, msg := run(t)
 	if code != 1 {
 		t.Errorf("run on a bad annotation: exit %d, want 1", code)
@@ -116,7 +117,7 @@ func TestRunRefusesForeignFile(t *testing.T) {
 	dir := cliModule(t, shopJobs)
 	mine := []byte("package shop\n\n// Hand-written.\nvar Mine = 1\n")
 	out := filepath.Join(dir, generator.OutputName)
-	writeFile(t, out, mine)
+	tempmod.WriteFile(t, out, mine)
 	code, msg := run(t)
 	if code != 1 || !strings.Contains(msg, "was not written by queuey-gen") {
 		t.Errorf("exit %d, stderr %q; want 1 and a refusal", code, msg)
@@ -142,10 +143,10 @@ func TestRunDirectoryArgument(t *testing.T) {
 // TestGoGenerate runs the //go:generate line the way users do, then builds
 // and vets the result.
 func TestGoGenerate(t *testing.T) {
-	mod, env := tempModule(t)
+	mod, env := tempmod.New(t, tempmod.Root(t), "example.com/golden")
 	dir := filepath.Join(mod, "shop")
-	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(shopJobs))
-	goCmd(t, mod, env, "generate", "./...")
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(shopJobs))
+	tempmod.Go(t, mod, env, "generate", "./...")
 	got, err := os.ReadFile(filepath.Join(dir, generator.OutputName))
 	if err != nil {
 		t.Fatalf("go generate wrote no %s: %v", generator.OutputName, err)
@@ -155,7 +156,7 @@ func TestGoGenerate(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	goCmd(t, mod, env, "vet", "./...")
+	tempmod.Go(t, mod, env, "vet", "./...")
 }
 
 // TestCheck: -check names a missing and then a stale queuey_gen.go (an
@@ -186,7 +187,7 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(src, "max_attempts=12", "max_attempts=3", 1)))
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(src, "max_attempts=12", "max_attempts=3", 1)))
 	code, msg = run(t, "-check")
 	want = generator.OutputName + ": stale: it differs from what queuey-gen generates from the annotations now\n" +
 		"queuey-gen: 1 generated file(s) not fresh: run go generate and commit the result\n"
@@ -199,7 +200,7 @@ func TestCheck(t *testing.T) {
 
 	// A package whose jobs are all gone keeps a stale file until
 	// regenerated.
-	writeFile(t, filepath.Join(dir, "jobs.go"), []byte("package shop\n"))
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte("package shop\n"))
 	if code, msg := run(t, "-check"); code != 1 || !strings.Contains(msg, generator.OutputName+": stale: its package has no //queuey:queue jobs any more") {
 		t.Errorf("-check with no jobs left: exit %d, stderr %q; want 1 and the file named stale", code, msg)
 	}

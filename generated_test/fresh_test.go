@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 // TestCommittedOutputsFresh checks that the committed queuey_gen.go files
 // of this repository are what the generator writes now.
 func TestCommittedOutputsFresh(t *testing.T) {
-	root := repoRoot(t)
+	root := tempmod.Root(t)
 	pkgs, err := generator.Load(generator.LoadConfig{Dir: root, Patterns: []string{"./generated_test/roundtrip", "./examples/emails/emails"}})
 	if err != nil {
 		t.Fatal(err)

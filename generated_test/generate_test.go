@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 // TestDuplicateQueueAcrossPackages checks that a queue name given to jobs
 // of two packages generated together is refused at the second name= value.
 func TestDuplicateQueueAcrossPackages(t *testing.T) {
-	mod, env := tempModule(t)
-	writeFile(t, filepath.Join(mod, "billing", "jobs.go"), []byte("package billing\n\n//queuey:queue name=shared\ntype Charge struct{ ID string }\n"))
-	writeFile(t, filepath.Join(mod, "shop", "jobs.go"), []byte("package shop\n\n//queuey:queue max_attempts=2 name=shared\ntype ShipOrder struct{ ID string }\n"))
+	mod, env := tempmod.New(t, tempmod.Root(t), "example.com/golden")
+	tempmod.WriteFile(t, filepath.Join(mod, "billing", "jobs.go"), []byte("package billing\n\n//queuey:queue name=shared\ntype Charge struct{ ID string }\n"))
+	tempmod.WriteFile(t, filepath.Join(mod, "shop", "jobs.go"), []byte("package shop\n\n//queuey:queue max_attempts=2 name=shared\ntype ShipOrder struct{ ID string }\n"))
 	pkgs, err := generator.Load(generator.LoadConfig{Dir: mod, Env: env, Patterns: []string{"./billing", "./shop"}})
 	if err != nil {
 		t.Fatal(err)

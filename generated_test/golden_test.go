@@ -14,6 +14,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
+	"github.com/queuey/queuey/internal/tempmod"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar from the generator's output")
@@ -37,7 +38,7 @@ func TestGolden(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no golden cases in testdata")
 	}
-	mod, env := tempModule(t)
+	mod, env := tempmod.New(t, tempmod.Root(t), "example.com/golden")
 	var (
 		built   []string // packages whose output must build
 		outputs = map[string]bool{}
@@ -63,8 +64,8 @@ func TestGolden(t *testing.T) {
 		return
 	}
 	t.Run("build", func(t *testing.T) {
-		goCmd(t, mod, env, append([]string{"build"}, built...)...)
-		goCmd(t, mod, env, append([]string{"vet"}, built...)...)
+		tempmod.Go(t, mod, env, append([]string{"build"}, built...)...)
+		tempmod.Go(t, mod, env, append([]string{"vet"}, built...)...)
 	})
 	var errorCases int
 	for _, path := range paths {
@@ -88,7 +89,7 @@ func runCase(t *testing.T, path string, ar *txtar.Archive, dir string, env []str
 			want = &ar.Files[i]
 			continue
 		}
-		writeFile(t, filepath.Join(dir, f.Name), f.Data)
+		tempmod.WriteFile(t, filepath.Join(dir, f.Name), f.Data)
 	}
 	if want == nil && !*update {
 		t.Fatalf("%s has no %s, %s or %s section", path, wantOutput, wantError, wantRemoved)

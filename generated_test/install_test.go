@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/tempmod"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
 )
@@ -83,7 +84,7 @@ func TestReadmeInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module from scratch")
 	}
-	root := repoRoot(t)
+	root := tempmod.Root(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestReadmeInstall(t *testing.T) {
 			lastOut = stdout.String()
 		case "go":
 			files++
-			writeFile(t, filepath.Join(app, filepath.FromSlash(s.path)), []byte(s.body))
+			tempmod.WriteFile(t, filepath.Join(app, filepath.FromSlash(s.path)), []byte(s.body))
 		case "text":
 			if lastOut != s.body {
 				t.Errorf("the script before README Install step %d printed %q, want %q", i+1, lastOut, s.body)
@@ -174,11 +175,11 @@ func checkoutProxy(t *testing.T, root, dir, version string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(base, "list"), nil)
-	writeFile(t, filepath.Join(base, version+".info"), info)
-	writeFile(t, filepath.Join(base, version+".mod"), gomod)
-	writeFile(t, filepath.Join(base, version+".zip"), zbuf.Bytes())
-	writeFile(t, filepath.Join(dir, filepath.FromSlash(path), "@latest"), info)
+	tempmod.WriteFile(t, filepath.Join(base, "list"), nil)
+	tempmod.WriteFile(t, filepath.Join(base, version+".info"), info)
+	tempmod.WriteFile(t, filepath.Join(base, version+".mod"), gomod)
+	tempmod.WriteFile(t, filepath.Join(base, version+".zip"), zbuf.Bytes())
+	tempmod.WriteFile(t, filepath.Join(dir, filepath.FromSlash(path), "@latest"), info)
 }
 
 // goEnv returns the go command's value of key.
