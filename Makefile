@@ -73,3 +73,7 @@ cluster-down: ## stop the 3-node test cluster and remove its state
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
 	./scripts/broker.sh
+
+.PHONY: bench-scale
+bench-scale: broker ## one worker at scale: distinct and shared deferrals, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues
+	$(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 -timeout 30m ./bench/
