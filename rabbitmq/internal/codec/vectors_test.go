@@ -21,6 +21,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
@@ -37,6 +38,7 @@ type (
 		Name        string         `json:"name"`
 		Description string         `json:"description"`
 		Publish     vectorPublish  `json:"publish"`
+		Delay       *vectorDelay   `json:"delay,omitempty"`
 		HoldQueue   *vectorHold    `json:"hold_queue,omitempty"`
 		Properties  vectorProps    `json:"properties"`
 		Headers     map[string]any `json:"headers,omitempty"`
@@ -50,6 +52,12 @@ type (
 		Exchange   string `json:"exchange"`
 		RoutingKey string `json:"routing_key"`
 		Mandatory  bool   `json:"mandatory"`
+	}
+	vectorDelay struct {
+		Mode          string `json:"mode"`
+		QueueType     string `json:"queue_type"`
+		DelayMS       int64  `json:"delay_ms"`
+		GranularityMS int64  `json:"granularity_ms"`
 	}
 	vectorHold struct {
 		Name      string         `json:"name"`
@@ -127,23 +135,39 @@ type vectorCase struct {
 	payload           any
 	opts              Options
 	publish           func(env *runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table)
+	delay             *vectorDelay
 }
 
 func enqueue(env *runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
 	return vectorPublish{Exchange: "", RoutingKey: env.Queue, Mandatory: true}, nil, nil
 }
 
-func holdPublish(kind admin.HoldKind, delay time.Duration, quorum bool) func(*runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
+func holdPublish(kind admin.HoldKind, delay, granularity time.Duration, quorum bool) func(*runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
 	return func(env *runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
-		hold, _, err := topology.Names{}.Hold(env.Queue, kind, delay, time.Second)
+		hold, _, err := topology.Names{}.Hold(env.Queue, kind, delay, granularity)
 		if quorum {
-			hold, _, err = topology.Names{}.QuorumHold(env.Queue, kind, delay, time.Second)
+			hold, _, err = topology.Names{}.QuorumHold(env.Queue, kind, delay, granularity)
 		}
 		if err != nil {
 			panic(err)
 		}
 		return vectorPublish{Exchange: "", RoutingKey: hold.Name, Mandatory: true}, &vectorHold{Name: hold.Name, Arguments: hold.Args}, nil
 	}
+}
+
+// delayedPublish is how a producer publishes a job enqueued with delay d,
+// as the backend does (Backend.Publish): the delay rounded up to the
+// granularity, at least one, then a hold queue or the plugin's exchange.
+func delayedPublish(d vectorDelay) func(*runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
+	g := time.Duration(d.GranularityMS) * time.Millisecond
+	rounded, err := waits.RoundAtLeastOne(time.Duration(d.DelayMS)*time.Millisecond, g)
+	if err != nil {
+		panic(err)
+	}
+	if d.Mode == string(runtime.DelayPlugin) {
+		return pluginPublish(rounded)
+	}
+	return holdPublish(admin.HoldDeferred, rounded, g, d.QueueType == string(runtime.QueueQuorum))
 }
 
 func pluginPublish(delay time.Duration) func(*runtime.Envelope) (vectorPublish, *vectorHold, amqp.Table) {
@@ -204,11 +228,14 @@ func vectorCases() []vectorCase {
 		{name: "plain", description: "a job as enqueued: attempt 1, no headers, priority 0", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6070", "emails.send_email", "emails.SendEmail"), payload: email, publish: enqueue},
 		{name: "headers", description: "a job with job headers, written sorted by name", env: withHeaders, payload: email, publish: enqueue},
 		{name: "priority", description: "a job enqueued at priority 5: the AMQP priority is the envelope's", env: prio, payload: chargeCard{CustomerID: "cus_42", Cents: 1999, Currency: "EUR"}, opts: Options{Priority: 5}, publish: enqueue},
-		{name: "delayed_hold", description: "a job enqueued with a delay of 1.5s on a classic queue, granularity 1s: published to the hold queue of 2000 ms, declared first with these arguments", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6073", "emails.send_email", "emails.SendEmail"), payload: email, publish: holdPublish(admin.HoldDeferred, 1500*time.Millisecond, false)},
-		{name: "delayed_quorum", description: "a job enqueued with a delay of 9s on a quorum queue, granularity 1s: the ladder's rung of 10s", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6074", "emails.send_email", "emails.SendEmail"), payload: email, publish: holdPublish(admin.HoldDeferred, 9*time.Second, true)},
-		{name: "delayed_plugin", description: "a job enqueued with a delay of 1.5s through the delayed-message plugin, granularity 1s: x-delay 2000, not mandatory", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6078", "emails.send_email", "emails.SendEmail"), payload: email, publish: pluginPublish(2 * time.Second)},
-		{name: "deferred", description: "a worker's deferral for 5s of a job of priority 1 on a queue of max_priority 10: it travels at priority 10, its envelope keeps 1", env: deferred, payload: email, opts: Options{Priority: 10}, publish: holdPublish(admin.HoldDeferred, 5*time.Second, false)},
-		{name: "retry", description: "a worker's retry after 2s: attempt 2, the last error in the body", env: retry, payload: email, publish: holdPublish(admin.HoldRetry, 2*time.Second, false)},
+		{name: "delayed_hold", description: "a job enqueued with a delay of 1.5s on a classic queue, granularity 1s: published to the hold queue of 2000 ms, declared first with these arguments", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6073", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"queue", "classic", 1500, 1000}},
+		{name: "delayed_hold_long", description: "a job enqueued with a delay of 1h0m0.2s on a classic queue, granularity 1s: x-expires is twice the TTL", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f607c", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"queue", "classic", 3600200, 1000}},
+		{name: "delayed_hold_short", description: "a job enqueued with a delay of 1ms on a classic queue, granularity 1s: one granularity, x-expires the TTL plus 1s", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f607d", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"queue", "classic", 1, 1000}},
+		{name: "delayed_quorum", description: "a job enqueued with a delay of 9s on a quorum queue, granularity 1s: the ladder's rung of 10s", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6074", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"queue", "quorum", 9000, 1000}},
+		{name: "delayed_quorum_long", description: "a job enqueued with a delay of 1h on a quorum queue, granularity 1s: the ladder's rung of 4096s", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f607e", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"queue", "quorum", 3600000, 1000}},
+		{name: "delayed_plugin", description: "a job enqueued with a delay of 1.5s through the delayed-message plugin, granularity 1s: x-delay 2000, not mandatory", env: job("019cb6e1-47c3-7a4e-9b1f-2c3d4e5f6078", "emails.send_email", "emails.SendEmail"), payload: email, delay: &vectorDelay{"plugin", "classic", 1500, 1000}},
+		{name: "deferred", description: "a worker's deferral for 5s of a job of priority 1 on a queue of max_priority 10: it travels at priority 10, its envelope keeps 1", env: deferred, payload: email, opts: Options{Priority: 10}, publish: holdPublish(admin.HoldDeferred, 5*time.Second, time.Second, false)},
+		{name: "retry", description: "a worker's retry after 2s: attempt 2, the last error in the body", env: retry, payload: email, publish: holdPublish(admin.HoldRetry, 2*time.Second, time.Second, false)},
 		{name: "dead_letter", description: "a job out of attempts, as a worker moves it to q.dead: the reason, queue, attempts and last error in AMQP headers", env: dead, payload: email, opts: Options{DeadReason: "smtp: 550 mailbox unavailable"}, publish: deadPublish},
 		{name: "unicode", description: "UTF-8 in the message id, the kind, job headers, the last error and the payload", env: uni, payload: sendEmail{To: "zoë@exämple.org", Subject: "héllo 世界 🚀", Body: "ß\u00a0\u200b\U0001F600"}, publish: enqueue},
 		{name: "binary_fields", description: "a payload with bin, a timestamp, a float, a list, a map, a nil pointer, a nested struct and a field renamed by its msgpack tag", env: bin, payload: upload{
@@ -300,15 +327,18 @@ func TestVectors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Encode: %v", c.name, err)
 		}
+		if c.delay != nil {
+			c.publish = delayedPublish(*c.delay)
+		}
 		pub, hold, headers := c.publish(c.env)
 		if headers != nil {
 			msg.Headers = headers
 		}
-		want[c.name+".json"] = marshalVector(t, c.name, c.description, pub, hold, msg, c.env, false)
+		want[c.name+".json"] = marshalVector(t, c.name, c.description, pub, hold, msg, c.env, false, c.delay)
 	}
 	for _, c := range decodeOnly() {
 		msg := amqp.Publishing{ContentType: ContentType, MessageId: c.env.ID, Type: c.env.Kind, DeliveryMode: amqp.Persistent, Timestamp: c.env.EnqueuedAt, Body: c.body}
-		want[c.name+".json"] = marshalVector(t, c.name, c.description, vectorPublish{RoutingKey: c.env.Queue, Mandatory: true}, nil, msg, c.env, true)
+		want[c.name+".json"] = marshalVector(t, c.name, c.description, vectorPublish{RoutingKey: c.env.Queue, Mandatory: true}, nil, msg, c.env, true, nil)
 	}
 	for _, c := range invalidCases() {
 		_, err := Decode(&amqp.Delivery{ContentType: c.props.ContentType, MessageId: c.props.MessageID, Type: c.props.Type, DeliveryMode: c.props.DeliveryMode, Body: c.body})
@@ -373,10 +403,10 @@ func TestVectors(t *testing.T) {
 }
 
 // marshalVector is the vector file of msg, published as pub.
-func marshalVector(t *testing.T, name, description string, pub vectorPublish, hold *vectorHold, msg amqp.Publishing, env *runtime.Envelope, decodeOnly bool) []byte {
+func marshalVector(t *testing.T, name, description string, pub vectorPublish, hold *vectorHold, msg amqp.Publishing, env *runtime.Envelope, decodeOnly bool, delay *vectorDelay) []byte {
 	t.Helper()
 	v := vector{
-		Name: name, Description: description, Publish: pub, HoldQueue: hold,
+		Name: name, Description: description, Publish: pub, Delay: delay, HoldQueue: hold,
 		Properties: props(msg), Headers: msg.Headers, BodyHex: hex.EncodeToString(msg.Body),
 		Envelope: vectorEnvelope{
 			ID: env.ID, Kind: env.Kind, Queue: env.Queue, Attempt: env.Attempt, MaxAttempts: env.MaxAttempts,
