@@ -24,7 +24,7 @@ func TestConformanceQuorum(t *testing.T) {
 	requireBroker(t)
 	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true, PublishRaw: publishRawTo}
 	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
-		f.NoPriority = true
+		f.NoPriorityOrder = true
 	}
 	backendtest.Run(t, f, newCleaningBackend)
 }

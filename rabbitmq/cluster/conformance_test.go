@@ -22,7 +22,7 @@ func TestClusterConformanceQuorum(t *testing.T) {
 	clustertest.Require(t)
 	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true}
 	if !clustertest.Dial(t, 2, rabbitmq.Options{}).QuorumPriorities() {
-		f.NoPriority = true
+		f.NoPriorityOrder = true
 	}
 	backendtest.Run(t, f, onNode(2))
 }
