@@ -654,14 +654,22 @@ async function holdPublish(st, queue, queueType, hold, body, options) {
   }
   let err;
   for (let i = 0; i < HOLD_TRIES; i++) {
+    let declared = Promise.resolve();
     if (queueType !== 'quorum' || !st.quorumHolds.has(hold.name)) {
       // A classic hold queue's declare renews its lease: it comes right
-      // before every publish.
-      await ch.assertQueue(hold.name, { durable: true, exclusive: false, autoDelete: false, arguments: hold.arguments });
+      // before every publish. The publish follows it on the channel
+      // without waiting for its answer: the broker handles a channel's
+      // frames in order.
+      declared = ch.assertQueue(hold.name, { durable: true, exclusive: false, autoDelete: false, arguments: hold.arguments });
       if (queueType === 'quorum') st.quorumHolds.add(hold.name);
     }
+    const [d, p] = await Promise.allSettled([declared, st.publish('', hold.name, body, options)]);
+    if (d.status === 'rejected') {
+      st.quorumHolds.delete(hold.name);
+      throw d.reason; // the publish failed with it: the declare closed the channel
+    }
     try {
-      await st.publish('', hold.name, body, options);
+      if (p.status === 'rejected') throw p.reason;
       return;
     } catch (e) {
       if (!(e instanceof UnroutableError)) throw e;

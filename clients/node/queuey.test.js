@@ -272,3 +272,14 @@ test('many enqueues in flight at once, and an unroutable one among them', async 
     await get(queue);
   });
 });
+
+test('a hold queue declared with other arguments fails the enqueue, and the next one goes on', async (t) => {
+  await withBroker(t, async ({ conn, admin, queue, created, get }) => {
+    const hold = `${queue}.deferred.1000`;
+    created.push(hold);
+    await admin.assertQueue(hold, { durable: true, arguments: { 'x-message-ttl': 5 } });
+    await assert.rejects(queuey.enqueue(conn, queue, 'p.T', {}, { delay: 1000 }), (e) => e instanceof queuey.QueueyError && !(e instanceof queuey.UnroutableError) && /PRECONDITION_FAILED/.test(e.message));
+    await queuey.enqueue(conn, queue, 'p.T', {});
+    await get(queue);
+  });
+});

@@ -249,6 +249,18 @@ class Broker(unittest.TestCase):
         queuey.enqueue(self.conn, self.queue, "p.T", {})
         self.get(self.queue)
 
+    def test_hold_queue_mismatch(self):
+        hold = f"{self.queue}.deferred.1000"
+        self.created.append(hold)
+        self.admin.queue_declare(hold, durable=True, arguments={"x-message-ttl": 5})
+        with self.assertRaises(queuey.QueueyError) as cm:
+            queuey.enqueue(self.conn, self.queue, "p.T", {}, delay=1)
+        self.assertNotIsInstance(cm.exception, queuey.UnroutableError)
+        self.assertIn("PRECONDITION_FAILED", str(cm.exception))
+        # The connection goes on, on a new channel.
+        queuey.enqueue(self.conn, self.queue, "p.T", {})
+        self.get(self.queue)
+
 
 if __name__ == "__main__":
     unittest.main()
