@@ -226,6 +226,11 @@ class Broker(unittest.TestCase):
                          (self.queue, 1, 5, 3, {"tenant": "acme"}))
         self.assertEqual(msgpack.unpackb(env.payload), {"To": "ada@example.com"})
         self.assertAlmostEqual(env.enqueued_at_ns / 1e9, time.time(), delta=5)
+        # A channel does as well as a connection.
+        ch = self.conn.channel()
+        id2 = queuey.enqueue(ch, self.queue, "emails.SendEmail", {"To": "b"})
+        props, _ = self.get(self.queue)
+        self.assertEqual(props.message_id, id2)
 
     def test_delay(self):
         start = time.monotonic()
