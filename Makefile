@@ -13,8 +13,8 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 .PHONY: test
-test: broker chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race, then the fault suite
-	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
+test: broker chromium clients verify ## everything: set-up, verify, unit, golden, conformance, broker, browser and client tests with -race, then the fault suite
+	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 QUEUEY_REQUIRE_CLIENTS=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) test-faults
 
 .PHONY: test-faults
@@ -61,6 +61,10 @@ dashboard: broker ## the web dashboard at http://127.0.0.1:8080/ over the emails
 .PHONY: chromium
 chromium: ## make sure a headless Chromium is installed for the dashboard's browser tests (installs Debian's chromium)
 	@./scripts/chromium.sh >/dev/null
+
+.PHONY: clients
+clients: ## make sure the Python and Node producers in clients/ can be tested (installs python3-pika and python3-msgpack, runs npm ci)
+	./scripts/clients.sh
 
 .PHONY: cluster
 cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) beside the main broker; it stays up (make test stops a cluster only when it started it, unless QUEUEY_KEEP_CLUSTER=1)

@@ -2,6 +2,7 @@ package generatedtest
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func cliModule(t *testing.T, src string) (pkgDir string) {
 func run(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var stderr bytes.Buffer
-	code := generator.Run(args, &stderr)
+	code := generator.Run(args, io.Discard, &stderr)
 	return code, stderr.String()
 }
 
@@ -57,7 +58,7 @@ func dirNames(t *testing.T, dir string) []string {
 
 func TestUsage(t *testing.T) {
 	code, out := run(t, "-h")
-	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [-check] [packages]") {
+	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [-check | -schema] [packages]") {
 		t.Errorf("-h: exit %d, output %q; want 0 and the usage", code, out)
 	}
 	if code, _ := run(t, "-nope"); code != 2 {

@@ -9,4 +9,4 @@ import (
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
 )
 
-func main() { os.Exit(generator.Run(os.Args[1:], os.Stderr)) }
+func main() { os.Exit(generator.Run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/tools/go/packages"
 )
 
-const usage = `usage: queuey-gen [-check] [packages]
+const usage = `usage: queuey-gen [-check | -schema] [packages]
 
 queuey-gen writes queuey_gen.go beside the struct types of a Go package
 that carry a //queuey:queue annotation: per job X, the resolved XQueue
@@ -31,20 +33,34 @@ is missing or differs from what it would write (stale: an annotation was
 edited without regenerating), and exits 1 if there is any. Run it in CI:
 
 	go tool queuey-gen -check ./...
+
+With -schema, queuey-gen writes nothing either: it prints, as JSON on
+standard output, each job's queue name, kind, max_attempts, max_priority,
+queue type and delay mode, and a JSON Schema of its payload: what a
+producer in another language needs to enqueue it in queuey's wire format
+(docs/wire-format.md).
+
+	go tool queuey-gen -schema ./... > jobs.schema.json
 `
 
 // Run is queuey-gen's main: it parses args (without the program name),
-// loads, generates and writes, reporting on stderr. It returns the exit
+// loads, generates and writes, reporting on stderr; with -schema it prints
+// the jobs' schemas on stdout instead of writing. It returns the exit
 // status: 0 on success, 1 on a generation error, 2 on a usage error.
-func Run(args []string, stderr io.Writer) int {
+func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("queuey-gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	check := fs.Bool("check", false, "write nothing; name each missing or stale queuey_gen.go and exit 1 if there is any")
+	schema := fs.Bool("schema", false, "write nothing; print each job's queue and a JSON Schema of its payload as JSON on stdout")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
+		return 2
+	}
+	if *check && *schema {
+		fmt.Fprintln(stderr, "queuey-gen: -check and -schema do not go together")
 		return 2
 	}
 	wd, err := os.Getwd()
@@ -56,6 +72,17 @@ func Run(args []string, stderr io.Writer) int {
 	// Paths relative to the working directory, as the go command
 	// reports them.
 	rel := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
+	if *schema {
+		out, err := schemasOf(wd, fs.Args())
+		if err == nil {
+			_, err = stdout.Write(out)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, rel(err.Error()))
+			return 1
+		}
+		return 0
+	}
 	files, err := generate(wd, fs.Args())
 	if err == nil && !*check {
 		err = Write(files)
@@ -85,6 +112,24 @@ func Run(args []string, stderr io.Writer) int {
 
 // generate loads the packages of args and returns their generated files.
 func generate(wd string, args []string) (map[string][]byte, error) {
+	pkgs, err := load(wd, args)
+	if err != nil {
+		return nil, err
+	}
+	return Generate(pkgs)
+}
+
+// schemasOf loads the packages of args and returns their jobs' schemas.
+func schemasOf(wd string, args []string) ([]byte, error) {
+	pkgs, err := load(wd, args)
+	if err != nil {
+		return nil, err
+	}
+	return generateSchemas(pkgs)
+}
+
+// load loads the packages of args, patterns or directories.
+func load(wd string, args []string) ([]*packages.Package, error) {
 	patterns := make([]string, len(args))
 	for i, a := range args {
 		patterns[i] = a
@@ -95,9 +140,5 @@ func generate(wd string, args []string) (map[string][]byte, error) {
 			}
 		}
 	}
-	pkgs, err := Load(LoadConfig{Dir: wd, Patterns: patterns})
-	if err != nil {
-		return nil, err
-	}
-	return Generate(pkgs)
+	return Load(LoadConfig{Dir: wd, Patterns: patterns})
 }

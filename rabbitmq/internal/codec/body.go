@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/runtime"
@@ -14,7 +15,8 @@ import (
 // payload as it is (itself msgpack):
 //
 //	[attempt, max attempts, priority, enqueued at (Unix ns, 0 for none),
-//	 queue, last error ("" for none), headers (map of strings, or nil)]
+//	 queue, last error ("" for none), headers (map of strings sorted by
+//	 name, or nil)]
 //	payload...
 //
 // Decoders read the fields they know and skip any further array elements,
@@ -36,16 +38,29 @@ func appendBody(b []byte, env *runtime.Envelope) []byte {
 	b = appendInt(b, unixNano(env.EnqueuedAt))
 	b = appendString(b, env.Queue)
 	b = appendString(b, env.LastError)
-	if env.Headers == nil {
-		b = append(b, 0xc0) // nil
-	} else {
-		b = appendMapLen(b, len(env.Headers))
-		for k, v := range env.Headers {
-			b = appendString(b, k)
-			b = appendString(b, v)
-		}
-	}
+	b = appendHeaders(b, env.Headers)
 	return append(b, env.Payload...)
+}
+
+// appendHeaders appends h, nil as nil, with its entries sorted by name, so
+// that one envelope always has one body (docs/wire-format.md, and the test
+// vectors other languages check their bodies against).
+func appendHeaders(b []byte, h map[string]string) []byte {
+	if h == nil {
+		return append(b, 0xc0)
+	}
+	b = appendMapLen(b, len(h))
+	var room [8]string
+	names := room[:0]
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		b = appendString(b, k)
+		b = appendString(b, h[k])
+	}
+	return b
 }
 
 // bodySize is an upper bound of the length appendBody gives.

@@ -6,6 +6,10 @@
 // payload included, in the body (see ContentType). A dead letter also
 // carries what operators read on the broker in headers named by the Header
 // constants.
+//
+// This is the reference implementation of format 1 of docs/wire-format.md,
+// which producers in other languages write. TestVectors writes its test
+// vectors, testdata/wire, with -update, and checks them on every run.
 package codec
 
 import (

@@ -1,0 +1,103 @@
+// Types of queuey.js: enqueue queuey jobs from Node.js for Go workers to
+// run, in format 1 of queuey's wire format (docs/wire-format.md).
+
+/** The content type of every job message: format 1. */
+export const CONTENT_TYPE: 'application/vnd.queuey.envelope+msgpack';
+/** Job headers whose names start with this are queuey's own. */
+export const RESERVED_HEADER_PREFIX: 'queuey-';
+/** The annotation's default max_attempts. */
+export const DEFAULT_MAX_ATTEMPTS: 5;
+/** The Go backend's default granularity, in milliseconds. */
+export const DEFAULT_GRANULARITY_MS: 1000;
+
+/** A job was not enqueued. */
+export class QueueyError extends Error {}
+/** The broker returned the publish: no queue took it (the queue does not exist: no worker declared it yet). */
+export class UnroutableError extends QueueyError {}
+/** The broker nacked the publish: it did not store the job. */
+export class NackedError extends QueueyError {}
+/** The job breaks the wire format's rules; nothing was published. */
+export class InvalidJobError extends QueueyError {}
+/** A body is not a format 1 envelope (decodeBody). */
+export class InvalidEnvelopeError extends Error {}
+
+/** A job as it travels: the envelope's fields and the msgpack payload. */
+export interface Envelope {
+  id: string;
+  queue: string;
+  /** The Go type of the job, package.Type. */
+  kind: string;
+  /** One msgpack value. */
+  payload: Uint8Array;
+  /** 1..2^31-1; 1 on enqueue. */
+  attempt?: number;
+  /** 1..2^31-1: the queue's max_attempts. */
+  maxAttempts?: number;
+  /** 0..255. */
+  priority?: number;
+  /** Unix nanoseconds; 0 for unknown. */
+  enqueuedAtNs?: bigint | number;
+  lastError?: string;
+  headers?: Record<string, string> | null;
+}
+
+export interface EnqueueOptions {
+  /** 0..the queue's max_priority. Default 0. */
+  priority?: number;
+  /** A unique job ID, at most 255 bytes; a new UUIDv7 when left out. */
+  jobId?: string;
+  /** String job headers, such as traceparent; none may start with "queuey-". */
+  headers?: Record<string, string>;
+  /** Milliseconds to hold the job before its first run, rounded up to granularityMs. */
+  delay?: number;
+  /** The queue's max_attempts (its //queuey:queue annotation). Default 5. */
+  maxAttempts?: number;
+  /** The queue's queue_type. Default "classic". */
+  queueType?: 'classic' | 'quorum';
+  /** The queue's delay mode. Default "queue" (hold queues). */
+  delayMode?: 'queue' | 'plugin';
+  /** With delayMode "plugin": the workers' delay exchange. Default queue + ".delay". */
+  delayExchange?: string;
+  /** The workers' rabbitmq.Options.Granularity in ms. Default 1000. */
+  granularityMs?: number;
+}
+
+/** What enqueue publishes on: an amqplib connection (a confirm channel is opened and kept for it) or a ConfirmChannel. */
+export type Target =
+  | { createConfirmChannel(): Promise<unknown> }
+  | { waitForConfirms(): Promise<void> };
+
+/**
+ * Enqueue one job of kind (the Go type, "emails.SendEmail") onto queue and
+ * resolve to its ID once the broker has confirmed it. payload's keys are
+ * the Go struct's field names.
+ *
+ * Rejects with UnroutableError when the queue (or a hold queue, or the
+ * plugin's exchange) does not exist, NackedError when the broker refuses
+ * the job, InvalidJobError (nothing published) for a job that breaks the
+ * rules, and QueueyError when the channel closed before the confirm (the
+ * job may or may not be stored: enqueue it again with the same jobId).
+ */
+export function enqueue(target: Target, queue: string, kind: string, payload: object, options?: EnqueueOptions): Promise<string>;
+
+/** The body of env, byte for byte as the Go codec writes it. */
+export function encodeBody(env: Envelope): Buffer;
+/** The envelope a message carries, checked as a Go worker checks it. */
+export function decodeBody(
+  body: Uint8Array,
+  properties: { contentType?: string; messageId?: string; type?: string },
+): Required<Omit<Envelope, 'enqueuedAtNs'>> & { enqueuedAtNs: bigint };
+/** payload as msgpack: a Date as a timestamp, a Buffer as bin, a bigint as a 64-bit integer. */
+export function encodePayload(payload: object): Uint8Array;
+/** The hold queue a delayed enqueue onto queue goes through, as the Go backend declares it. */
+export function holdQueue(
+  queue: string,
+  delayMs: number,
+  options?: { queueType?: 'classic' | 'quorum'; granularityMs?: number },
+): { name: string; arguments: Record<string, string | number>; ttlMs: number };
+/** The wait (ms) a quorum hold queue holds a delay of ttlMs for. */
+export function quorumRung(ttlMs: number, granularityMs?: number): number;
+/** delayMs rounded up to the granularity, at least one, at most runtime.MaxDeferral. */
+export function roundDelay(delayMs: number, granularityMs?: number): number;
+/** A new job ID: a UUIDv7. */
+export function newId(): string;

@@ -1,0 +1,285 @@
+'use strict';
+// Tests of queuey.js: the wire format's test vectors (no broker needed),
+// and enqueues against the broker at QUEUEY_AMQP_URL (skipped when none
+// answers, unless CI or QUEUEY_REQUIRE_BROKER is set).
+//
+//   cd clients/node && node --test
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+const crypto = require('node:crypto');
+const { decode: msgpackDecode } = require('@msgpack/msgpack');
+const amqp = require('amqplib');
+const queuey = require('./queuey.js');
+
+const WIRE = path.join(__dirname, '..', '..', 'testdata', 'wire');
+
+function load(dir) {
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
+  assert.ok(files.length > 0, `no test vectors in ${dir}`);
+  return files.map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
+}
+
+// fromJSON is a vector's payload, as decode (with bigints and timestamps
+// left as the decoder gives them) should give it.
+function fromJSON(v) {
+  if (Array.isArray(v)) return v.map(fromJSON);
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (keys.length === 1 && keys[0] === '$bytes') return new Uint8Array(Buffer.from(v.$bytes, 'base64'));
+    if (keys.length === 1 && keys[0] === '$int') return BigInt(v.$int);
+    if (keys.length === 1 && keys[0] === '$time') return v.$time;
+    return Object.fromEntries(keys.map((k) => [k, fromJSON(v[k])]));
+  }
+  return typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : v;
+}
+
+// normalize is a decoded payload with integers as bigints and timestamps
+// as the vectors write them.
+const TIMESTAMP = -1;
+function normalize(v) {
+  if (Array.isArray(v)) return v.map(normalize);
+  if (v instanceof Uint8Array) return new Uint8Array(v);
+  if (v && typeof v === 'object' && v.type === TIMESTAMP && v.data) return timestampString(v.data);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).map((k) => [k, normalize(v[k])]));
+  return typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : v;
+}
+
+function timestampString(data) {
+  const b = Buffer.from(data);
+  let sec;
+  let nsec;
+  if (b.length === 4) [sec, nsec] = [BigInt(b.readUInt32BE(0)), 0];
+  else if (b.length === 8) {
+    const x = b.readBigUInt64BE(0);
+    [sec, nsec] = [x & 0x3ffffffffn, Number(x >> 34n)];
+  } else [sec, nsec] = [b.readBigInt64BE(4), b.readUInt32BE(0)];
+  const iso = new Date(Number(sec) * 1000).toISOString().slice(0, 19);
+  return nsec ? `${iso}.${String(nsec).padStart(9, '0').replace(/0+$/, '')}Z` : `${iso}Z`;
+}
+
+function decodePayload(bytes) {
+  // Timestamps as raw extension data, integers as bigints where they need it.
+  const { ExtensionCodec } = require('@msgpack/msgpack');
+  const codec = new ExtensionCodec();
+  codec.register({ type: TIMESTAMP, encode: () => null, decode: (data) => ({ type: TIMESTAMP, data }) });
+  return msgpackDecode(bytes, { extensionCodec: codec, useBigInt64: true });
+}
+
+function envelopeOf(vec) {
+  const e = vec.envelope;
+  return {
+    id: e.id,
+    kind: e.kind,
+    queue: e.queue,
+    attempt: e.attempt,
+    maxAttempts: e.max_attempts,
+    priority: e.priority,
+    enqueuedAtNs: BigInt(e.enqueued_at_ns),
+    lastError: e.last_error,
+    headers: e.headers,
+    payload: Buffer.from(vec.payload_hex, 'hex'),
+  };
+}
+
+test('vectors: decode, then encode to the same bytes', () => {
+  for (const vec of load(WIRE)) {
+    const p = vec.properties;
+    const body = Buffer.from(vec.body_hex, 'hex');
+    const got = queuey.decodeBody(body, { contentType: p.content_type, messageId: p.message_id, type: p.type });
+    const want = envelopeOf(vec);
+    assert.deepEqual({ ...got, payload: Buffer.from(got.payload) }, want, vec.name);
+    assert.equal(p.content_type, queuey.CONTENT_TYPE);
+    assert.equal(p.delivery_mode, 2);
+    if (!vec.decode_only) {
+      assert.equal(queuey.encodeBody(want).toString('hex'), vec.body_hex, vec.name);
+      const ts = Number(BigInt(vec.envelope.enqueued_at_ns) / 1000000000n);
+      assert.equal(p.timestamp, ts || undefined, vec.name);
+    }
+    assert.deepEqual(normalize(decodePayload(want.payload)), fromJSON(vec.payload), vec.name);
+  }
+});
+
+test('vectors: delays', () => {
+  for (const vec of load(WIRE)) {
+    const d = vec.delay;
+    if (!d) continue;
+    const queue = vec.envelope.queue;
+    if (d.mode === 'plugin') {
+      assert.deepEqual(vec.headers, { 'x-delay': queuey.roundDelay(d.delay_ms, d.granularity_ms) }, vec.name);
+      assert.deepEqual(vec.publish, { exchange: `${queue}.delay`, routing_key: queue, mandatory: false });
+      continue;
+    }
+    const h = queuey.holdQueue(queue, d.delay_ms, { queueType: d.queue_type, granularityMs: d.granularity_ms });
+    assert.deepEqual({ name: h.name, arguments: h.arguments }, vec.hold_queue, vec.name);
+    assert.deepEqual(vec.publish, { exchange: '', routing_key: h.name, mandatory: true }, vec.name);
+  }
+});
+
+test('vectors: invalid messages are refused', () => {
+  for (const vec of load(path.join(WIRE, 'invalid'))) {
+    const p = vec.properties;
+    assert.throws(
+      () => queuey.decodeBody(Buffer.from(vec.body_hex, 'hex'), { contentType: p.content_type, messageId: p.message_id, type: p.type }),
+      queuey.InvalidEnvelopeError,
+      vec.name,
+    );
+  }
+});
+
+test('the quorum ladder and the limits of a delay', () => {
+  const rungs = new Set();
+  for (let u = 1; u < 42; u++) rungs.add(queuey.quorumRung(u * 1000) / 1000);
+  assert.deepEqual([...rungs], [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48]);
+  assert.equal(queuey.quorumRung(3600 * 1000), 4096 * 1000);
+  const longest = Math.floor((2 ** 32 - 1) / 2 / 1000) * 1000;
+  assert.equal(queuey.roundDelay(longest), longest);
+  assert.throws(() => queuey.roundDelay(longest + 1), queuey.InvalidJobError);
+  assert.equal(queuey.roundDelay(0.000001), 1000);
+  assert.equal(queuey.roundDelay(1500), 2000);
+  assert.equal(queuey.roundDelay(100.5, 1), 101);
+});
+
+test('job IDs are UUIDv7', () => {
+  const a = queuey.newId();
+  assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.notEqual(a, queuey.newId());
+  assert.ok(Math.abs(Number.parseInt(a.replace(/-/g, '').slice(0, 12), 16) - Date.now()) < 5000);
+});
+
+test('jobs that break the rules are refused before anything is published', async () => {
+  const env = { id: 'x', queue: 'q', kind: 'p.T', payload: Buffer.from([0x80]) };
+  for (const change of [
+    { id: '' },
+    { id: 'i'.repeat(256) },
+    { queue: '' },
+    { kind: 'k'.repeat(256) },
+    { attempt: 0 },
+    { maxAttempts: 2 ** 31 },
+    { priority: 256 },
+    { priority: -1 },
+    { headers: { a: 1 } },
+    { payload: Buffer.alloc(0) },
+  ]) {
+    assert.throws(() => queuey.encodeBody({ ...env, ...change }), queuey.InvalidJobError, JSON.stringify(change));
+  }
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { headers: { 'queuey-tick': 'x' } }), queuey.InvalidJobError);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', [1, 2]), queuey.InvalidJobError);
+  await assert.rejects(queuey.enqueue(null, 'q', '', {}), queuey.InvalidJobError);
+});
+
+// --- against the broker ---
+
+const URL = process.env.QUEUEY_AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672/';
+
+function brokerAnswers() {
+  const u = new globalThis.URL(URL);
+  return new Promise((resolve) => {
+    const s = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port) || 5672 });
+    s.setTimeout(2000);
+    s.on('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+    s.on('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+async function withBroker(t, f) {
+  if (!(await brokerAnswers())) {
+    if (process.env.CI || process.env.QUEUEY_REQUIRE_BROKER) assert.fail(`no broker answers at ${URL}`);
+    t.skip(`no broker answers at ${URL} (is rabbitmq-server running?)`);
+    return;
+  }
+  const conn = await amqp.connect(URL);
+  const admin = await conn.createChannel();
+  const queue = `nodeclient.${crypto.randomBytes(6).toString('hex')}`;
+  const created = [queue];
+  await admin.assertQueue(queue, { durable: true, arguments: { 'x-max-priority': 10 } });
+  const get = async (q, timeout = 10000) => {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      const m = await admin.get(q, { noAck: true });
+      if (m) return m;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.fail(`nothing arrived on ${q} within ${timeout}ms`);
+  };
+  try {
+    await f({ conn, admin, queue, created, get });
+  } finally {
+    const ch = await conn.createChannel();
+    for (const q of created) await ch.deleteQueue(q);
+    await conn.close();
+  }
+}
+
+test('enqueue against the broker', async (t) => {
+  await withBroker(t, async ({ conn, queue, get }) => {
+    const id = await queuey.enqueue(conn, queue, 'emails.SendEmail', { To: 'ada@example.com' }, { priority: 3, headers: { tenant: 'acme' } });
+    const m = await get(queue);
+    const p = m.properties;
+    assert.deepEqual([p.contentType, p.messageId, p.type, p.priority, p.deliveryMode], [queuey.CONTENT_TYPE, id, 'emails.SendEmail', 3, 2]);
+    const env = queuey.decodeBody(m.content, p);
+    assert.deepEqual([env.queue, env.attempt, env.maxAttempts, env.priority, env.headers], [queue, 1, 5, 3, { tenant: 'acme' }]);
+    assert.deepEqual(msgpackDecode(env.payload), { To: 'ada@example.com' });
+    assert.ok(Math.abs(Number(env.enqueuedAtNs / 1000000n) - Date.now()) < 5000);
+  });
+});
+
+test('a delayed enqueue waits in the hold queue the Go backend uses', async (t) => {
+  await withBroker(t, async ({ conn, admin, queue, created, get }) => {
+    const start = Date.now();
+    const id = await queuey.enqueue(conn, queue, 'emails.SendEmail', { To: 'a' }, { delay: 200, granularityMs: 100 });
+    const hold = queuey.holdQueue(queue, 200, { granularityMs: 100 });
+    created.push(hold.name);
+    const m = await get(queue);
+    assert.ok(Date.now() - start >= 200);
+    assert.equal(m.properties.messageId, id);
+    // A declare with the Go backend's arguments is accepted.
+    await admin.assertQueue(hold.name, { durable: true, arguments: hold.arguments });
+  });
+});
+
+test('many enqueues in flight at once, and an unroutable one among them', async (t) => {
+  await withBroker(t, async ({ conn, queue, get }) => {
+    const ids = await Promise.all(Array.from({ length: 200 }, (_, i) => queuey.enqueue(conn, queue, 'p.T', { N: i })));
+    assert.equal(new Set(ids).size, 200);
+    const results = await Promise.allSettled([
+      queuey.enqueue(conn, queue, 'p.T', {}),
+      queuey.enqueue(conn, `${queue}.missing`, 'p.T', {}),
+      queuey.enqueue(conn, queue, 'p.T', {}),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.ok(results[1].reason instanceof queuey.UnroutableError, String(results[1].reason));
+    for (let i = 0; i < 202; i++) await get(queue);
+    await assert.rejects(queuey.enqueue(conn, `${queue}.missing`, 'p.T', {}, { delay: 1000 }), queuey.UnroutableError);
+    // The connection goes on, on a new channel.
+    await queuey.enqueue(conn, queue, 'p.T', {});
+    await get(queue);
+  });
+});
+
+test('a hold queue declared with other arguments fails the enqueue, and the next one goes on', async (t) => {
+  await withBroker(t, async ({ conn, admin, queue, created, get }) => {
+    const hold = `${queue}.deferred.1000`;
+    created.push(hold);
+    await admin.assertQueue(hold, { durable: true, arguments: { 'x-message-ttl': 5 } });
+    await assert.rejects(queuey.enqueue(conn, queue, 'p.T', {}, { delay: 1000 }), (e) => e instanceof queuey.QueueyError && !(e instanceof queuey.UnroutableError) && /PRECONDITION_FAILED/.test(e.message));
+    await queuey.enqueue(conn, queue, 'p.T', {});
+    await get(queue);
+  });
+});

@@ -1,0 +1,271 @@
+"""Tests of queuey.py: the wire format's test vectors (no broker needed),
+and an end-to-end enqueue against the broker at QUEUEY_AMQP_URL (skipped
+when none answers, unless CI or QUEUEY_REQUIRE_BROKER is set).
+
+    /usr/bin/python3 -m unittest discover -s clients/python -v
+"""
+
+import base64
+import binascii
+import datetime
+import glob
+import json
+import os
+import socket
+import sys
+import time
+import unittest
+import urllib.parse
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import msgpack  # noqa: E402
+import pika  # noqa: E402
+
+import queuey  # noqa: E402
+
+WIRE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "wire")
+
+
+def load(pattern):
+    files = sorted(glob.glob(os.path.join(WIRE, pattern)))
+    if not files:
+        raise AssertionError(f"no test vectors at {WIRE}/{pattern}")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            yield json.load(f)
+
+
+def from_json(v):
+    """The payload as the vectors write it in JSON, as msgpack decodes it."""
+    if isinstance(v, dict):
+        if set(v) == {"$bytes"}:
+            return base64.b64decode(v["$bytes"])
+        if set(v) == {"$int"}:
+            return int(v["$int"])
+        if set(v) == {"$time"}:
+            return v["$time"]
+        return {k: from_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [from_json(x) for x in v]
+    return v
+
+
+def normalize(v):
+    """A decoded payload with timestamps as the vectors write them."""
+    if isinstance(v, msgpack.Timestamp):
+        dt = datetime.datetime.fromtimestamp(v.seconds, datetime.timezone.utc)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S") + (f".{v.nanoseconds:09d}".rstrip("0") if v.nanoseconds else "") + "Z"
+    if isinstance(v, dict):
+        return {k: normalize(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [normalize(x) for x in v]
+    return v
+
+
+def envelope_of(vec):
+    e = vec["envelope"]
+    return queuey.Envelope(
+        id=e["id"], queue=e["queue"], kind=e["kind"], payload=bytes.fromhex(vec["payload_hex"]),
+        attempt=e["attempt"], max_attempts=e["max_attempts"], priority=e["priority"],
+        enqueued_at_ns=int(e["enqueued_at_ns"]), last_error=e["last_error"], headers=e["headers"],
+    )
+
+
+class Vectors(unittest.TestCase):
+    def test_decode_and_encode(self):
+        for vec in load("*.json"):
+            with self.subTest(vec["name"]):
+                p = vec["properties"]
+                body = bytes.fromhex(vec["body_hex"])
+                got = queuey.decode_body(body, content_type=p["content_type"], message_id=p["message_id"], kind=p["type"])
+                want = envelope_of(vec)
+                if want.headers == {}:
+                    self.assertEqual(got.headers, {})
+                self.assertEqual(got, want)
+                self.assertEqual(p["content_type"], queuey.CONTENT_TYPE)
+                self.assertEqual(p["delivery_mode"], 2)
+                if not vec.get("decode_only"):
+                    self.assertEqual(queuey.encode_body(want).hex(), vec["body_hex"])
+                    ts = int(vec["envelope"]["enqueued_at_ns"]) // 1_000_000_000
+                    self.assertEqual(p.get("timestamp"), ts or None)
+                payload = msgpack.unpackb(bytes.fromhex(vec["payload_hex"]), raw=False, strict_map_key=False)
+                self.assertEqual(normalize(payload), from_json(vec["payload"]))
+
+    def test_payload_reencodes(self):
+        # A payload decoded and encoded again decodes to the same values
+        # (its bytes may differ: Go writes some integers wider).
+        for vec in load("*.json"):
+            with self.subTest(vec["name"]):
+                raw = bytes.fromhex(vec["payload_hex"])
+                decoded = msgpack.unpackb(raw, raw=False, strict_map_key=False, timestamp=0)
+                if not isinstance(decoded, dict):
+                    continue
+                again = queuey.encode_payload(decoded)
+                self.assertEqual(
+                    msgpack.unpackb(again, raw=False, strict_map_key=False, timestamp=0),
+                    msgpack.unpackb(raw, raw=False, strict_map_key=False, timestamp=0),
+                )
+
+    def test_delays(self):
+        for vec in load("*.json"):
+            d = vec.get("delay")
+            if not d:
+                continue
+            with self.subTest(vec["name"]):
+                delay = datetime.timedelta(milliseconds=d["delay_ms"])
+                if d["mode"] == "plugin":
+                    ms = queuey._round(queuey._delay_ns(delay), d["granularity_ms"])
+                    self.assertEqual(vec["headers"], {"x-delay": ms})
+                    self.assertEqual(vec["publish"], {"exchange": vec["envelope"]["queue"] + ".delay", "routing_key": vec["envelope"]["queue"], "mandatory": False})
+                    continue
+                name, args, _ = queuey.hold_queue(vec["envelope"]["queue"], delay, queue_type=d["queue_type"], granularity_ms=d["granularity_ms"])
+                self.assertEqual({"name": name, "arguments": args}, vec["hold_queue"])
+                self.assertEqual(vec["publish"], {"exchange": "", "routing_key": name, "mandatory": True})
+
+    def test_invalid(self):
+        for vec in load("invalid/*.json"):
+            with self.subTest(vec["name"]):
+                p = vec["properties"]
+                with self.assertRaises(queuey.InvalidEnvelopeError):
+                    queuey.decode_body(bytes.fromhex(vec["body_hex"]), content_type=p["content_type"], message_id=p["message_id"], kind=p["type"])
+
+
+class Units(unittest.TestCase):
+    def test_ladder(self):
+        rungs = [queuey.quorum_rung(u * 1000) // 1000 for u in range(1, 42)]
+        self.assertEqual(sorted(set(rungs)), [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48])
+        self.assertEqual(queuey.quorum_rung(3600 * 1000), 4096 * 1000)
+
+    def test_limits(self):
+        longest = (2**32 - 1) // 2 // 1000 * 1000  # ms, at 1s granularity
+        self.assertEqual(queuey._round(longest * 1_000_000, 1000), longest)
+        with self.assertRaises(queuey.InvalidJobError):
+            queuey._round((longest + 1) * 1_000_000, 1000)
+        self.assertEqual(queuey._round(1, 1000), 1000)
+        self.assertEqual(queuey._round(queuey._delay_ns(1.5), 1000), 2000)
+        self.assertEqual(queuey._round(queuey._delay_ns(0.1), 1), 100)
+
+    def test_new_id(self):
+        a, b = queuey.new_id(), queuey.new_id()
+        self.assertNotEqual(a, b)
+        u = uuid.UUID(a)
+        self.assertEqual(u.version, 7)
+        self.assertAlmostEqual(int(a.replace("-", "")[:12], 16) / 1000, time.time(), delta=5)
+
+    def test_refuses(self):
+        env = queuey.Envelope(id="x", queue="q", kind="p.T", payload=b"\x80")
+        for change in [
+            {"id": ""}, {"id": "i" * 256}, {"queue": ""}, {"kind": "k" * 256}, {"attempt": 0},
+            {"max_attempts": 2**31}, {"priority": 256}, {"priority": -1}, {"headers": {"a": 1}}, {"payload": b""},
+        ]:
+            with self.subTest(change):
+                bad = queuey.Envelope(**{**env.__dict__, **change})
+                with self.assertRaises(queuey.InvalidJobError):
+                    queuey.encode_body(bad)
+        with self.assertRaises(queuey.InvalidJobError):
+            queuey.enqueue(None, "q", "p.T", {}, headers={"queuey-tick": "x"})
+        with self.assertRaises(queuey.InvalidJobError):
+            queuey.enqueue(None, "q", "p.T", [1, 2])
+
+
+def broker_url():
+    return os.environ.get("QUEUEY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+
+
+def broker_answers():
+    u = urllib.parse.urlparse(broker_url())
+    try:
+        socket.create_connection((u.hostname or "127.0.0.1", u.port or 5672), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+class Broker(unittest.TestCase):
+    """Enqueues against the broker, onto queues of its own, and reads what
+    arrived with the reference rules (decode_body)."""
+
+    def setUp(self):
+        if not broker_answers():
+            if os.environ.get("CI") or os.environ.get("QUEUEY_REQUIRE_BROKER"):
+                self.fail(f"no broker answers at {broker_url()}")
+            self.skipTest(f"no broker answers at {broker_url()} (is rabbitmq-server running?)")
+        self.conn = pika.BlockingConnection(pika.URLParameters(broker_url()))
+        self.admin = self.conn.channel()
+        self.queue = f"pyclient.{uuid.uuid4().hex[:12]}"
+        self.created = [self.queue]
+        self.admin.queue_declare(self.queue, durable=True, arguments={"x-max-priority": 10})
+
+    def tearDown(self):
+        if not hasattr(self, "conn"):
+            return
+        ch = self.conn.channel()
+        for q in self.created:
+            ch.queue_delete(q)
+        self.conn.close()
+
+    def get(self, queue, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            method, props, body = self.admin.basic_get(queue, auto_ack=True)
+            if method:
+                return props, body
+            time.sleep(0.02)
+        self.fail(f"nothing arrived on {queue} within {timeout}s")
+
+    def test_enqueue(self):
+        id_ = queuey.enqueue(self.conn, self.queue, "emails.SendEmail", {"To": "ada@example.com"},
+                             priority=3, headers={"tenant": "acme"})
+        props, body = self.get(self.queue)
+        self.assertEqual((props.content_type, props.message_id, props.type, props.priority, props.delivery_mode),
+                         (queuey.CONTENT_TYPE, id_, "emails.SendEmail", 3, 2))
+        env = queuey.decode_body(body, content_type=props.content_type, message_id=props.message_id, kind=props.type)
+        self.assertEqual((env.queue, env.attempt, env.max_attempts, env.priority, env.headers),
+                         (self.queue, 1, 5, 3, {"tenant": "acme"}))
+        self.assertEqual(msgpack.unpackb(env.payload), {"To": "ada@example.com"})
+        self.assertAlmostEqual(env.enqueued_at_ns / 1e9, time.time(), delta=5)
+        # A channel does as well as a connection.
+        ch = self.conn.channel()
+        id2 = queuey.enqueue(ch, self.queue, "emails.SendEmail", {"To": "b"})
+        props, _ = self.get(self.queue)
+        self.assertEqual(props.message_id, id2)
+
+    def test_delay(self):
+        start = time.monotonic()
+        id_ = queuey.enqueue(self.conn, self.queue, "emails.SendEmail", {"To": "a"}, delay=0.2, granularity_ms=100)
+        hold = f"{self.queue}.deferred.200"
+        self.created.append(hold)
+        props, _ = self.get(self.queue)
+        self.assertGreaterEqual(time.monotonic() - start, 0.2)
+        self.assertEqual(props.message_id, id_)
+        # The hold queue exists with the Go backend's arguments: a declare
+        # with them is accepted.
+        _, args, _ = queuey.hold_queue(self.queue, 0.2, granularity_ms=100)
+        self.admin.queue_declare(hold, durable=True, arguments=args)
+
+    def test_unroutable(self):
+        with self.assertRaises(queuey.UnroutableError):
+            queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {})
+        with self.assertRaises(queuey.UnroutableError):
+            queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {}, delay=1)
+        # The connection goes on.
+        queuey.enqueue(self.conn, self.queue, "p.T", {})
+        self.get(self.queue)
+
+    def test_hold_queue_mismatch(self):
+        hold = f"{self.queue}.deferred.1000"
+        self.created.append(hold)
+        self.admin.queue_declare(hold, durable=True, arguments={"x-message-ttl": 5})
+        with self.assertRaises(queuey.QueueyError) as cm:
+            queuey.enqueue(self.conn, self.queue, "p.T", {}, delay=1)
+        self.assertNotIsInstance(cm.exception, queuey.UnroutableError)
+        self.assertIn("PRECONDITION_FAILED", str(cm.exception))
+        # The connection goes on, on a new channel.
+        queuey.enqueue(self.conn, self.queue, "p.T", {})
+        self.get(self.queue)
+
+
+if __name__ == "__main__":
+    unittest.main()
