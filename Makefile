@@ -13,7 +13,7 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 .PHONY: test
-test: broker chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race, then the fault suite
+test: broker postgres chromium verify ## everything: set-up, verify, unit, golden, conformance, broker and browser tests with -race, then the fault suite
 	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) test-faults
 
@@ -69,6 +69,10 @@ cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) be
 .PHONY: cluster-down
 cluster-down: ## stop the 3-node test cluster and remove its state
 	./scripts/cluster.sh down
+
+.PHONY: postgres
+postgres: ## make sure a PostgreSQL answers at QUEUEY_DATABASE_URL, with its role and database, for the outbox (start or install it where needed)
+	./scripts/postgres.sh
 
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
