@@ -329,3 +329,34 @@ func TestRelayFieldsChecked(t *testing.T) {
 		t.Fatalf("Migrate a third time: %v", err)
 	}
 }
+
+// TestNoLostWake commits bursts of concurrent transactions to a relay that
+// never polls (its poll interval is far beyond the test's wait): while it
+// is busy, committing producers skip their notification, so each burst is
+// handled in full only if the relay's handshake with them loses no
+// commit.
+func TestNoLostWake(t *testing.T) {
+	pool, _ := database(t)
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(quiet()))
+	t.Cleanup(func() { _ = b.Close() })
+	q := testQueue(t)
+	declare(t, b, q)
+	h := newHandled()
+	brokertest.RunWorker(t, b, q, h.handler)
+	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: 5, PollInterval: time.Hour})
+
+	total := 0
+	for burst := range 30 {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 1 + (burst+g)%7 {
+					enqueue(t, pool, q, i, true)
+				}
+			})
+			total += 1 + (burst+g)%7
+		}
+		wg.Wait()
+		h.waitDistinct(t, total)
+	}
+}

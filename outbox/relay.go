@@ -108,6 +108,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer func() {
 		stop()
 		wg.Wait()
+		rl.dropLock()
 	}()
 	return rl.loop(ctx)
 }
@@ -128,17 +129,35 @@ type relayRun struct {
 	batch int
 	poll  time.Duration
 	wake  chan struct{} // a notification came, or listening (re)started
+
+	// The handshake with committing producers (schema.sql,
+	// queuey_outbox_notify): lock is the session that holds "busy" while
+	// busy is true; keyBusy and keyCommit are the advisory locks' keys.
+	lock               *pgx.Conn
+	busy               bool
+	keyBusy, keyCommit int64
 }
 
+// The advisory locks' key classes, as in schema.sql: a key is the class
+// shifted up 32 bits, or'ed with queuey_outbox's oid.
+const (
+	classCommit = 1364541184
+	classBusy   = 1364541185
+)
+
 // checkSchema returns an error when the outbox's table is missing, after
-// waiting out a database that does not answer.
+// waiting out a database that does not answer, and sets the keys of the
+// advisory locks.
 func (r *relayRun) checkSchema(ctx context.Context) error {
 	var b backoff
 	for {
-		_, err := r.Pool.Exec(ctx, "SELECT 1 FROM queuey_outbox LIMIT 0")
+		var oid int64
+		err := r.Pool.QueryRow(ctx, "SELECT 'queuey_outbox'::regclass::oid::bigint").Scan(&oid)
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil:
+			r.keyCommit = classCommit<<32 | oid
+			r.keyBusy = classBusy<<32 | oid
 			return nil
 		case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
 			return fmt.Errorf("outbox: relay: %w (outbox.Migrate, or schema.sql applied by a migration tool, creates it)", err)
@@ -153,17 +172,25 @@ func (r *relayRun) checkSchema(ctx context.Context) error {
 }
 
 // loop relays rounds until ctx ends: at once again after a full batch,
-// after a notification or the poll interval otherwise, after a backoff
-// when a round failed.
+// after a notification or the poll interval once idle, after a backoff
+// when a round failed. While it works through rows it is busy, so that
+// committing producers need not notify (schema.sql); before it waits idle
+// it ends being busy, waits for the producers that relied on it, and
+// looks once more.
 func (r *relayRun) loop(ctx context.Context) error {
 	var b backoff
 	poll := time.NewTimer(r.poll)
 	defer poll.Stop()
+	lastLook := false // the round after a busy spell, not busy
 	for {
+		if !lastLook {
+			r.setBusy(ctx)
+		}
 		n, err := r.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
+		lastLook = false
 		if err != nil {
 			r.log.Error("outbox relay: round failed, backing off", "err", err)
 			if !b.wait(ctx) {
@@ -174,6 +201,20 @@ func (r *relayRun) loop(ctx context.Context) error {
 		b.reset()
 		if n == r.batch {
 			continue
+		}
+		if r.busy {
+			if err := r.endBusy(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				r.log.Warn("outbox relay: ending a busy spell failed; looking again", "err", err)
+				continue
+			}
+			lastLook = true
+			continue
+		}
+		if n > 0 {
+			continue // rows came without a busy spell (no lock session), or in the last look: look again
 		}
 		if r.idle != nil {
 			r.idle()
@@ -186,6 +227,56 @@ func (r *relayRun) loop(ctx context.Context) error {
 		case <-poll.C:
 		}
 	}
+}
+
+// setBusy takes "busy" (shared) on the relay's lock session, once
+// Run's first round, or one after a wake, starts. Without it the relay
+// still relays: producers then notify.
+func (r *relayRun) setBusy(ctx context.Context) {
+	if r.busy {
+		return
+	}
+	if r.lock == nil {
+		conn, err := r.Pool.Acquire(ctx)
+		if err != nil {
+			return
+		}
+		// The session is the relay's alone, and its locks with it: it
+		// is closed, never returned to the pool.
+		r.lock = conn.Hijack()
+	}
+	if _, err := r.lock.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", r.keyBusy); err != nil {
+		r.log.Warn("outbox relay: taking the busy lock failed; producers notify meanwhile", "err", err)
+		r.dropLock()
+		return
+	}
+	r.busy = true
+}
+
+// endBusy drops "busy", then waits for the producers that skipped their
+// notification because the relay was busy, by taking "commit" and
+// dropping it.
+func (r *relayRun) endBusy(ctx context.Context) error {
+	r.busy = false
+	sql := fmt.Sprintf("SELECT pg_advisory_unlock_shared(%d); SELECT pg_advisory_lock(%d); SELECT pg_advisory_unlock(%d)",
+		r.keyBusy, r.keyCommit, r.keyCommit)
+	if _, err := r.lock.Exec(ctx, sql); err != nil {
+		r.dropLock()
+		return err
+	}
+	return nil
+}
+
+// dropLock closes the lock session, which drops what it holds.
+func (r *relayRun) dropLock() {
+	r.busy = false
+	if r.lock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = r.lock.Close(ctx)
+	r.lock = nil
 }
 
 // listen wakes the loop on each notification of the outbox's channel, on

@@ -45,11 +45,27 @@ CREATE TABLE IF NOT EXISTS queuey_outbox_dead (
 );
 
 -- queuey_outbox_notify wakes listening relays when a transaction that
--- inserted into queuey_outbox commits (notifications go out at commit).
+-- inserted into queuey_outbox commits, unless a relay is busy and so bound
+-- to look again after this commit. It runs at commit (a deferred
+-- constraint trigger), once per transaction. Each NOTIFY holds a
+-- database-wide lock until its transaction's commit is flushed, which
+-- would serialise every committing producer; under load relays are busy,
+-- and commits skip it. The handshake, on two advisory locks keyed by the
+-- table: a busy relay holds "busy" shared; a committing producer holds
+-- "commit" shared and notifies only when it can take "busy" itself; a relay
+-- going idle drops "busy", then takes and drops "commit", which waits for
+-- every producer that skipped, and looks once more.
 CREATE OR REPLACE FUNCTION queuey_outbox_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-	PERFORM pg_notify('queuey_outbox', '');
+	IF current_setting('queuey.outbox_notify_done', true) = 'on' THEN
+		RETURN NULL;
+	END IF;
+	PERFORM set_config('queuey.outbox_notify_done', 'on', true);
+	PERFORM pg_advisory_xact_lock_shared((1364541184::bigint << 32) | TG_RELID::bigint); -- "commit"
+	IF pg_try_advisory_xact_lock((1364541185::bigint << 32) | TG_RELID::bigint) THEN     -- "busy"
+		PERFORM pg_notify('queuey_outbox', '');
+	END IF;
 	RETURN NULL;
 END
 $$;
@@ -57,8 +73,9 @@ $$;
 DO $$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'queuey_outbox_notify' AND tgrelid = 'queuey_outbox'::regclass) THEN
-		CREATE TRIGGER queuey_outbox_notify AFTER INSERT ON queuey_outbox
-			FOR EACH STATEMENT EXECUTE FUNCTION queuey_outbox_notify();
+		CREATE CONSTRAINT TRIGGER queuey_outbox_notify AFTER INSERT ON queuey_outbox
+			DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION queuey_outbox_notify();
 	END IF;
 END
 $$;
