@@ -171,12 +171,12 @@ func (r *relayRun) checkSchema(ctx context.Context) error {
 	}
 }
 
-// loop relays rounds until ctx ends: at once again after a full batch,
-// after a notification or the poll interval once idle, after a backoff
-// when a round failed. While it works through rows it is busy, so that
-// committing producers need not notify (schema.sql); before it waits idle
-// it ends being busy, waits for the producers that relied on it, and
-// looks once more.
+// loop relays rounds until ctx ends: at once again after a round that
+// found rows, after a notification or the poll interval once idle, after a
+// backoff when a round failed. While it works through rows it is busy, so
+// that committing producers need not notify (schema.sql); once a round
+// finds nothing it ends being busy, waits for the producers that relied on
+// it, and looks once more before it waits.
 func (r *relayRun) loop(ctx context.Context) error {
 	var b backoff
 	poll := time.NewTimer(r.poll)
@@ -199,8 +199,8 @@ func (r *relayRun) loop(ctx context.Context) error {
 			continue
 		}
 		b.reset()
-		if n == r.batch {
-			continue
+		if n > 0 {
+			continue // a busy spell ends with a round that finds nothing
 		}
 		if r.busy {
 			if err := r.endBusy(ctx); err != nil {
@@ -212,9 +212,6 @@ func (r *relayRun) loop(ctx context.Context) error {
 			}
 			lastLook = true
 			continue
-		}
-		if n > 0 {
-			continue // rows came without a busy spell (no lock session), or in the last look: look again
 		}
 		if r.idle != nil {
 			r.idle()
