@@ -25,6 +25,11 @@ const DefaultBatchSize = 100
 // woken, when its PollInterval is zero.
 const DefaultPollInterval = time.Second
 
+// publishTimeout bounds a round's publishing: a broker that blocks
+// publishers (a resource alarm) fails the round, which is retried after
+// a backoff, instead of holding its rows' locks for as long as it lasts.
+const publishTimeout = 30 * time.Second
+
 // channel is what the outbox's trigger notifies on commit.
 const channel = "queuey_outbox"
 
@@ -356,7 +361,9 @@ func (r *relayRun) round(ctx context.Context) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	errs := r.publish(ctx, rows)
+	pctx, cancelPublish := context.WithTimeout(ctx, publishTimeout)
+	errs := r.publish(pctx, rows)
+	cancelPublish()
 
 	// What the backend has is deleted, even when ctx ended meanwhile:
 	// each row left would be published again.
