@@ -18,8 +18,9 @@ test: broker postgres chromium verify ## everything: set-up, verify, unit, golde
 	$(MAKE) test-faults
 
 .PHONY: test-faults
-test-faults: broker ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile)
+test-faults: broker postgres ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile); then restarts PostgreSQL under the outbox
 	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 15m -v ./faults/
+	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 5m -v -run '^TestPostgresRestart$$' ./outbox/
 
 .PHONY: test-short
 test-short: ## unit tests without the broker and without -race
