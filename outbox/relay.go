@@ -47,9 +47,9 @@ type Relay struct {
 	// one transaction; zero means DefaultBatchSize. A relay that dies
 	// mid-batch leaves at most this many jobs to be published again.
 	BatchSize int
-	// PollInterval is how often the relay looks for rows when no
-	// notification wakes it (the trigger notifies on every commit that
-	// inserted jobs, so polling is the fallback for a lost listening
+	// PollInterval is how often an idle relay looks for rows when no
+	// notification wakes it (a commit that inserted jobs wakes idle
+	// relays, so polling is the fallback for a lost listening
 	// connection); zero means DefaultPollInterval.
 	PollInterval time.Duration
 	// Logger receives what the relay reports: a row moved aside, an error
@@ -74,7 +74,8 @@ type Relay struct {
 // PublishBatch where the backend has it), moves rows the backend refuses
 // for good (a missing queue, a job too large, an invalid row) to
 // queuey_outbox_dead with the reason, deletes the published ones and
-// commits. A delayed job is published with what remains of its delay
+// commits; a round that publishes for longer than 30s fails and is
+// retried. A delayed job is published with what remains of its delay
 // then, counted from its insert; none when that has passed. Run may be
 // called several times, at once too: each call is a relay of its own.
 func (r *Relay) Run(ctx context.Context) error {
