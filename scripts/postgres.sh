@@ -62,7 +62,8 @@ superuser() {
 	if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null 2>&1; then
 		runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -p "$port" "$@"
 	elif [ "$(id -u)" -eq 0 ]; then
-		su postgres -c "psql -X -q -v ON_ERROR_STOP=1 -p $port $*"
+		# su passes the words after the command to its shell: $0 is the port.
+		su -s /bin/sh -c 'exec psql -X -q -v ON_ERROR_STOP=1 -p "$0" "$@"' postgres -- "$port" "$@"
 	else
 		as_root -u postgres psql -X -q -v ON_ERROR_STOP=1 -p "$port" "$@"
 	fi
