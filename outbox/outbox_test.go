@@ -248,9 +248,11 @@ func TestDelayCountsFromEnqueue(t *testing.T) {
 	const delay = 3 * time.Second
 	start := time.Now()
 	id := enqueue(t, pool, q, 1, true, runtime.WithDelay(delay))
-	// The relay comes late; the job's wait goes on meanwhile.
+	// The relay comes late; the job's wait goes on meanwhile. It runs
+	// on a backend of its own, which did not declare the queue: it learns
+	// how the queue holds waits from the row.
 	time.Sleep(time.Second)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
+	runRelay(t, &outbox.Relay{Pool: pool, Backend: dial(t), Logger: quiet()})
 	h.waitDistinct(t, 1)
 	h.mu.Lock()
 	at := h.at[id]
