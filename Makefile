@@ -13,13 +13,14 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 .PHONY: test
-test: broker chromium clients verify ## everything: set-up, verify, unit, golden, conformance, broker, browser and client tests with -race, then the fault suite
+test: broker postgres chromium clients verify ## everything: set-up, verify, unit, golden, conformance, broker, database, browser and client tests with -race, then the fault suite
 	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 QUEUEY_REQUIRE_CLIENTS=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$')
 	$(MAKE) test-faults
 
 .PHONY: test-faults
-test-faults: broker ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile)
+test-faults: broker postgres ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile); then restarts PostgreSQL under the outbox
 	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 15m -v ./faults/
+	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 5m -v -run '^TestPostgresRestart$$' ./outbox/
 
 .PHONY: test-short
 test-short: ## unit tests without the broker and without -race
@@ -73,6 +74,10 @@ cluster: ## start the 3-node test cluster qa1..qa3 (AMQP 127.0.0.1:5681-5683) be
 .PHONY: cluster-down
 cluster-down: ## stop the 3-node test cluster and remove its state
 	./scripts/cluster.sh down
+
+.PHONY: postgres
+postgres: ## make sure a PostgreSQL answers at QUEUEY_DATABASE_URL, with its role and database, for the outbox (start or install it where needed)
+	./scripts/postgres.sh
 
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)

@@ -1,6 +1,7 @@
 // Command queuey shows an operator every queue and dead letter of a
-// queuey application on RabbitMQ, and re-drives or purges dead letters.
-// Run it with --help for usage.
+// queuey application on RabbitMQ, re-drives or purges dead letters, and
+// relays a transactional outbox to the broker. Run it with --help for
+// usage.
 package main
 
 import (

@@ -95,6 +95,9 @@ type grammar struct {
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
 	// Dashboard serves the same in the browser.
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
+	// Outbox relays an application's transactional outbox (package
+	// outbox) to the broker.
+	Outbox outboxCmd `cmd:"" help:"Relay jobs committed to a PostgreSQL outbox to the broker; create the outbox's tables."`
 }
 
 type deadCmd struct {
@@ -132,7 +135,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	var g grammar
 	parser, err := kong.New(&g,
 		kong.Name("queuey"),
-		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them."),
+		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them, relay an outbox."),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),

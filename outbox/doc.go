@@ -1,0 +1,20 @@
+// Package outbox enqueues jobs in the application's PostgreSQL
+// transaction, so that a job reaches the broker if and only if the
+// transaction commits: the transactional outbox pattern.
+//
+// Producer binds a runtime.Producer to a transaction: generated
+// EnqueueX functions called with it insert the job into the
+// queuey_outbox table in that transaction instead of publishing it. The
+// job's ID is assigned at insert and returned as usual. A Relay, running
+// beside the workers or on its own (queuey outbox relay), moves committed
+// rows to the real backend: it publishes each job, confirmed, with its ID
+// kept, and deletes the row once the broker has it. Delivery is at least
+// once: when a relay dies between the broker's confirm and its own
+// commit, the jobs of that one batch are published again, with the same
+// IDs, so a duplicate is recognisable.
+//
+// Migrate creates the two tables (queuey_outbox and queuey_outbox_dead)
+// and the trigger that wakes relays; schema.sql in this package is the
+// same schema, for applications that apply migrations with a tool of
+// their own. docs/outbox.md is the guide.
+package outbox
