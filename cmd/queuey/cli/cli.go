@@ -7,7 +7,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,13 +17,6 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/dashboard"
-)
-
-// Exit codes.
-const (
-	ExitOK      = 0 // done
-	ExitFailure = 1 // the command ran and failed, or did not do all it was asked
-	ExitUsage   = 2 // the command line is wrong
 )
 
 // URLEnv and ManagementURLEnv name the environment variables that --url and
@@ -132,7 +124,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	var g grammar
 	parser, err := kong.New(&g,
 		kong.Name("queuey"),
-		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them."),
+		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them.\n\n"+confirmHelp+"\n\n"+exitCodesHelp),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),
@@ -170,16 +162,25 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	return report(env, kctx.Run(r))
 }
 
-// resolve fills the URLs from the environment and the defaults.
+// resolve fills the URLs from the environment and the defaults, and
+// checks them.
 func (g *grammar) resolve(env Env) error {
+	where := "--url"
 	if g.URL == "" {
-		g.URL = env.Getenv(URLEnv)
+		g.URL, where = env.Getenv(URLEnv), "$"+URLEnv
 	}
 	if g.URL == "" {
-		g.URL = DefaultURL
+		g.URL, where = DefaultURL, "the default URL"
 	}
+	if err := checkAMQPURL(where, g.URL); err != nil {
+		return err
+	}
+	where = "--management-url"
 	if g.ManagementURL == "" {
-		g.ManagementURL = env.Getenv(ManagementURLEnv)
+		g.ManagementURL, where = env.Getenv(ManagementURLEnv), "$"+ManagementURLEnv
+	}
+	if g.ManagementURL != "" {
+		return checkManagementURL(where, g.ManagementURL)
 	}
 	return nil
 }
@@ -189,17 +190,16 @@ func report(env Env, err error) int {
 	if err == nil {
 		return ExitOK
 	}
+	code, msg := classify(err)
 	// Line by line: an error may join several, one a line, and each
 	// line may quote text from the broker or its users.
-	lines := strings.Split(err.Error(), "\n")
+	lines := strings.Split(msg, "\n")
 	for i, line := range lines {
 		lines[i] = safe(line)
 	}
 	fmt.Fprintf(env.Stderr, "queuey: %s\n", strings.Join(lines, "\n"))
-	var u usageError
-	if errors.As(err, &u) {
+	if code == ExitUsage {
 		fmt.Fprintln(env.Stderr, "run queuey --help for usage")
-		return ExitUsage
 	}
-	return ExitFailure
+	return code
 }
