@@ -39,10 +39,65 @@ type failure struct {
 
 func (f *failure) Error() string { return f.msg }
 
-// fail returns a failure of class code; the arguments pass through safe
-// (see sprintf).
+// fail returns a failure of class code. Its arguments are data: each
+// string formatted by %q is quoted as Go quotes it (which escapes what is
+// not printable), every other passes through safe (see sprintf).
 func fail(code int, format string, args ...any) error {
-	return &failure{code: code, msg: sprintf(format, args...)}
+	verbs := verbsOf(format)
+	var quoted []any
+	for i, a := range args {
+		if i < len(verbs) && verbs[i] == 'q' {
+			if s, ok := a.(string); ok {
+				quoted = append(quoted, i)
+				args[i] = strconv.Quote(s)
+			}
+		}
+	}
+	f := []byte(format)
+	for _, i := range quoted {
+		f = replaceVerb(f, i.(int))
+	}
+	return &failure{code: code, msg: sprintf(string(f), args...)}
+}
+
+// verbsOf returns the verb letter of each directive in format, in order.
+func verbsOf(format string) []byte {
+	var out []byte
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+			i++
+		}
+		if i < len(format) && format[i] != '%' {
+			out = append(out, format[i])
+		}
+	}
+	return out
+}
+
+// replaceVerb turns the n-th directive of format (a %q) into %s.
+func replaceVerb(format []byte, n int) []byte {
+	k := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+			i++
+		}
+		if i < len(format) && format[i] != '%' {
+			if k == n {
+				format[i] = 's'
+				return format
+			}
+			k++
+		}
+	}
+	return format
 }
 
 // classify returns the exit code err means and its text for the operator.

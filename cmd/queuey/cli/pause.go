@@ -81,7 +81,7 @@ func queueFailure(queue string, err error) error {
 // the operator's words when it says there is no dead-letter queue.
 func deadFailure(queue string, err error) error {
 	if errors.Is(err, runtime.ErrUnknownQueue) {
-		return fail(ExitFailure, "queue %q has no dead letters on the broker: neither it nor its dead-letter queue exists", queue)
+		return fail(ExitFailure, "queue %q has no dead-letter queue on the broker: no such queue, or no worker or producer has declared it", queue)
 	}
 	return err
 }

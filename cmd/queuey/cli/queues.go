@@ -279,7 +279,17 @@ func (r *run) queuesTable(rows []queueJSON, notes []string) {
 		if q.Kind != nil {
 			kind = *q.Kind
 		}
-		cells = append(cells, []string{q.Queue, kind, paused, count(q.Ready), count(q.Unacked), count(q.Waiting), next, count(q.Dead), count(q.Consumers)})
+		n := count
+		if !q.Exists {
+			// Not on the broker: nothing to count, rather than unknown.
+			n = func(c *int) string {
+				if c == nil {
+					return "-"
+				}
+				return count(c)
+			}
+		}
+		cells = append(cells, []string{q.Queue, kind, paused, n(q.Ready), n(q.Unacked), n(q.Waiting), next, n(q.Dead), n(q.Consumers)})
 		for _, m := range q.Missing {
 			byQueue = noteQueues(byQueue, q.Queue, m)
 		}
