@@ -18,7 +18,7 @@ var _ admin.QueueAdmin = (*Backend)(nil)
 // returns the count the broker confirms. Unacked jobs stay with their
 // consumers.
 func (b *Backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
-	if err := b.mustExist(ctx, "purge", queue); err != nil {
+	if _, err := b.mustExist(ctx, "purge", queue); err != nil {
 		return 0, err
 	}
 	var n int
@@ -33,27 +33,28 @@ func (b *Backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 	return n, nil
 }
 
-// DeleteQueue deletes queue with queue.delete, if-unused unless
-// opts.Force, so that the broker itself refuses while a consumer is
-// attached. With opts.WithWaits it deletes its dead-letter queue, its hold
+// DeleteQueue deletes queue with queue.delete. Unless opts.Force, it
+// refuses when a passive declare just before finds consumers attached (a
+// quorum queue does not take queue.delete's if-unused flag; a consumer
+// that attaches in between is cancelled by the delete). With opts.WithWaits it deletes its dead-letter queue, its hold
 // queues (listed through the management API) and its pause marker, then
 // tells workers the queue is no longer paused.
 func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
 	var out []admin.DeletedQueue
-	err := b.mustExist(ctx, "delete", queue)
+	q, err := b.mustExist(ctx, "delete", queue)
 	if err != nil && !(opts.WithWaits && errors.Is(err, queueerr.ErrUnknownQueue)) {
 		return nil, err
 	}
 	if err == nil {
+		if q.Consumers > 0 && !opts.Force {
+			return nil, fmt.Errorf("delete queue %q: %w: %d attached", queue, admin.ErrQueueInUse, q.Consumers)
+		}
 		var n int
 		err := b.onChannel(ctx, func(ch *amqp.Channel) error {
 			var err error
-			n, err = ch.QueueDelete(queue, !opts.Force, false, false)
+			n, err = ch.QueueDelete(queue, false, false, false)
 			return err
 		})
-		if isCode(err, amqp.PreconditionFailed) {
-			return nil, fmt.Errorf("delete queue %q: %w: the broker refuses while consumers are attached", queue, admin.ErrQueueInUse)
-		}
 		if err != nil {
 			return nil, brokerError(fmt.Sprintf("delete queue %q", queue), err)
 		}
@@ -106,16 +107,17 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 	return out, nil
 }
 
-// mustExist fails with runtime.ErrUnknownQueue unless queue exists.
-func (b *Backend) mustExist(ctx context.Context, verb, queue string) error {
-	_, found, err := b.inspect(ctx, queue)
+// mustExist returns queue as a passive declare finds it, or
+// runtime.ErrUnknownQueue.
+func (b *Backend) mustExist(ctx context.Context, verb, queue string) (amqp.Queue, error) {
+	q, found, err := b.inspect(ctx, queue)
 	if err != nil {
-		return fmt.Errorf("%s queue %q: %w", verb, queue, err)
+		return q, fmt.Errorf("%s queue %q: %w", verb, queue, err)
 	}
 	if !found {
-		return fmt.Errorf("%s: %w", verb, queueerr.Unknown(queue, "does not exist on the broker"))
+		return q, fmt.Errorf("%s: %w", verb, queueerr.Unknown(queue, "does not exist on the broker"))
 	}
-	return nil
+	return q, nil
 }
 
 // onChannel runs fn on a channel of its own on the consuming connection,
