@@ -83,7 +83,7 @@ type grammar struct {
 	ManagementURL string `name:"management-url" placeholder:"URL" help:"RabbitMQ management API URL with credentials, used to list hold queues (default: $QUEUEY_MANAGEMENT_URL, then the broker's host on port 15672 with the same credentials)."`
 	JSON          bool   `name:"json" help:"Print machine-readable JSON instead of tables."`
 
-	Queues queuesCmd `cmd:"" help:"Show every queue (ready, in flight, waiting, dead, consumers, paused); pause and resume one."`
+	Queues queuesCmd `cmd:"" help:"Show queues (paused, ready, unacked, waiting, dead, consumers); pause, resume, purge or delete one."`
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
 	// Dashboard serves the same in the browser.
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
@@ -92,8 +92,8 @@ type grammar struct {
 type deadCmd struct {
 	Ls      lsCmd      `cmd:"" help:"List a queue's dead letters, oldest first, without removing them."`
 	Show    showCmd    `cmd:"" help:"Show one dead letter with its payload, without removing it."`
-	Redrive redriveCmd `cmd:"" help:"Put dead letters back on their queue with a fresh attempt count."`
-	Purge   purgeCmd   `cmd:"" help:"Delete dead letters."`
+	Redrive redriveCmd `cmd:"" help:"Put dead letters back on their queue with a fresh attempt count. Asks for confirmation."`
+	Purge   purgeCmd   `cmd:"" help:"Delete dead letters. Asks for confirmation."`
 }
 
 // run is one run of a command: the global flags, the environment, and

@@ -25,7 +25,7 @@ type queuesCmd struct {
 }
 
 type queuesListCmd struct {
-	Names    []string `arg:"" optional:"" name:"name" help:"A queue's name, or a prefix ending in * (newcomer.*). Without any, every queue. A name or prefix that matches no queue is an error."`
+	Names    []string `arg:"" optional:"" name:"name" help:"A queue's name, or a prefix ending in * (newcomer.*). Without any, every queue. A name or prefix that matches no queue is an error. (A queue named like a subcommand: queuey queues list NAME.)"`
 	Packages []string `name:"pkg" placeholder:"PACKAGE" help:"Also read the queues, their job kinds and retry schedules from the //queuey:queue annotations of these Go packages (e.g. ./jobs/...; repeat --pkg for more). Then only their queues are shown, those no worker has declared yet included."`
 }
 
@@ -234,11 +234,16 @@ func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
 	return &row, nil
 }
 
-// plainAll is ms with the sentinels' "queuey: " taken out.
+// plainAll is ms with the sentinels' "queuey: " taken out, and what the
+// backend calls jobs in flight named by the column that counts them.
 func plainAll(ms []string) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = strings.ReplaceAll(m, "queuey: cannot list: ", "")
+		m = strings.ReplaceAll(m, "queuey: cannot list: ", "")
+		if rest, ok := strings.CutPrefix(m, "in flight: "); ok {
+			m = "unacked: " + rest
+		}
+		out[i] = m
 	}
 	return out
 }
