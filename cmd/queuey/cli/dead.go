@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/runtime"
 )
 
 type lsCmd struct {
@@ -126,7 +127,7 @@ func (c *showCmd) Run(r *run) error {
 	add("priority", fmt.Sprint(l.Priority))
 	add("enqueued_at", l.EnqueuedAt.Format(time.RFC3339Nano))
 	add("reason", l.Reason)
-	add("last error", orDash(l.LastError))
+	add("last_error", orDash(l.LastError))
 	for _, k := range slices.Sorted(maps.Keys(l.Headers)) {
 		add("header "+k, l.Headers[k])
 	}
@@ -199,7 +200,9 @@ func (c *redriveCmd) Run(r *run) error {
 	})
 	p.done()
 	if err != nil && len(res.Moved) == 0 && len(res.Refused) == 0 {
-		// Its words say whether the queue or its letters are missing.
+		if errors.Is(err, runtime.ErrUnknownQueue) {
+			return fail(ExitFailure, "queue %q does not exist on the broker, so its dead letters stay where they are; a worker or producer of it declares it when it starts: then re-drive again", c.Queue)
+		}
 		return err
 	}
 	if r.g.JSON {

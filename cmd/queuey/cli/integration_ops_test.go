@@ -96,6 +96,7 @@ func TestBrokerConnectionRefusals(t *testing.T) {
 		{"missing vhost", []string{"--url", novhost.String(), "queues"}, cli.ExitVhost, `queuey: virtual host "queuey-cli-test-novhost" does not exist on the broker at ` + u.Host},
 		{"not a URL", []string{"--url", "notaurl", "queues"}, cli.ExitBadURL, "queuey: --url is not an AMQP URL"},
 		{"not a management URL", []string{"--management-url", "notaurl", "queues"}, cli.ExitBadURL, "queuey: --management-url is not a management API URL"},
+		{"management API refused", []string{"--management-url", "http://guest:not-the-password@" + u.Hostname() + ":15672/", "queues"}, cli.ExitManagement, "queuey: cannot list the broker's queues: management API not reachable"},
 		{"refused connection", []string{"--url", "amqp://guest:guest@127.0.0.1:1/", "queues"}, cli.ExitUnreachable, "queuey: broker unreachable at 127.0.0.1:1: "},
 	} {
 		r := runCLI(t, ctxT(t), cli.Env{}, tc.args...)
