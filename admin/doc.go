@@ -12,7 +12,8 @@
 // publishing each before removing it, and purges them; Pauser pauses and
 // resumes a queue for every worker; ReadyCounter counts a queue's ready
 // jobs, for monitoring. runtime.MemoryBackend and rabbitmq.Backend
-// implement all four.
+// implement all four. QueueAdmin purges a queue's ready jobs and deletes a
+// queue with its waits; rabbitmq.Backend implements it.
 //
 // This package imports neither runtime nor a backend, so that backends can
 // implement its interfaces.

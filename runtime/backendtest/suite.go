@@ -58,6 +58,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"AdminPoison", false, testAdminPoison},
 		{"AdminPurge", false, testAdminPurge},
 		{"AdminStats", false, testAdminStats},
+		{"AdminPurgeDeleteQueue", false, testAdminPurgeDeleteQueue},
 		{"LeaseHandover", false, testLeaseHandover},
 		{"LeaseContextAndClose", false, testLeaseContextAndClose},
 		{"PauseResume", false, testPauseResume},

@@ -7,7 +7,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,13 +17,6 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/dashboard"
-)
-
-// Exit codes.
-const (
-	ExitOK      = 0 // done
-	ExitFailure = 1 // the command ran and failed, or did not do all it was asked
-	ExitUsage   = 2 // the command line is wrong
 )
 
 // URLEnv and ManagementURLEnv name the environment variables that --url and
@@ -91,7 +83,7 @@ type grammar struct {
 	ManagementURL string `name:"management-url" placeholder:"URL" help:"RabbitMQ management API URL with credentials, used to list hold queues (default: $QUEUEY_MANAGEMENT_URL, then the broker's host on port 15672 with the same credentials)."`
 	JSON          bool   `name:"json" help:"Print machine-readable JSON instead of tables."`
 
-	Queues queuesCmd `cmd:"" help:"Show every queue (ready, in flight, waiting, dead, consumers, paused); pause and resume one."`
+	Queues queuesCmd `cmd:"" help:"Show queues (paused, ready, unacked, waiting, dead, consumers); pause, resume, purge or delete one."`
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
 	// Dashboard serves the same in the browser.
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
@@ -103,8 +95,8 @@ type grammar struct {
 type deadCmd struct {
 	Ls      lsCmd      `cmd:"" help:"List a queue's dead letters, oldest first, without removing them."`
 	Show    showCmd    `cmd:"" help:"Show one dead letter with its payload, without removing it."`
-	Redrive redriveCmd `cmd:"" help:"Put dead letters back on their queue with a fresh attempt count."`
-	Purge   purgeCmd   `cmd:"" help:"Delete dead letters."`
+	Redrive redriveCmd `cmd:"" help:"Put dead letters back on their queue with a fresh attempt count. Asks for confirmation."`
+	Purge   purgeCmd   `cmd:"" help:"Delete dead letters. Asks for confirmation."`
 }
 
 // run is one run of a command: the global flags, the environment, and
@@ -135,7 +127,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	var g grammar
 	parser, err := kong.New(&g,
 		kong.Name("queuey"),
-		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them, relay an outbox."),
+		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them, relay an outbox.\n\n"+confirmHelp+"\n\n"+exitCodesHelp),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),
@@ -173,16 +165,25 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	return report(env, kctx.Run(r))
 }
 
-// resolve fills the URLs from the environment and the defaults.
+// resolve fills the URLs from the environment and the defaults, and
+// checks them.
 func (g *grammar) resolve(env Env) error {
+	where := "--url"
 	if g.URL == "" {
-		g.URL = env.Getenv(URLEnv)
+		g.URL, where = env.Getenv(URLEnv), "$"+URLEnv
 	}
 	if g.URL == "" {
-		g.URL = DefaultURL
+		g.URL, where = DefaultURL, "the default URL"
 	}
+	if err := checkAMQPURL(where, g.URL); err != nil {
+		return err
+	}
+	where = "--management-url"
 	if g.ManagementURL == "" {
-		g.ManagementURL = env.Getenv(ManagementURLEnv)
+		g.ManagementURL, where = env.Getenv(ManagementURLEnv), "$"+ManagementURLEnv
+	}
+	if g.ManagementURL != "" {
+		return checkManagementURL(where, g.ManagementURL)
 	}
 	return nil
 }
@@ -192,17 +193,16 @@ func report(env Env, err error) int {
 	if err == nil {
 		return ExitOK
 	}
+	code, msg := classify(err)
 	// Line by line: an error may join several, one a line, and each
 	// line may quote text from the broker or its users.
-	lines := strings.Split(err.Error(), "\n")
+	lines := strings.Split(msg, "\n")
 	for i, line := range lines {
 		lines[i] = safe(line)
 	}
 	fmt.Fprintf(env.Stderr, "queuey: %s\n", strings.Join(lines, "\n"))
-	var u usageError
-	if errors.As(err, &u) {
+	if code == ExitUsage {
 		fmt.Fprintln(env.Stderr, "run queuey --help for usage")
-		return ExitUsage
 	}
-	return ExitFailure
+	return code
 }

@@ -160,10 +160,15 @@ func TestDeadLsJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
-	var letters []map[string]any
-	if err := json.Unmarshal([]byte(r.out), &letters); err != nil {
-		t.Fatalf("output is not a JSON array: %v\n%s", err, r.out)
+	var page struct {
+		Letters    []map[string]any
+		NextCursor *string `json:"next_cursor"`
+		Total      *int
 	}
+	if err := json.Unmarshal([]byte(r.out), &page); err != nil || page.Total == nil || *page.Total != 2 || page.NextCursor != nil || !strings.Contains(r.out, `"next_cursor": null`) {
+		t.Fatalf("output is not a page of 2 letters with no next: %v\n%s", err, r.out)
+	}
+	letters := page.Letters
 	if len(letters) != 2 || letters[0]["id"] != ids[0] || letters[1]["id"] != ids[1] {
 		t.Fatalf("letters %v, want %v in order", letters, ids)
 	}
@@ -211,7 +216,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 	}
 	env.Stdin = strings.NewReader("y\n")
 	r = runCLI(t, ctxT(t), env, "dead", "purge", "q", "--id", ids[0])
-	if r.code != 0 || !strings.Contains(r.out, "purged 1 dead letters of q") {
+	if r.code != 0 || !strings.Contains(r.out, "purged 1 dead letter of q") {
 		t.Fatalf("answered yes: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 }
@@ -219,7 +224,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 func TestErrorsNameWhat(t *testing.T) {
 	b, _, _ := memoryWithDead(t, 1)
 	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "nope")
-	if r.code != cli.ExitFailure || !strings.Contains(r.err, `"nope"`) || !strings.Contains(r.err, "unknown queue") {
+	if r.code != cli.ExitFailure || !strings.Contains(r.err, `"nope"`) || !strings.Contains(r.err, "no dead-letter queue") || strings.Count(r.err, "queuey:") != 1 {
 		t.Errorf("unknown queue: exit %d, stderr %q", r.code, r.err)
 	}
 	r = runCLI(t, ctxT(t), memEnv(b), "dead", "show", "q", "no-such-id")
@@ -228,7 +233,7 @@ func TestErrorsNameWhat(t *testing.T) {
 	}
 	// Nothing listens on port 1: the dial fails at once.
 	r = runCLI(t, ctxT(t), cli.Env{}, "--url", "amqp://ops:s3cret@127.0.0.1:1/", "dead", "ls", "q")
-	if r.code != cli.ExitFailure || !strings.Contains(r.err, "broker unreachable") || !strings.Contains(r.err, "127.0.0.1:1") || strings.Contains(r.err, "s3cret") {
+	if r.code != cli.ExitUnreachable || !strings.Contains(r.err, "broker unreachable") || !strings.Contains(r.err, "127.0.0.1:1") || strings.Contains(r.err, "s3cret") {
 		t.Errorf("unreachable broker: exit %d, stderr %q; want the URL without its password", r.code, r.err)
 	}
 }
@@ -267,11 +272,11 @@ func TestQueuesFromAnnotations(t *testing.T) {
 	}
 	env := memEnv(b)
 	env.Dir = "../../.."
-	r := runCLI(t, ctxT(t), env, "queues", "./examples/emails/...")
+	r := runCLI(t, ctxT(t), env, "queues", "--pkg", "./examples/emails/...")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
-	if !strings.Contains(r.out, "emails.send_email    emails.SendEmail") || !strings.Contains(r.out, "billing.charge_card  emails.ChargeCard  -") ||
+	if !strings.Contains(r.out, "emails.send_email    emails.SendEmail   no      0") || !strings.Contains(r.out, "billing.charge_card  emails.ChargeCard  no      -") ||
 		!strings.Contains(r.out, "note: billing.charge_card: not on the broker") {
 		t.Errorf("queues table:\n%s", r.out)
 	}
@@ -279,11 +284,11 @@ func TestQueuesFromAnnotations(t *testing.T) {
 
 func TestRedriveByReasonAndKind(t *testing.T) {
 	b, q, ids := memoryWithDead(t, 2)
-	r := runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--reason", "no such text")
-	if r.code != 0 || !strings.Contains(r.out, "moved 0 dead letters") {
+	r := runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--reason", "no such text", "--yes")
+	if r.code != cli.ExitFailure || r.err != "queuey: dead redrive q: no dead letter has a reason containing \"no such text\"\n" {
 		t.Fatalf("redrive of no match: exit %d, %q %q", r.code, r.out, r.err)
 	}
-	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "cli_test.job")
+	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "redrive", "q", "--reason", "550 mailbox", "--kind", "cli_test.job", "--yes")
 	var res admin.RedriveResult
 	if err := json.Unmarshal([]byte(r.out), &res); r.code != 0 || err != nil || len(res.Moved) != 2 || res.Moved[0] != ids[0] {
 		t.Fatalf("redrive --reason --kind: exit %d, %v, %+v; want %v moved", r.code, err, res, ids)

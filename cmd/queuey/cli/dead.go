@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/runtime"
 )
 
 type lsCmd struct {
@@ -32,10 +33,18 @@ func (c *lsCmd) Run(r *run) error {
 	defer closeFn()
 	list, err := be.DeadLetters(r.ctx, c.Queue, admin.DeadLetterPage{After: c.After, Limit: c.Limit})
 	if err != nil {
-		return err
+		return deadFailure(c.Queue, err)
 	}
 	if r.g.JSON {
-		return r.printJSON(list.Letters)
+		page := deadPageJSON{Letters: make([]admin.DeadLetterInfo, len(list.Letters)), Total: list.Total}
+		for i, l := range list.Letters {
+			l.EnqueuedAt = l.EnqueuedAt.UTC()
+			page.Letters[i] = l
+		}
+		if list.Next != "" {
+			page.NextCursor = &list.Next
+		}
+		return r.printJSON(page)
 	}
 	if len(list.Letters) == 0 {
 		printf(r.env.Stdout, "no dead letters on %s\n", c.Queue)
@@ -43,14 +52,14 @@ func (c *lsCmd) Run(r *run) error {
 	}
 	rows := make([][]string, 0, len(list.Letters))
 	for _, l := range list.Letters {
-		kind, attempt, enq := l.Kind, fmt.Sprintf("%d/%d", l.Attempt, l.MaxAttempts), l.EnqueuedAt.Format(time.DateTime)
+		kind, attempt, enq := l.Kind, fmt.Sprintf("%d/%d", l.Attempt, l.MaxAttempts), l.EnqueuedAt.UTC().Format(time.RFC3339)
 		if l.Poison {
 			kind, attempt, enq = "(poison)", "-", "-"
 		}
 		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, clip(l.Reason, 70)})
 	}
-	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED (UTC)", "REASON"}, rows)
-	printf(r.env.Stdout, "\n%d of %d dead letters of %s", len(list.Letters), list.Total, c.Queue)
+	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED_AT", "REASON"}, rows)
+	printf(r.env.Stdout, "\n%d of %s of %s", len(list.Letters), plural(list.Total, "dead letter"), c.Queue)
 	if list.Next != "" {
 		// A command to copy: its words are quoted for the shell, so
 		// that an ID holding a space, a quote or a semicolon runs
@@ -59,6 +68,15 @@ func (c *lsCmd) Run(r *run) error {
 	}
 	fmt.Fprintln(r.env.Stdout)
 	return nil
+}
+
+// deadPageJSON is what queuey --json dead ls prints: a page of letters,
+// the cursor of the next (null on the last page) and how many the queue
+// holds.
+type deadPageJSON struct {
+	Letters    []admin.DeadLetterInfo `json:"letters"`
+	NextCursor *string                `json:"next_cursor"`
+	Total      int                    `json:"total"`
 }
 
 type showCmd struct {
@@ -73,9 +91,13 @@ func (c *showCmd) Run(r *run) error {
 	}
 	defer closeFn()
 	l, err := be.DeadLetter(r.ctx, c.Queue, c.ID)
-	if err != nil {
-		return err
+	if errors.Is(err, admin.ErrDeadLetterNotFound) {
+		return fail(ExitFailure, "no dead letter of %s has the ID %q", c.Queue, c.ID)
 	}
+	if err != nil {
+		return deadFailure(c.Queue, err)
+	}
+	l.EnqueuedAt = l.EnqueuedAt.UTC()
 	if r.g.JSON {
 		return r.printJSON(l)
 	}
@@ -103,9 +125,9 @@ func (c *showCmd) Run(r *run) error {
 	add("kind", l.Kind)
 	add("attempt", fmt.Sprintf("%d of %d", l.Attempt, l.MaxAttempts))
 	add("priority", fmt.Sprint(l.Priority))
-	add("enqueued at", l.EnqueuedAt.Format(time.RFC3339Nano))
+	add("enqueued_at", l.EnqueuedAt.Format(time.RFC3339Nano))
 	add("reason", l.Reason)
-	add("last error", orDash(l.LastError))
+	add("last_error", orDash(l.LastError))
 	for _, k := range slices.Sorted(maps.Keys(l.Headers)) {
 		add("header "+k, l.Headers[k])
 	}
@@ -157,10 +179,15 @@ func (c *redriveCmd) Run(r *run) error {
 	if (c.All || len(c.IDs) > 0) && (c.Reason != "" || c.Kind != "") {
 		return usagef("dead redrive: --reason and --kind filter on their own; do not combine them with --all or --id")
 	}
-	if c.All {
-		if err := r.confirm(c.Yes, "re-drive every dead letter", sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)); err != nil {
-			return err
-		}
+	q := sprintf("Re-drive every dead letter of %s back onto %s?", c.Queue, c.Queue)
+	switch {
+	case len(c.IDs) > 0:
+		q = sprintf("Re-drive %s of %s back onto %s?", plural(len(c.IDs), "dead letter"), c.Queue, c.Queue)
+	case !c.All:
+		q = sprintf("Re-drive the dead letters of %s that %s back onto %s?", c.Queue, filterText(c.Reason, c.Kind), c.Queue)
+	}
+	if err := r.confirm(c.Yes, "re-drive dead letters", q); err != nil {
+		return err
 	}
 	be, closeFn, err := r.open()
 	if err != nil {
@@ -172,12 +199,18 @@ func (c *redriveCmd) Run(r *run) error {
 		p.draw("re-driving %s: %d moved, %d refused, of %d dead letters", c.Queue, pr.Moved, pr.Refused, pr.Total)
 	})
 	p.done()
+	if err != nil && len(res.Moved) == 0 && len(res.Refused) == 0 {
+		if errors.Is(err, runtime.ErrUnknownQueue) {
+			return fail(ExitFailure, "queue %q does not exist on the broker, so its dead letters stay where they are; a worker or producer of it declares it when it starts: then re-drive again", c.Queue)
+		}
+		return err
+	}
 	if r.g.JSON {
-		if jerr := r.printJSON(res); jerr != nil {
+		if jerr := r.printJSON(redriveJSON{Queue: c.Queue, Moved: nonNil(res.Moved), Refused: nonNil(res.Refused), NotFound: nonNil(res.NotFound)}); jerr != nil {
 			return jerr
 		}
 	} else {
-		printf(r.env.Stdout, "moved %d dead letters of %s back onto %s\n", len(res.Moved), c.Queue, c.Queue)
+		printf(r.env.Stdout, "moved %s of %s back onto %s\n", plural(len(res.Moved), "dead letter"), c.Queue, c.Queue)
 		for _, f := range res.Refused {
 			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
 			if f.Reason == admin.PoisonRefusal {
@@ -196,9 +229,47 @@ func (c *redriveCmd) Run(r *run) error {
 		return notFoundError("dead redrive", c.Queue, len(res.Refused), res.NotFound)
 	}
 	if len(res.Refused) > 0 {
-		return fmt.Errorf("dead redrive %s: %d refused", c.Queue, len(res.Refused))
+		return fail(ExitFailure, "dead redrive %s: %s refused", c.Queue, plural(len(res.Refused), "dead letter"))
+	}
+	if len(res.Moved) == 0 && !c.All {
+		return fail(ExitFailure, "dead redrive %s: no dead letter %s", c.Queue, filterText(c.Reason, c.Kind))
 	}
 	return nil
+}
+
+// filterText says what --reason and --kind select, as in "no dead letter
+// has the kind K".
+func filterText(reason, kind string) string {
+	switch {
+	case reason != "" && kind != "":
+		return sprintf("has the kind %q and a reason containing %q", kind, reason)
+	case kind != "":
+		return sprintf("has the kind %q", kind)
+	}
+	return sprintf("has a reason containing %q", reason)
+}
+
+// redriveJSON is what dead redrive prints with --json.
+type redriveJSON struct {
+	Queue    string                `json:"queue"`
+	Moved    []string              `json:"moved"`
+	Refused  []admin.RefusedLetter `json:"refused"`
+	NotFound []string              `json:"not_found"`
+}
+
+// purgeDeadJSON is what dead purge prints with --json.
+type purgeDeadJSON struct {
+	Queue    string   `json:"queue"`
+	Purged   int      `json:"purged"`
+	NotFound []string `json:"not_found"`
+}
+
+// nonNil is s, or an empty slice for nil: JSON arrays are never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 type purgeCmd struct {
@@ -214,7 +285,7 @@ func (c *purgeCmd) Run(r *run) error {
 	if sel.Empty() {
 		return usagef("dead purge %s: say which letters: --all or --id ID ...", c.Queue)
 	}
-	q := sprintf("Delete %d dead letters of %s for good?", len(c.IDs), c.Queue)
+	q := sprintf("Delete %s of %s for good?", plural(len(c.IDs), "dead letter"), c.Queue)
 	if c.All {
 		q = sprintf("Delete every dead letter of %s for good?", c.Queue)
 	}
@@ -228,14 +299,14 @@ func (c *purgeCmd) Run(r *run) error {
 	defer closeFn()
 	res, err := be.PurgeDeadLetters(r.ctx, c.Queue, sel)
 	if err != nil {
-		return err
+		return deadFailure(c.Queue, err)
 	}
 	if r.g.JSON {
-		if err := r.printJSON(res); err != nil {
+		if err := r.printJSON(purgeDeadJSON{Queue: c.Queue, Purged: res.Purged, NotFound: nonNil(res.NotFound)}); err != nil {
 			return err
 		}
 	} else {
-		printf(r.env.Stdout, "purged %d dead letters of %s\n", res.Purged, c.Queue)
+		printf(r.env.Stdout, "purged %s of %s\n", plural(res.Purged, "dead letter"), c.Queue)
 		for _, id := range res.NotFound {
 			printf(r.env.Stdout, "not found: %s\n", id)
 		}

@@ -2,15 +2,15 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/queuey/queuey/rabbitmq"
 )
 
-// OpenRabbitMQ dials the broker at t.URL. Its error names the URL with the
-// password hidden.
+// OpenRabbitMQ dials the broker at t.URL. Its error says, in an
+// operator's words, why the broker could not be used: unreachable,
+// authentication refused, virtual host missing or permission refused.
 func OpenRabbitMQ(ctx context.Context, t Target) (Admin, func() error, error) {
 	b, err := rabbitmq.Dial(ctx, t.URL, rabbitmq.Options{
 		ManagementURL:  t.ManagementURL,
@@ -18,7 +18,7 @@ func OpenRabbitMQ(ctx context.Context, t Target) (Admin, func() error, error) {
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("broker unreachable: %w (is RabbitMQ running there? set --url or %s)", err, URLEnv)
+		return nil, nil, dialFailure(t.URL, err)
 	}
 	return b, b.Close, nil
 }

@@ -183,6 +183,9 @@ func shellWord(s string) string {
 	return b.String()
 }
 
+// confirmHelp is the rule of confirmations, as queuey --help states it.
+const confirmHelp = `Every command that deletes or moves jobs (dead redrive, dead purge, queues purge, queues delete) asks for confirmation on a terminal, and refuses without --yes when standard input is not one.`
+
 // errCancelled is the answer no to a confirmation.
 var errCancelled = errors.New("cancelled: nothing was changed")
 
@@ -262,10 +265,19 @@ func orDash(s string) string {
 	return s
 }
 
-// count formats n, or "?" when it is unknown (negative).
-func count(n int) string {
-	if n < 0 {
+// count formats n, or "?" when it is unknown (nil).
+func count(n *int) string {
+	if n == nil {
 		return "?"
 	}
-	return fmt.Sprint(n)
+	return fmt.Sprint(*n)
+}
+
+// plural is n and noun, with an s unless n is 1: "1 dead letter", "2
+// dead letters".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,34 +17,97 @@ import (
 )
 
 type queuesCmd struct {
-	List   queuesListCmd `cmd:"" default:"withargs" help:"Show every queue (the default of queuey queues)."`
-	Pause  pauseCmd      `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
-	Resume resumeCmd     `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
+	List   queuesListCmd  `cmd:"" default:"withargs" help:"Show queues (the default of queuey queues): every queue, or those named."`
+	Pause  pauseCmd       `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
+	Resume resumeCmd      `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
+	Purge  queuePurgeCmd  `cmd:"" help:"Delete the ready jobs of a queue (not those in flight, waiting or dead). Asks for confirmation."`
+	Delete queueDeleteCmd `cmd:"" help:"Delete a queue and its ready jobs; with --with-waits also its dead letters, hold queues and pause marker. Asks for confirmation."`
 }
 
 type queuesListCmd struct {
-	Packages []string `arg:"" optional:"" name:"package" help:"Go packages whose //queuey:queue annotations name the queues (e.g. ./jobs/...). Without them, every queue the broker knows."`
+	Names    []string `arg:"" optional:"" name:"name" help:"A queue's name, or a prefix ending in * (newcomer.*). Without any, every queue. A name or prefix that matches no queue is an error. (A queue named like a subcommand: queuey queues list NAME.)"`
+	Packages []string `name:"pkg" placeholder:"PACKAGE" help:"Also read the queues, their job kinds and retry schedules from the //queuey:queue annotations of these Go packages (e.g. ./jobs/...; repeat --pkg for more). Then only their queues are shown, those no worker has declared yet included."`
 }
 
-// queueRow is one line of the queues command: a queue's stats, or why it
-// has none.
-type queueRow struct {
-	admin.QueueStats
-	// Kind is the job type, when the queue came from an annotation.
-	Kind string `json:"kind,omitempty"`
-	// Absent is set for an annotated queue not (yet) on the broker.
-	Absent bool `json:"absent,omitempty"`
+// queueJSON is one queue as queuey --json queues prints it. A count that
+// cannot be seen is null.
+type queueJSON struct {
+	Queue string `json:"queue"`
+	// Kind is the job kind, when an annotation (--pkg) gives it.
+	Kind *string `json:"kind"`
+	// Exists is false for an annotated queue not (yet) on the broker, and
+	// for one whose dead letters outlived it.
+	Exists        bool       `json:"exists"`
+	Paused        bool       `json:"paused"`
+	Ready         *int       `json:"ready"`
+	Unacked       *int       `json:"unacked"`
+	Waiting       *int       `json:"waiting"`
+	NextReleaseBy *time.Time `json:"next_release_by"`
+	Dead          *int       `json:"dead"`
+	Consumers     *int       `json:"consumers"`
+	Holds         []holdJSON `json:"holds"`
+	// Missing says, in one sentence each, what could not be seen and why.
+	Missing []string `json:"missing"`
+}
+
+// holdJSON is one hold queue of a queue's waits.
+type holdJSON struct {
+	Name          string     `json:"name"`
+	Kind          string     `json:"kind"`
+	DelayMS       int64      `json:"delay_ms"`
+	Jobs          int        `json:"jobs"`
+	NextReleaseBy *time.Time `json:"next_release_by"`
+}
+
+// queuesJSON is what queuey --json queues prints.
+type queuesJSON struct {
+	Queues []queueJSON `json:"queues"`
+	// Notes say what could not be seen of the broker as a whole.
+	Notes []string `json:"notes"`
+}
+
+// known is n, or nil when it is admin.NotSeen.
+func known(n int) *int {
+	if n == admin.NotSeen {
+		return nil
+	}
+	return &n
+}
+
+// utc is t in UTC, or nil when it is zero.
+func utc(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// asked is a queue to show: its configuration, and whether it was named
+// exactly.
+type asked struct {
+	q     admin.Queue
+	kind  string
+	named bool
 }
 
 func (c *queuesListCmd) Run(r *run) error {
-	var configs []runtime.QueueConfig
+	var annotated []runtime.QueueConfig
 	if len(c.Packages) > 0 {
 		var err error
-		if configs, err = annotatedQueues(r.env.Dir, c.Packages); err != nil {
+		if annotated, err = annotatedQueues(r.env.Dir, c.Packages); err != nil {
 			return err
 		}
-		if len(configs) == 0 {
-			return fmt.Errorf("no //queuey:queue annotations in %s", strings.Join(c.Packages, " "))
+		if len(annotated) == 0 {
+			return fail(ExitFailure, "no //queuey:queue annotations in %s", strings.Join(c.Packages, " "))
+		}
+	}
+	var exact, prefixes []string
+	for _, n := range c.Names {
+		if p, ok := strings.CutSuffix(n, "*"); ok {
+			prefixes = append(prefixes, p)
+		} else {
+			exact = append(exact, n)
 		}
 	}
 	be, closeFn, err := r.open()
@@ -51,79 +116,190 @@ func (c *queuesListCmd) Run(r *run) error {
 	}
 	defer closeFn()
 	var notes []string
-	if configs == nil {
+	var queues []asked
+	switch {
+	case annotated != nil:
+		for _, cfg := range annotated {
+			queues = append(queues, asked{q: adminq.Of(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name)})
+		}
+	case len(prefixes) > 0 || len(exact) == 0:
 		names, err := be.Queues(r.ctx)
 		if err != nil {
 			if !errors.Is(err, admin.ErrCannotList) {
 				return err
 			}
 			if len(names) == 0 {
-				return fmt.Errorf("%w; name the packages that declare the queues (queuey queues ./...) to see them anyway", err)
+				return fail(ExitManagement, "cannot list the broker's queues: %s; name them (queuey queues NAME ...) or the packages that declare them (--pkg ./...) to see them anyway", cannotList(err))
 			}
-			notes = append(notes, err.Error())
+			notes = append(notes, "only the queues this command declared are listed: "+cannotList(err))
 		}
 		for _, n := range names {
-			configs = append(configs, runtime.QueueConfig{Name: n})
+			queues = append(queues, asked{q: admin.Queue{Name: n}})
 		}
 	}
-	rows := make([]queueRow, 0, len(configs))
-	for _, cfg := range configs {
-		st, err := be.QueueStats(r.ctx, adminq.Of(cfg))
-		switch {
-		case errors.Is(err, runtime.ErrUnknownQueue):
-			rows = append(rows, queueRow{QueueStats: admin.QueueStats{Queue: cfg.Name, Holds: []admin.HoldStats{}}, Kind: cfg.Kind, Absent: true})
-		case err != nil:
+	if annotated == nil {
+		// Exact names are looked at whether or not a listing has them.
+		for _, n := range exact {
+			if i := slices.IndexFunc(queues, func(a asked) bool { return a.q.Name == n }); i >= 0 {
+				queues[i].named = true
+			} else {
+				queues = append(queues, asked{q: admin.Queue{Name: n}, named: true})
+			}
+		}
+	}
+	if len(c.Names) > 0 {
+		queues = slices.DeleteFunc(queues, func(a asked) bool {
+			return !a.named && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(a.q.Name, p) })
+		})
+	}
+	rows := make([]queueJSON, 0, len(queues))
+	var unknown []string
+	for _, a := range queues {
+		row, err := r.queueRow(be, a)
+		if err != nil {
 			return err
-		default:
-			rows = append(rows, queueRow{QueueStats: st[0], Kind: cfg.Kind})
+		}
+		if row == nil {
+			unknown = append(unknown, a.q.Name)
+			continue
+		}
+		rows = append(rows, *row)
+	}
+	for _, p := range prefixes {
+		if !slices.ContainsFunc(rows, func(q queueJSON) bool { return strings.HasPrefix(q.Queue, p) }) {
+			unknown = append(unknown, p+"*")
 		}
 	}
 	if r.g.JSON {
-		return r.printJSON(rows)
+		if notes == nil {
+			notes = []string{}
+		}
+		if err := r.printJSON(queuesJSON{Queues: rows, Notes: notes}); err != nil {
+			return err
+		}
+	} else {
+		r.queuesTable(rows, notes)
 	}
-	r.queuesTable(rows, notes)
+	if len(unknown) > 0 {
+		quoted := make([]string, len(unknown))
+		for i, n := range unknown {
+			quoted[i] = strconv.Quote(n)
+		}
+		return fail(ExitFailure, "no queue on the broker matches %s", strings.Join(quoted, ", "))
+	}
 	return nil
 }
 
-func (r *run) queuesTable(rows []queueRow, notes []string) {
+// queueRow counts the queue a asks for; nil when it does not exist and
+// nothing else knows it (an annotation, or its name in a listing).
+func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
+	row := queueJSON{Queue: a.q.Name, Holds: []holdJSON{}, Missing: []string{}}
+	if a.kind != "" {
+		row.Kind = &a.kind
+	}
+	st, err := be.QueueStats(r.ctx, a.q)
+	switch {
+	case errors.Is(err, runtime.ErrUnknownQueue):
+		if a.kind == "" {
+			return nil, nil
+		}
+		row.Missing = append(row.Missing, "not on the broker (no worker or producer has declared it yet)")
+		if paused, err := be.Paused(r.ctx, a.q.Name); err == nil {
+			row.Paused = paused
+		}
+		return &row, nil
+	case err != nil:
+		return nil, err
+	}
+	s := st[0]
+	row.Exists = !slices.ContainsFunc(s.Missing, func(m string) bool { return strings.Contains(m, "does not exist") })
+	row.Paused = s.Paused
+	row.Ready, row.Unacked, row.Dead, row.Consumers = known(s.Ready), known(s.Unacked), known(s.Dead), known(s.Consumers)
+	// A backend that cannot see jobs in flight (RabbitMQ without its
+	// management API) cannot list the hold queues of deferrals either, and
+	// the delayed-message plugin's waits cannot be counted at all: then
+	// the sum of the holds found is not the count of waits.
+	if s.Unacked != admin.NotSeen && !a.q.PluginDelay {
+		row.Waiting = known(s.Waiting)
+	}
+	var first time.Time
+	for _, h := range s.Holds {
+		row.Holds = append(row.Holds, holdJSON{Name: h.Name, Kind: string(h.Kind), DelayMS: h.Delay.Milliseconds(), Jobs: h.Jobs, NextReleaseBy: utc(h.NextReleaseBy)})
+		if !h.NextReleaseBy.IsZero() && (first.IsZero() || h.NextReleaseBy.Before(first)) {
+			first = h.NextReleaseBy
+		}
+	}
+	row.NextReleaseBy = utc(first)
+	row.Missing = append(row.Missing, plainAll(s.Missing)...)
+	return &row, nil
+}
+
+// plainAll is ms with the sentinels' "queuey: " taken out, and what the
+// backend calls jobs in flight named by the column that counts them.
+func plainAll(ms []string) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		m = strings.ReplaceAll(m, "queuey: cannot list: ", "")
+		if rest, ok := strings.CutPrefix(m, "in flight: "); ok {
+			m = "unacked: " + rest
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// cannotList is what err, wrapping admin.ErrCannotList, says could not be
+// seen.
+func cannotList(err error) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, admin.ErrCannotList.Error()+": "); ok {
+		return rest
+	}
+	return plain(err)
+}
+
+// queuesHeaders are the columns of the queues table: the JSON fields, in
+// capitals.
+var queuesHeaders = []string{"QUEUE", "KIND", "PAUSED", "READY", "UNACKED", "WAITING", "NEXT_RELEASE_BY", "DEAD", "CONSUMERS"}
+
+func (r *run) queuesTable(rows []queueJSON, notes []string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(r.env.Stdout, "no queues")
+		return
 	}
 	cells := make([][]string, 0, len(rows))
 	var byQueue []queueNote
 	now := time.Now()
 	for _, q := range rows {
-		if q.Absent {
-			name := q.Queue
-			if q.Paused {
-				name += " (paused)"
-				byQueue = noteQueues(byQueue, q.Queue, "paused: workers take none of its jobs until queuey queues resume")
-			}
-			cells = append(cells, []string{name, orDash(q.Kind), "-", "-", "-", "-", "-", "-"})
-			byQueue = noteQueues(byQueue, q.Queue, "not on the broker (no worker or producer has declared it yet)")
-			continue
-		}
 		next := "-"
-		var first time.Time
-		for _, h := range q.Holds {
-			if first.IsZero() || h.NextReleaseBy.Before(first) {
-				first = h.NextReleaseBy
-			}
+		if q.NextReleaseBy != nil {
+			next = "in " + q.NextReleaseBy.Sub(now).Round(time.Second).String()
 		}
-		if !first.IsZero() {
-			next = "by " + first.Sub(now).Round(time.Second).String()
-		}
-		name := q.Queue
+		paused := "no"
 		if q.Paused {
-			name += " (paused)"
+			paused = "yes"
 			byQueue = noteQueues(byQueue, q.Queue, "paused: workers take none of its jobs until queuey queues resume")
 		}
-		cells = append(cells, []string{name, orDash(q.Kind), count(q.Ready), count(q.Unacked), count(q.Waiting), next, count(q.Dead), count(q.Consumers)})
+		kind := "-"
+		if q.Kind != nil {
+			kind = *q.Kind
+		}
+		n := count
+		if !q.Exists {
+			// Not on the broker: nothing to count, rather than unknown.
+			n = func(c *int) string {
+				if c == nil {
+					return "-"
+				}
+				return count(c)
+			}
+		}
+		cells = append(cells, []string{q.Queue, kind, paused, n(q.Ready), n(q.Unacked), n(q.Waiting), next, n(q.Dead), n(q.Consumers)})
 		for _, m := range q.Missing {
 			byQueue = noteQueues(byQueue, q.Queue, m)
 		}
 	}
-	table(r.env.Stdout, []string{"QUEUE", "KIND", "READY", "IN FLIGHT", "WAITING", "NEXT RELEASE", "DEAD", "CONSUMERS"}, cells)
+	table(r.env.Stdout, queuesHeaders, cells)
 	for _, n := range byQueue {
 		notes = append(notes, strings.Join(n.queues, ", ")+": "+n.note)
 	}

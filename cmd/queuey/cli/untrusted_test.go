@@ -86,7 +86,7 @@ func TestUntrustedTextEscaped(t *testing.T) {
 	}
 
 	r = runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--id", evilID, "--yes")
-	if c, ok := raw(r.out + r.err); ok || r.code != cli.ExitOK || r.out != "moved 1 dead letters of q back onto q\n" {
+	if c, ok := raw(r.out + r.err); ok || r.code != cli.ExitOK || r.out != "moved 1 dead letter of q back onto q\n" {
 		t.Errorf("dead redrive: exit %d, raw %U, stdout %q, stderr %q", r.code, c, r.out, r.err)
 	}
 
@@ -97,8 +97,10 @@ func TestUntrustedTextEscaped(t *testing.T) {
 	if c, ok := raw(r.out); ok || r.code != cli.ExitOK {
 		t.Fatalf("dead ls --json: exit %d, raw %U in:\n%s", r.code, c, r.out)
 	}
-	var letters []admin.DeadLetterInfo
-	if err := json.Unmarshal([]byte(r.out), &letters); err != nil || len(letters) != 1 ||
+	var page struct{ Letters []admin.DeadLetterInfo }
+	err := json.Unmarshal([]byte(r.out), &page)
+	letters := page.Letters
+	if err != nil || len(letters) != 1 ||
 		letters[0].ID != evilID || letters[0].Reason != "permanent: "+evilReason || letters[0].Headers["x-\x1b[2J"] != "v\x1b[1A\n" {
 		t.Errorf("dead ls --json decodes to %+v, %v; want the letter's text exactly", letters, err)
 	}
