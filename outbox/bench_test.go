@@ -135,3 +135,56 @@ func BenchmarkOutboxLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// drainRows is how many committed rows BenchmarkOutboxRelay drains.
+const drainRows = 20000
+
+// BenchmarkOutboxRelay measures the relay alone: 20,000 jobs committed to
+// the outbox before the clock starts (in transactions of benchBatch), then
+// a relay started and timed until every job is handled. Set it beside
+// BenchmarkOutbox/direct/single, the rate of direct enqueues.
+func BenchmarkOutboxRelay(b *testing.B) {
+	pool, _ := database(b)
+	be := dial(b)
+	q := testQueue(b)
+	q.Prefetch = 500
+	declare(b, be, q)
+	ctx := context.Background()
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		jobs := make([]ping, benchBatch)
+		for range drainRows / benchBatch {
+			err := inTx(ctx, pool, true, func(tx pgx.Tx) error {
+				_, err := runtime.EnqueueMany(ctx, outbox.Producer(outbox.PgxTx(tx)), q, jobs)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		var handled atomic.Int64
+		done := make(chan struct{})
+		stopWorker := brokertest.RunWorker(b, be, q, func(context.Context, ping) error {
+			if handled.Add(1) == drainRows {
+				close(done)
+			}
+			return nil
+		})
+		b.StartTimer()
+		start := time.Now()
+		stopRelay := runRelay(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
+		select {
+		case <-done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%d of %d jobs handled", handled.Load(), drainRows)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		stopRelay()
+		stopWorker()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.N*drainRows)/total.Seconds(), "jobs/s")
+	b.ReportMetric(0, "ns/op")
+}
