@@ -33,7 +33,7 @@ type MemoryBackend struct {
 	mu     sync.Mutex
 	queues map[string]*memQueue
 	timers map[testclock.Timer]memHold // waits not yet over
-	leases map[string]*memLease    // made on first use
+	leases map[string]*memLease        // made on first use
 	pauses memPauses
 	seq    uint64
 	closed bool
