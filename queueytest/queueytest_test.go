@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +119,7 @@ func TestDrainOutcomes(t *testing.T) {
 		}
 	}
 	w := qruntime.NewWorker(b)
+	var deferred atomic.Bool
 	emails.HandleChargeCard(w, func(ctx context.Context, job emails.ChargeCard) error {
 		switch job.CustomerID {
 		case "fails":
@@ -125,7 +127,9 @@ func TestDrainOutcomes(t *testing.T) {
 		case "bad":
 			return qruntime.Permanent(errors.New("card blocked"))
 		case "later":
-			return qruntime.Defer(0)
+			if !deferred.Swap(true) {
+				return qruntime.Defer(0)
+			}
 		}
 		_, err := emails.EnqueueSendEmail(ctx, p, emails.SendEmail{To: job.CustomerID}, qruntime.WithID("receipt-"+job.CustomerID))
 		return err
@@ -133,12 +137,19 @@ func TestDrainOutcomes(t *testing.T) {
 	emails.HandleSendEmail(w, func(ctx context.Context, job emails.SendEmail) error { return nil })
 
 	got := queueytest.Drain(t, b, w)
-	slices.SortFunc(got, func(a, b queueytest.Outcome) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(got, func(a, b queueytest.Outcome) int { return strings.Compare(a.ID, b.ID) })
+	const card, kind = "billing.charge_card", "emails.ChargeCard"
 	want := []queueytest.Outcome{
-		{ID: "bad", Queue: "billing.charge_card", Kind: "emails.ChargeCard", Attempt: 1, Result: queueytest.DeadLettered, Reason: "permanent: card blocked"},
-		{ID: "fails", Queue: "billing.charge_card", Kind: "emails.ChargeCard", Attempt: 1, Result: queueytest.Retried, Delay: time.Second, Reason: "gateway down"},
-		{ID: "later", Queue: "billing.charge_card", Kind: "emails.ChargeCard", Attempt: 1, Result: queueytest.Deferred, Delay: time.Second},
-		{ID: "ok", Queue: "billing.charge_card", Kind: "emails.ChargeCard", Attempt: 1, Result: queueytest.Done},
+		{ID: "bad", Queue: card, Kind: kind, Attempt: 1, Result: queueytest.DeadLettered, Reason: "permanent: card blocked"},
+		{ID: "fails", Queue: card, Kind: kind, Attempt: 1, Result: queueytest.Retried, Delay: time.Second, Reason: "gateway down"},
+		{ID: "fails", Queue: card, Kind: kind, Attempt: 2, Result: queueytest.Retried, Delay: 2 * time.Second, Reason: "gateway down"},
+		{ID: "fails", Queue: card, Kind: kind, Attempt: 3, Result: queueytest.Retried, Delay: 4 * time.Second, Reason: "gateway down"},
+		{ID: "fails", Queue: card, Kind: kind, Attempt: 4, Result: queueytest.Retried, Delay: 8 * time.Second, Reason: "gateway down"},
+		{ID: "fails", Queue: card, Kind: kind, Attempt: 5, Result: queueytest.DeadLettered, Reason: "gateway down"},
+		{ID: "later", Queue: card, Kind: kind, Attempt: 1, Result: queueytest.Deferred, Delay: time.Second},
+		{ID: "later", Queue: card, Kind: kind, Attempt: 1, Result: queueytest.Done},
+		{ID: "ok", Queue: card, Kind: kind, Attempt: 1, Result: queueytest.Done},
+		{ID: "receipt-later", Queue: "emails.send_email", Kind: "emails.SendEmail", Attempt: 1, Result: queueytest.Done},
 		{ID: "receipt-ok", Queue: "emails.send_email", Kind: "emails.SendEmail", Attempt: 1, Result: queueytest.Done},
 	}
 	if !slices.Equal(got, want) {
