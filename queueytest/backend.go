@@ -22,6 +22,7 @@ type Backend struct {
 	mu       sync.Mutex
 	enqueued []record
 	outcomes []Outcome
+	returned int            // outcomes returned by RunReady and Drain
 	settling int            // settles begun and not yet recorded
 	consumed map[string]int // subscriptions opened, by queue
 	changed  chan struct{}  // a token after each publish, settle or subscription

@@ -55,38 +55,36 @@ const DrainSteps = 1000
 // RunReady runs w, a worker over b with its handlers registered, until no
 // job is ready or running on any queue w handles and each of w's
 // schedules waits for its next tick, without moving the clock, and
-// returns the outcome of every run, in the order the runs ended. Jobs
-// held in a wait (retried, deferred, enqueued with a delay) stay there
-// until the clock reaches their time (b.Clock().Advance).
+// returns the outcome of every run that ended since the last RunReady or
+// Drain over b returned, in the order the runs ended. Jobs held in a wait
+// (retried, deferred, enqueued with a delay) stay there until the clock
+// reaches their time (b.Clock().Advance).
 //
 // The first RunReady or Drain of w starts it (do not Run it yourself);
-// it keeps running, and each later call returns the runs since that call
-// began. It is stopped when the test ends. It fails t when w's Run fails
-// or the queues are still busy after DrainTimeout.
+// it keeps running between calls, until the test ends. RunReady fails t
+// when w's Run fails or the queues are still busy after DrainTimeout.
 func RunReady(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
 	t.Helper()
-	first := b.outcomeCount()
 	b.settle(t, w)
-	return b.outcomesSince(first)
+	return b.newOutcomes()
 }
 
 // Drain runs w, a worker over b with its handlers registered, as
 // RunReady does, then moves b's clock to the end of the next wait onto a
 // queue w handles (a retry, a deferral, a delayed enqueue) and runs w
 // again, until no such wait is left, and returns the outcome of every run
-// in the order the runs ended: a job retried to its dead letter or
+// as RunReady does: a job retried to its dead letter or
 // deferred until it is done, in milliseconds. A schedule's ticks fire as
 // the clock passes them, but Drain does not move the clock for them: tick
 // a schedule with b.Clock().Advance. Drain fails t when the clock was
 // moved DrainSteps times and a wait is still left, and as RunReady does.
 func Drain(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
 	t.Helper()
-	first := b.outcomeCount()
 	for step := 0; ; step++ {
 		b.settle(t, w)
 		next, ok := b.nextWait(t, w.Queues())
 		if !ok {
-			return b.outcomesSince(first)
+			return b.newOutcomes()
 		}
 		if step == DrainSteps {
 			t.Fatalf("queueytest: a wait is still left after the clock moved %d times (a job deferred or retried without end?); the next ends at %v", DrainSteps, next)
@@ -180,16 +178,13 @@ func (b *Backend) nextWait(t testing.TB, queues []runtime.QueueConfig) (time.Tim
 	return next, !next.IsZero()
 }
 
-func (b *Backend) outcomeCount() int {
+// newOutcomes returns the outcomes recorded since it last returned.
+func (b *Backend) newOutcomes() []Outcome {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.outcomes)
-}
-
-func (b *Backend) outcomesSince(first int) []Outcome {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.outcomes[first:])
+	out := slices.Clone(b.outcomes[b.returned:])
+	b.returned = len(b.outcomes)
+	return out
 }
 
 // drained reports whether every one of queues has a subscription and no

@@ -160,16 +160,16 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 			}
 			return
 		}
-		// The schedule counts as waiting from when its timer is set
-		// until the timer fires, in the timer's own call: a test that
-		// moves a fake clock sees the tick under way once the move is
-		// done (Worker.idleSchedules).
+		// The schedule counts as waiting once its timer is set, until
+		// the timer fires, in the timer's own call: a test that moves a
+		// fake clock sees the tick under way once the move is done
+		// (Worker.idleSchedules).
 		due := make(chan struct{})
-		p.w.idleSchedules.Add(1)
 		timer := clk.AfterFunc(at.Sub(clk.Now()), func() {
 			p.w.idleSchedules.Add(-1)
 			close(due)
 		})
+		p.w.idleSchedules.Add(1)
 		select {
 		case <-ctx.Done():
 		case <-lease.Lost():
