@@ -18,6 +18,8 @@ type ping struct{ N int }
 // hourly is a queue whose retries wait an hour, then two, four, eight.
 var hourly = qruntime.QueueConfig{Name: "test.hourly", Kind: qruntime.KindOf[ping](), MaxAttempts: 5, RetryBase: time.Hour, RetryMax: 24 * time.Hour}
 
+var hourlyJob = qruntime.Job[ping]{Queue: hourly}
+
 // TestDrainRetriesToDeadLetter: a job that always fails runs its five
 // attempts, fifteen hours of waits, in no real time.
 func TestDrainRetriesToDeadLetter(t *testing.T) {
@@ -27,6 +29,7 @@ func TestDrainRetriesToDeadLetter(t *testing.T) {
 	if _, err := qruntime.Enqueue(ctx, p, hourly, ping{}, qruntime.WithID("p")); err != nil {
 		t.Fatal(err)
 	}
+	queueytest.RequireEnqueued(t, b, hourlyJob, queueytest.WithID("p"))
 	w := qruntime.NewWorker(b)
 	qruntime.Handle(w, hourly, func(ctx context.Context, job ping) error { return errors.New("down") })
 	began, start := time.Now(), b.Clock().Now()

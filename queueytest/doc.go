@@ -4,10 +4,14 @@
 //
 // New returns a Backend that records every job enqueued through it. Give
 // it to the code under test as its runtime.Backend, then assert on what
-// was enqueued with RequireEnqueued, RequireManyEnqueued and
-// RequireNotEnqueued: each decodes the jobs into their struct and returns
-// them with the options they were enqueued with (ID, priority, delay,
-// headers).
+// was enqueued with RequireEnqueued, RequireEnqueuedN and
+// RequireNotEnqueued, naming the queue by its generated XJob, which
+// carries the job type: each decodes the jobs into their struct, checks
+// the options they were enqueued with (WithID, WithPriority, WithDelay,
+// WithHeader) and returns them.
+//
+// Work runs one job through a worker's handler at a chosen attempt and
+// returns what became of the run, with no backend.
 //
 // A Backend keeps its own Clock, which stands still until the test moves
 // it: retries, deferrals, delayed enqueues and the ticks of schedules wait

@@ -35,9 +35,12 @@ func Example() {
 	if err := signUp(ctx, runtime.NewProducerUndeclared(b), "ada@example.com"); err != nil {
 		fmt.Println(err)
 	}
-	sent := queueytest.RequireEnqueued[emails.SendEmail](t, b, emails.SendEmailQueue)
+	// Exactly one job on the queue, with these options; it fails the test
+	// with every job of the queue and its options listed otherwise.
+	sent := queueytest.RequireEnqueued(t, b, emails.SendEmailJob,
+		queueytest.WithPriority(5), queueytest.WithDelay(time.Minute), queueytest.WithHeader("tenant", "acme"))
 	fmt.Println(sent.ID, sent.Job.To, sent.Job.Subject, sent.Priority, sent.Delay, sent.Headers["tenant"])
-	queueytest.RequireNotEnqueued(t, b, emails.ChargeCardQueue)
+	queueytest.RequireNotEnqueued(t, b, emails.ChargeCardJob)
 
 	// Drain runs each job to its end: a failure is retried after its wait
 	// on the test clock, which Drain moves, until the last attempt.

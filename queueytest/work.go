@@ -30,23 +30,22 @@ func Attempt(n, max int) WorkOption {
 // workSeq numbers the jobs of Work.
 var workSeq atomic.Int64
 
-// Work runs job through w's handler of q as w runs a delivery of it (the
+// Work runs job through w's handler of its queue (emails.SendEmailJob,
+// say) as w runs a delivery of it (the
 // kind check, w's middleware and observers, the queue's timeout, the
 // handler's result turned into an outcome) and returns what became of
 // the run: Done, Retried or Deferred with the wait the backend would
 // hold it for, or DeadLettered with its reason. No backend holds the job,
 // and w is not started: Work one worker as often as you like, then Drain
 // it. The job gets the ID "work-" and a number. It fails t when w has no
-// handler for q, one of its registrations was refused, job is not of q's
-// kind, or the run was not settled.
-func Work[T any](t testing.TB, w *runtime.Worker, q runtime.QueueConfig, job T, opts ...WorkOption) Outcome {
+// handler for the queue, one of its registrations was refused, or the run
+// was not settled.
+func Work[T any](t testing.TB, w *runtime.Worker, queue runtime.Job[T], job T, opts ...WorkOption) Outcome {
 	t.Helper()
+	q := queue.Queue
 	cfg := work{attempt: 1, maxAttempts: q.WithDefaults().MaxAttempts}
 	for _, opt := range opts {
 		opt(&cfg)
-	}
-	if kind := runtime.KindOf[T](); q.Kind != "" && kind != q.Kind {
-		t.Fatalf("queueytest: a %s is not a job of queue %q, whose kind is %q", kind, q.Name, q.Kind)
 	}
 	payload, err := msgpack.Marshal(&job)
 	if err != nil {

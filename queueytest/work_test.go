@@ -52,7 +52,7 @@ func TestWork(t *testing.T) {
 		{emails.ChargeCard{Cents: -1}, nil, queueytest.Outcome{Attempt: 1, Result: queueytest.DeadLettered, Reason: "permanent: negative"}},
 		{emails.ChargeCard{Cents: 20_000}, nil, queueytest.Outcome{Attempt: 1, Result: queueytest.Deferred, Delay: 90 * time.Second}},
 	} {
-		got := queueytest.Work(t, w, emails.ChargeCardQueue, c.job, c.opts...)
+		got := queueytest.Work(t, w, emails.ChargeCardJob, c.job, c.opts...)
 		if !strings.HasPrefix(got.ID, "work-") || got.Queue != emails.ChargeCardQueue.Name || got.Kind != emails.ChargeCardQueue.Kind {
 			t.Errorf("Work(%+v): job %s on %q of kind %q", c.job, got.ID, got.Queue, got.Kind)
 		}
@@ -73,11 +73,11 @@ func TestWork(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	if got := queueytest.Work(t, ws, slow, emails.SendEmail{}); got.Result != queueytest.Retried || got.Reason != "context deadline exceeded" {
+	if got := queueytest.Work(t, ws, qruntime.Job[emails.SendEmail]{Queue: slow}, emails.SendEmail{}); got.Result != queueytest.Retried || got.Reason != "context deadline exceeded" {
 		t.Errorf("past the timeout: %+v, want retried with the deadline", got)
 	}
 
-	msg := failure(func(tb testing.TB) { queueytest.Work(tb, w, emails.SendEmailQueue, emails.SendEmail{}) })
+	msg := failure(func(tb testing.TB) { queueytest.Work(tb, w, emails.SendEmailJob, emails.SendEmail{}) })
 	if !strings.Contains(msg, `no handler for queue "emails.send_email"`) {
 		t.Errorf("no handler: %q", msg)
 	}
@@ -86,7 +86,7 @@ func TestWork(t *testing.T) {
 	b := queueytest.New(t, emails.Queues()...)
 	w2 := qruntime.NewWorker(b)
 	emails.HandleSendEmail(w2, func(ctx context.Context, job emails.SendEmail) error { return nil })
-	queueytest.Work(t, w2, emails.SendEmailQueue, emails.SendEmail{})
+	queueytest.Work(t, w2, emails.SendEmailJob, emails.SendEmail{})
 	if _, err := emails.EnqueueSendEmail(context.Background(), qruntime.NewProducerUndeclared(b), emails.SendEmail{}); err != nil {
 		t.Fatal(err)
 	}
