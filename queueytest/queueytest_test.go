@@ -85,7 +85,9 @@ enqueued onto "emails.send_email":
 	if jobs := queueytest.RequireEnqueuedN(t, b, emails.SendEmailJob, 2, queueytest.WithPriority(7)); jobs[1].Job.To != "d@e.f" {
 		t.Errorf("RequireEnqueuedN: %+v", jobs)
 	}
-	msg = failure(func(tb testing.TB) { queueytest.RequireEnqueuedN(tb, b, emails.SendEmailJob, 2, queueytest.WithDelay(1500*time.Millisecond)) })
+	msg = failure(func(tb testing.TB) {
+		queueytest.RequireEnqueuedN(tb, b, emails.SendEmailJob, 2, queueytest.WithDelay(1500*time.Millisecond))
+	})
 	if !strings.HasPrefix(msg, `queueytest: job 2 of 2 enqueued onto queue "emails.send_email" has delay 0s, want 1.5s`+"\n") || !strings.Contains(msg, `2. ID "second", priority 7, delay 0s`) {
 		t.Errorf("one of two not matched: %q", msg)
 	}
@@ -125,7 +127,9 @@ enqueued onto "billing.charge_card":
 	// Asserting with the wrong queue config: another kind.
 	wrong := emails.ChargeCardQueue
 	wrong.Kind = "emails.SendEmail"
-	msg = failure(func(tb testing.TB) { queueytest.RequireEnqueuedN(tb, b, qruntime.Job[emails.SendEmail]{Queue: wrong}, 2) })
+	msg = failure(func(tb testing.TB) {
+		queueytest.RequireEnqueuedN(tb, b, qruntime.Job[emails.SendEmail]{Queue: wrong}, 2)
+	})
 	if !strings.Contains(msg, `on queue "billing.charge_card" is of kind "emails.ChargeCard", want "emails.SendEmail"`) {
 		t.Errorf("wrong kind: %q", msg)
 	}
