@@ -61,7 +61,9 @@ const DrainSteps = 1000
 // reaches their time (b.Clock().Advance).
 //
 // The first RunReady or Drain of w starts it (do not Run it yourself);
-// it keeps running between calls, until the test ends. RunReady fails t
+// it keeps running between calls, until the test ends. A schedule whose
+// lease another worker holds never waits for its tick: give each schedule
+// to one worker of a test. RunReady fails t
 // when w's Run fails or the queues are still busy after DrainTimeout.
 func RunReady(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
 	t.Helper()
@@ -97,6 +99,7 @@ func Drain(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
 type running struct {
 	cancel context.CancelFunc
 	errc   chan error // Run's error, once it returns
+	failed bool       // that error failed a test already
 }
 
 // settle starts w unless it runs already, and waits until it has nothing
@@ -117,6 +120,9 @@ func (b *Backend) settle(t testing.TB, w *runtime.Worker) {
 		case <-poll.C:
 		case err := <-r.errc:
 			r.errc <- err // for the test's cleanup
+			b.mu.Lock()
+			r.failed = true
+			b.mu.Unlock()
 			t.Fatalf("queueytest: worker stopped while draining: %v", err)
 		case <-deadline.C:
 			t.Fatalf("queueytest: queues still busy after %v", DrainTimeout)
@@ -139,7 +145,10 @@ func (b *Backend) start(w *runtime.Worker) *running {
 		cancel()
 		select {
 		case err := <-r.errc:
-			if err != nil {
+			b.mu.Lock()
+			failed := r.failed
+			b.mu.Unlock()
+			if err != nil && !failed {
 				b.t.Errorf("queueytest: worker Run: %v", err)
 			}
 		case <-time.After(DrainTimeout):
