@@ -80,7 +80,7 @@ type Worker struct {
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
 	// idleSchedules counts the schedules waiting for their next tick,
 	// for tests that run a worker until nothing is left to do
-	// (testclock.IdleSchedules).
+	// (testclock.Schedules).
 	idleSchedules atomic.Int32
 
 	mu         sync.Mutex
