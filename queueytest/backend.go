@@ -7,22 +7,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/testclock"
 	"github.com/queuey/queuey/runtime"
 )
 
 // Backend is a runtime.MemoryBackend that records every job enqueued
 // through it (Publish), for the Require functions, and follows the
-// deliveries of its subscriptions, for Drain. Retries and deferrals are not
-// enqueues and are not recorded. It is safe for concurrent use.
+// deliveries of its subscriptions, for RunReady and Drain. Retries and
+// deferrals are not enqueues and are not recorded. Its waits follow its
+// Clock. It is safe for concurrent use.
 type Backend struct {
 	*runtime.MemoryBackend
 
 	mu       sync.Mutex
 	enqueued []record
 	outcomes []Outcome
+	returned int            // outcomes returned by RunReady and Drain
 	settling int            // settles begun and not yet recorded
 	consumed map[string]int // subscriptions opened, by queue
 	changed  chan struct{}  // a token after each publish, settle or subscription
+	workers  map[*runtime.Worker]*running
+
+	clock   *Clock
+	t       testing.TB // the test that made the backend
+	cleanup func(func())
 }
 
 var _ runtime.Backend = (*Backend)(nil)
@@ -36,12 +44,23 @@ type record struct {
 // New returns an empty Backend with queues declared on it, closed when t
 // ends. It logs, and so do the workers over it, to t's output as t.Log
 // does: shown when the test fails, or with go test -v.
+//
+// Its waits (retries, deferrals, delayed enqueues) and the schedules of
+// the workers over it follow its Clock, which stands still unless the
+// test moves it (Clock.Advance) or Drain does.
 func New(t testing.TB, queues ...runtime.QueueConfig) *Backend {
 	t.Helper()
 	b := &Backend{
 		MemoryBackend: runtime.NewMemoryBackend(runtime.MemoryLogger(testLogger(t))),
 		consumed:      map[string]int{},
 		changed:       make(chan struct{}, 1),
+		workers:       map[*runtime.Worker]*running{},
+		clock:         &Clock{fake: testclock.NewFake(time.Now().UTC().Truncate(time.Second))},
+		t:             t,
+		cleanup:       t.Cleanup,
+	}
+	if err := testclock.SetMemory(b.MemoryBackend, b.clock.fake); err != nil {
+		t.Fatalf("queueytest: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	for _, q := range queues {
@@ -80,6 +99,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	b.notify()
 	return s, nil
 }
+
+// Clock returns b's clock.
+func (b *Backend) Clock() *Clock { return b.clock }
 
 // records returns the jobs enqueued onto queue so far, in order.
 func (b *Backend) records(queue string) []record {

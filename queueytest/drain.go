@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/testclock"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -27,7 +29,7 @@ const (
 	Requeued Result = "requeued"
 )
 
-// Outcome is what became of one run of a job in Drain.
+// Outcome is what became of one run of a job.
 type Outcome struct {
 	ID      string
 	Queue   string
@@ -41,53 +43,157 @@ type Outcome struct {
 	Reason string
 }
 
-// DrainTimeout bounds Drain: a worker still busy after it fails the test.
+// DrainTimeout bounds, in real time, how long RunReady and Drain wait for
+// a worker to have nothing ready or running: a worker still busy after it
+// fails the test.
 const DrainTimeout = 30 * time.Second
 
-// Drain runs w, a worker over b with its handlers registered, until no job
-// is ready or running on any queue w handles, stops it, and returns the
-// outcome of every run, in the order the runs ended. Jobs held in a wait
-// (retried, deferred, enqueued with a delay) are not waited for; each waits
-// at least a second, and one whose wait ends while Drain still runs may be
-// run and reported too. It fails
-// t when w's Run fails or the queues are still busy after DrainTimeout.
-// A worker runs once: Drain it once.
+// DrainSteps bounds how many times Drain moves the clock: a job deferred
+// or retried without end fails the test after that many waits.
+const DrainSteps = 1000
+
+// RunReady runs w, a worker over b with its handlers registered, until no
+// job is ready or running on any queue w handles and each of w's
+// schedules waits for its next tick, without moving the clock, and
+// returns the outcome of every run that ended since the last RunReady or
+// Drain over b returned, in the order the runs ended. Jobs held in a wait
+// (retried, deferred, enqueued with a delay) stay there until the clock
+// reaches their time (b.Clock().Advance).
+//
+// The first RunReady or Drain of w starts it (do not Run it yourself);
+// it keeps running between calls, until the test ends. A schedule whose
+// lease another worker holds never waits for its tick: give each schedule
+// to one worker of a test. RunReady fails t
+// when w's Run fails or the queues are still busy after DrainTimeout.
+func RunReady(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
+	t.Helper()
+	b.settle(t, w)
+	return b.newOutcomes()
+}
+
+// Drain runs w, a worker over b with its handlers registered, as
+// RunReady does, then moves b's clock to the end of the next wait onto a
+// queue w handles (a retry, a deferral, a delayed enqueue) and runs w
+// again, until no such wait is left, and returns the outcome of every run
+// as RunReady does: a job retried to its dead letter or
+// deferred until it is done, in milliseconds. A schedule's ticks fire as
+// the clock passes them, but Drain does not move the clock for them: tick
+// a schedule with b.Clock().Advance. Drain fails t when the clock was
+// moved DrainSteps times and a wait is still left, and as RunReady does.
 func Drain(t testing.TB, b *Backend, w *runtime.Worker) []Outcome {
 	t.Helper()
-	b.mu.Lock()
-	first := len(b.outcomes)
-	b.mu.Unlock()
-	queues := w.Queues()
+	for step := 0; ; step++ {
+		b.settle(t, w)
+		next, ok := b.nextWait(t, w.Queues())
+		if !ok {
+			return b.newOutcomes()
+		}
+		if step == DrainSteps {
+			t.Fatalf("queueytest: a wait is still left after the clock moved %d times (a job deferred or retried without end?); the next ends at %v", DrainSteps, next)
+		}
+		b.clock.fake.Set(next)
+	}
+}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+// running is a worker that RunReady or Drain started.
+type running struct {
+	cancel context.CancelFunc
+	errc   chan error // Run's error, once it returns
+	failed bool       // that error failed a test already
+}
+
+// settle starts w unless it runs already, and waits until it has nothing
+// ready or running and its schedules wait for their ticks.
+func (b *Backend) settle(t testing.TB, w *runtime.Worker) {
+	t.Helper()
+	r := b.start(w)
+	queues := w.Queues()
+	// The schedules are looked at first: while each waits for its tick,
+	// none can enqueue a job behind drained's back.
 	deadline := time.NewTimer(DrainTimeout)
 	defer deadline.Stop()
-	for !b.drained(queues) {
+	poll := time.NewTicker(time.Millisecond) // schedules do not notify
+	defer poll.Stop()
+	for !schedulesWaiting(w) || !b.drained(queues) {
 		select {
 		case <-b.changed:
-		case err := <-errc:
+		case <-poll.C:
+		case err := <-r.errc:
+			r.errc <- err // for the test's cleanup
+			b.mu.Lock()
+			r.failed = true
+			b.mu.Unlock()
 			t.Fatalf("queueytest: worker stopped while draining: %v", err)
 		case <-deadline.C:
-			cancel()
-			<-errc
 			t.Fatalf("queueytest: queues still busy after %v", DrainTimeout)
 		}
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("queueytest: worker Run: %v", err)
-		}
-	case <-deadline.C:
-		t.Fatalf("queueytest: worker did not stop within %v", DrainTimeout)
-	}
+}
+
+// start runs w unless it runs already, until the test that made b ends.
+func (b *Backend) start(w *runtime.Worker) *running {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Clone(b.outcomes[first:])
+	if r, ok := b.workers[w]; ok {
+		return r
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, errc: make(chan error, 1)}
+	b.workers[w] = r
+	go func() { r.errc <- w.Run(ctx) }()
+	b.cleanup(func() {
+		cancel()
+		select {
+		case err := <-r.errc:
+			b.mu.Lock()
+			failed := r.failed
+			b.mu.Unlock()
+			if err != nil && !failed {
+				b.t.Errorf("queueytest: worker Run: %v", err)
+			}
+		case <-time.After(DrainTimeout):
+			b.t.Errorf("queueytest: worker did not stop within %v", DrainTimeout)
+		}
+	})
+	return r
+}
+
+// schedulesWaiting reports whether each of w's schedules waits for its
+// next tick.
+func schedulesWaiting(w *runtime.Worker) bool {
+	waiting, total := testclock.Schedules(w)
+	return waiting >= total
+}
+
+// nextWait returns when the first wait onto one of queues ends.
+func (b *Backend) nextWait(t testing.TB, queues []runtime.QueueConfig) (time.Time, bool) {
+	t.Helper()
+	names := make([]admin.Queue, len(queues))
+	for i, q := range queues {
+		names[i] = admin.Queue{Name: q.Name}
+	}
+	stats, err := b.QueueStats(context.Background(), names...)
+	if err != nil {
+		t.Fatalf("queueytest: %v", err)
+	}
+	var next time.Time
+	for _, st := range stats {
+		for _, h := range st.Holds {
+			if !h.NextReleaseBy.IsZero() && (next.IsZero() || h.NextReleaseBy.Before(next)) {
+				next = h.NextReleaseBy
+			}
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// newOutcomes returns the outcomes recorded since it last returned.
+func (b *Backend) newOutcomes() []Outcome {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := slices.Clone(b.outcomes[b.returned:])
+	b.returned = len(b.outcomes)
+	return out
 }
 
 // drained reports whether every one of queues has a subscription and no

@@ -12,7 +12,8 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// Drain also runs the jobs that handlers enqueue, and says what became of
+// Drain also runs the jobs that handlers enqueue, and the jobs that wait,
+// moving the test clock to the end of each wait, and says what became of
 // each run: a deferral with its wait, a dead letter with its reason.
 func ExampleDrain() {
 	// In a test, t is the test's *testing.T.
@@ -22,9 +23,11 @@ func ExampleDrain() {
 	p := runtime.NewProducerUndeclared(b)
 
 	w := runtime.NewWorker(b)
+	defer w.Stop(ctx) // in a test, the worker stops when the test ends
+	limitResets := b.Clock().Now().Add(time.Minute)
 	emails.HandleChargeCard(w, func(ctx context.Context, job emails.ChargeCard) error {
 		switch {
-		case job.Cents > 10_000:
+		case job.Cents > 10_000 && b.Clock().Now().Before(limitResets):
 			return runtime.Defer(time.Minute) // over the gateway's limit: later
 		case job.Cents < 0:
 			return runtime.Permanent(errors.New("negative amount"))
@@ -45,6 +48,8 @@ func ExampleDrain() {
 	// Unordered output:
 	// charge-1 attempt 1: done, wait 0s, reason ""
 	// charge-2 attempt 1: deferred, wait 1m0s, reason ""
+	// charge-2 attempt 1: done, wait 0s, reason ""
+	// receipt-c2 attempt 1: done, wait 0s, reason ""
 	// charge-3 attempt 1: dead-lettered, wait 0s, reason "permanent: negative amount"
 	// receipt-c1 attempt 1: done, wait 0s, reason ""
 }

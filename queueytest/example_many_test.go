@@ -23,14 +23,14 @@ func announce(ctx context.Context, p *runtime.Producer, subject string, addrs ..
 }
 
 // Assert on every job of a queue, in the order they were enqueued.
-func ExampleRequireManyEnqueued() {
+func ExampleRequireEnqueuedN() {
 	// In a test, t is the test's *testing.T.
 	t := &testing.T{}
 	b := queueytest.New(t, emails.Queues()...)
 	if err := announce(context.Background(), runtime.NewProducerUndeclared(b), "Maintenance", "ada@example.com", "grace@example.com"); err != nil {
 		fmt.Println(err)
 	}
-	for _, sent := range queueytest.RequireManyEnqueued[emails.SendEmail](t, b, emails.SendEmailQueue) {
+	for _, sent := range queueytest.RequireEnqueuedN(t, b, emails.SendEmailJob, 2, queueytest.WithDelay(time.Hour)) {
 		fmt.Println(sent.Job.To, sent.Job.Subject, sent.Delay)
 	}
 	// Output:

@@ -25,7 +25,7 @@ func signUp(ctx context.Context, p *runtime.Producer, addr string) error {
 }
 
 // Assert on what the code under test enqueued, then run a worker until the
-// queues are drained and look at each job's outcome.
+// queues are drained, waits included, and look at each run's outcome.
 func Example() {
 	// In a test, t is the test's *testing.T.
 	t := &testing.T{}
@@ -35,16 +35,21 @@ func Example() {
 	if err := signUp(ctx, runtime.NewProducerUndeclared(b), "ada@example.com"); err != nil {
 		fmt.Println(err)
 	}
-	sent := queueytest.RequireEnqueued[emails.SendEmail](t, b, emails.SendEmailQueue)
+	// Exactly one job on the queue, with these options; it fails the test
+	// with every job of the queue and its options listed otherwise.
+	sent := queueytest.RequireEnqueued(t, b, emails.SendEmailJob,
+		queueytest.WithPriority(5), queueytest.WithDelay(time.Minute), queueytest.WithHeader("tenant", "acme"))
 	fmt.Println(sent.ID, sent.Job.To, sent.Job.Subject, sent.Priority, sent.Delay, sent.Headers["tenant"])
-	queueytest.RequireNotEnqueued(t, b, emails.ChargeCardQueue)
+	queueytest.RequireNotEnqueued(t, b, emails.ChargeCardJob)
 
-	// Jobs enqueued with no delay run at once; a failure is retried later.
+	// Drain runs each job to its end: a failure is retried after its wait
+	// on the test clock, which Drain moves, until the last attempt.
 	p, _ := runtime.NewProducer(ctx, b, emails.Queues()...)
 	_, _ = emails.EnqueueChargeCard(ctx, p, emails.ChargeCard{CustomerID: "c1", Cents: 500}, runtime.WithID("charge-1"))
 	_, _ = emails.EnqueueChargeCard(ctx, p, emails.ChargeCard{CustomerID: "c2", Cents: -1}, runtime.WithID("charge-2"))
 
 	w := runtime.NewWorker(b)
+	defer w.Stop(ctx) // in a test, the worker stops when the test ends
 	emails.HandleChargeCard(w, func(ctx context.Context, job emails.ChargeCard) error {
 		if job.Cents < 0 {
 			return fmt.Errorf("gateway refused %d cents", job.Cents)
@@ -53,7 +58,7 @@ func Example() {
 	})
 	outcomes := queueytest.Drain(t, b, w)
 	// Two handlers run at once (concurrency=2): order by ID to print.
-	slices.SortFunc(outcomes, func(a, b queueytest.Outcome) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(outcomes, func(a, b queueytest.Outcome) int { return strings.Compare(a.ID, b.ID) })
 	for _, o := range outcomes {
 		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s attempt %d: %s %v %s", o.ID, o.Attempt, o.Result, o.Delay, o.Reason)))
 	}
@@ -61,4 +66,8 @@ func Example() {
 	// welcome-ada@example.com ada@example.com Welcome 5 1m0s acme
 	// charge-1 attempt 1: done 0s
 	// charge-2 attempt 1: retried 1s gateway refused -1 cents
+	// charge-2 attempt 2: retried 2s gateway refused -1 cents
+	// charge-2 attempt 3: retried 4s gateway refused -1 cents
+	// charge-2 attempt 4: retried 8s gateway refused -1 cents
+	// charge-2 attempt 5: dead-lettered 0s gateway refused -1 cents
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/internal/reasons"
+	"github.com/queuey/queuey/internal/testclock"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -27,11 +28,12 @@ import (
 // process ends.
 type MemoryBackend struct {
 	log *slog.Logger
+	clk testclock.Clock // its waits' and its workers' schedules'
 
 	mu     sync.Mutex
 	queues map[string]*memQueue
-	timers map[*time.Timer]memHold // waits not yet over
-	leases map[string]*memLease    // made on first use
+	timers map[testclock.Timer]memHold // waits not yet over
+	leases map[string]*memLease        // made on first use
 	pauses memPauses
 	seq    uint64
 	closed bool
@@ -62,8 +64,9 @@ func MemoryLogger(l *slog.Logger) MemoryOption {
 func NewMemoryBackend(opts ...MemoryOption) *MemoryBackend {
 	b := &MemoryBackend{
 		log:    slog.Default(),
+		clk:    realClock{},
 		queues: map[string]*memQueue{},
-		timers: map[*time.Timer]memHold{},
+		timers: map[testclock.Timer]memHold{},
 	}
 	for _, opt := range opts {
 		opt(b)
@@ -165,8 +168,8 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		b.pushLocked(q, m)
 		return nil
 	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
+	var t testclock.Timer
+	t = b.clk.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if _, live := b.timers[t]; !live {
@@ -177,7 +180,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		m.seq = b.seq // a wait ends at the back of its priority, as a dead-lettered hold-queue message does
 		b.pushLocked(q, m)
 	})
-	b.timers[t] = memHold{queue: q.cfg.Name, kind: kind, due: time.Now().Add(d)}
+	b.timers[t] = memHold{queue: q.cfg.Name, kind: kind, due: b.clk.Now().Add(d)}
 	return nil
 }
 

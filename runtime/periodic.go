@@ -126,13 +126,14 @@ func (p *periodic) run(ctx context.Context, leaser Leaser) error {
 
 // lead fires the schedule's ticks while lease is held and ctx lasts.
 func (p *periodic) lead(ctx context.Context, lease HeldLease) {
+	clk := clockOf(p.w.backend)
 	last := lease.Mark()
 	if last.IsZero() {
-		last = time.Now().UTC() // the schedule's first run: no tick is past
+		last = clk.Now().UTC() // the schedule's first run: no tick is past
 	}
 	recovering := true
 	for {
-		t, n := latest(p.next, last, time.Now())
+		t, n := latest(p.next, last, clk.Now())
 		// A tick is missed when several passed since the last, or when
 		// one passed while no scheduler held the lease.
 		missed := n > 1 || n == 1 && recovering
@@ -151,22 +152,34 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 		at := p.next(last)
 		if at.IsZero() {
 			p.w.log.Warn("queuey: schedule has no tick within five years", "schedule", p.sched.Name, "spec", p.sched.Spec)
+			p.w.idleSchedules.Add(1)
+			defer p.w.idleSchedules.Add(-1)
 			select {
 			case <-ctx.Done():
 			case <-lease.Lost():
 			}
 			return
 		}
-		timer := time.NewTimer(time.Until(at))
+		// The schedule counts as waiting once its timer is set, until
+		// the timer fires, in the timer's own call: a test that moves a
+		// fake clock sees the tick under way once the move is done
+		// (Worker.idleSchedules).
+		due := make(chan struct{})
+		timer := clk.AfterFunc(at.Sub(clk.Now()), func() {
+			p.w.idleSchedules.Add(-1)
+			close(due)
+		})
+		p.w.idleSchedules.Add(1)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
-			return
 		case <-lease.Lost():
-			timer.Stop()
-			return
-		case <-timer.C:
+		case <-due:
+			continue
 		}
+		if timer.Stop() {
+			p.w.idleSchedules.Add(-1)
+		}
+		return
 	}
 }
 

@@ -9,6 +9,15 @@ import (
 	"github.com/queuey/queuey/internal/mpfit"
 )
 
+// Job names a queue together with the type of its jobs, T: generated
+// code declares one per job type (XJob, beside XQueue), for tests and
+// typed helpers that would otherwise be told the type again, such as
+// those of package queueytest.
+type Job[T any] struct {
+	// Queue is the queue of T's jobs.
+	Queue QueueConfig
+}
+
 // KindOf returns the kind of job type T, as the generator writes it into
 // QueueConfig.Kind: its package's name and its own, "emails.SendEmail".
 func KindOf[T any]() string { return reflect.TypeFor[T]().String() }

@@ -78,6 +78,10 @@ type Worker struct {
 	stopOnce sync.Once
 	done     chan struct{} // closed when a started Run returns
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
+	// idleSchedules counts the schedules waiting for their next tick,
+	// for tests that run a worker until nothing is left to do
+	// (testclock.Schedules).
+	idleSchedules atomic.Int32
 
 	mu         sync.Mutex
 	middleware []Middleware // the first the outermost

@@ -23,6 +23,10 @@ var EverythingQueue = runtime.QueueConfig{
 	QueueType:   runtime.QueueClassic,
 }
 
+// EverythingJob is EverythingQueue with its job type, Everything, for typed helpers
+// such as those of package queueytest.
+var EverythingJob = runtime.Job[Everything]{Queue: EverythingQueue}
+
 // EnqueueEverything encodes job with msgpack and enqueues it onto
 // EverythingQueue through p. It returns the job's ID once the backend
 // has stored the job.
@@ -59,6 +63,10 @@ var BareQueue = runtime.QueueConfig{
 	QueueType:   runtime.QueueClassic,
 }
 
+// BareJob is BareQueue with its job type, Bare, for typed helpers
+// such as those of package queueytest.
+var BareJob = runtime.Job[Bare]{Queue: BareQueue}
+
 // EnqueueBare encodes job with msgpack and enqueues it onto
 // BareQueue through p. It returns the job's ID once the backend
 // has stored the job.
@@ -94,6 +102,10 @@ var FIFOQueue = runtime.QueueConfig{
 	RetryMax:    time.Hour,
 	QueueType:   runtime.QueueClassic,
 }
+
+// FIFOJob is FIFOQueue with its job type, FIFO, for typed helpers
+// such as those of package queueytest.
+var FIFOJob = runtime.Job[FIFO]{Queue: FIFOQueue}
 
 // EnqueueFIFO encodes job with msgpack and enqueues it onto
 // FIFOQueue through p. It returns the job's ID once the backend

@@ -70,6 +70,10 @@ func emit(pkgPath, pkgName string, jobs []annotations.Job, taken func(string) bo
 		f.Var().Id(n.queue).Op("=").Add(queueVarType()).Custom(multi, queueFields(j.Queue)...)
 		f.Line()
 
+		comment(f, "%s is %s with its job type, %s, for typed helpers\nsuch as those of package queueytest.", n.job, n.queue, j.Type)
+		f.Var().Id(n.job).Op("=").Add(jobVarType(j.Type)).Values(jen.Id("Queue").Op(":").Id(n.queue))
+		f.Line()
+
 		comment(f, "%s encodes job with msgpack and enqueues it onto\n%s through p. It returns the job's ID once the backend\nhas stored the job.", n.enqueue, n.queue)
 		f.Add(enqueueFunc(n, j.Type).Block(
 			jen.Return(jen.Qual(runtimePath, "Enqueue").Call(jen.Id("ctx"), jen.Id("p"), jen.Id(n.queue), jen.Id("job"), jen.Id("opts").Op("..."))),
@@ -179,6 +183,11 @@ func queuesFuncDecl() *jen.Statement {
 
 // queueVarType is the type of XQueue.
 func queueVarType() *jen.Statement { return jen.Qual(runtimePath, "QueueConfig") }
+
+// jobVarType is the type of XJob, runtime.Job[X].
+func jobVarType(typ string) *jen.Statement {
+	return jen.Qual(runtimePath, "Job").Types(jen.Id(typ))
+}
 
 // comment adds a doc comment of one or more lines.
 func comment(f *jen.File, format string, args ...any) {

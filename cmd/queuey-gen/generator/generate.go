@@ -128,7 +128,7 @@ func checkJob(p *packages.Package, j annotations.Job) []string {
 	}
 	var msgs []string
 	names := generatedNames(j.Type)
-	for _, name := range []string{names.queue, names.enqueue, names.enqueueMany, names.handle} {
+	for _, name := range []string{names.queue, names.job, names.enqueue, names.enqueueMany, names.handle} {
 		other := p.Types.Scope().Lookup(name)
 		if other == nil || filepath.Base(p.Fset.Position(other.Pos()).Filename) == OutputName {
 			continue
@@ -149,15 +149,15 @@ func checkJob(p *packages.Package, j annotations.Job) []string {
 // queuesFunc is the per-package function listing every queue.
 const queuesFunc = "Queues"
 
-type names struct{ queue, enqueue, enqueueMany, handle string }
+type names struct{ queue, job, enqueue, enqueueMany, handle string }
 
 // generatedNames returns what Generate declares for job type typ: exported
 // for an exported type, unexported for an unexported one.
 func generatedNames(typ string) names {
 	r, _ := utf8.DecodeRuneInString(typ)
 	if unicode.IsUpper(r) {
-		return names{typ + "Queue", "Enqueue" + typ, "EnqueueMany" + typ, "Handle" + typ}
+		return names{typ + "Queue", typ + "Job", "Enqueue" + typ, "EnqueueMany" + typ, "Handle" + typ}
 	}
 	title := string(unicode.ToUpper(r)) + typ[utf8.RuneLen(r):]
-	return names{typ + "Queue", "enqueue" + title, "enqueueMany" + title, "handle" + title}
+	return names{typ + "Queue", typ + "Job", "enqueue" + title, "enqueueMany" + title, "handle" + title}
 }

@@ -48,6 +48,7 @@ func stub(p *packages.Package, files []*ast.File) (*ast.File, error) {
 		jobs++
 		n := generatedNames(ts.Name.Name)
 		add(n.queue, jen.Var().Id(n.queue).Add(queueVarType()))
+		add(n.job, jen.Var().Id(n.job).Add(jobVarType(ts.Name.Name)))
 		add(n.enqueue, enqueueFunc(n, ts.Name.Name).Block(jen.Return(jen.Lit(""), jen.Nil())))
 		add(n.enqueueMany, enqueueManyFunc(n, ts.Name.Name).Block(jen.Return(jen.Nil(), jen.Nil())))
 		add(n.handle, handleFunc(n, ts.Name.Name).Block())

@@ -24,6 +24,10 @@ var SendEmailQueue = runtime.QueueConfig{
 	QueueType:   runtime.QueueClassic,
 }
 
+// SendEmailJob is SendEmailQueue with its job type, SendEmail, for typed helpers
+// such as those of package queueytest.
+var SendEmailJob = runtime.Job[SendEmail]{Queue: SendEmailQueue}
+
 // EnqueueSendEmail encodes job with msgpack and enqueues it onto
 // SendEmailQueue through p. It returns the job's ID once the backend
 // has stored the job.
@@ -59,6 +63,10 @@ var ChargeCardQueue = runtime.QueueConfig{
 	RetryMax:    time.Hour,
 	QueueType:   runtime.QueueClassic,
 }
+
+// ChargeCardJob is ChargeCardQueue with its job type, ChargeCard, for typed helpers
+// such as those of package queueytest.
+var ChargeCardJob = runtime.Job[ChargeCard]{Queue: ChargeCardQueue}
 
 // EnqueueChargeCard encodes job with msgpack and enqueues it onto
 // ChargeCardQueue through p. It returns the job's ID once the backend

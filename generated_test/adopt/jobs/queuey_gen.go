@@ -23,6 +23,10 @@ var MailQueue = runtime.QueueConfig{
 	QueueType:   runtime.QueueClassic,
 }
 
+// MailJob is MailQueue with its job type, Mail, for typed helpers
+// such as those of package queueytest.
+var MailJob = runtime.Job[Mail]{Queue: MailQueue}
+
 // EnqueueMail encodes job with msgpack and enqueues it onto
 // MailQueue through p. It returns the job's ID once the backend
 // has stored the job.

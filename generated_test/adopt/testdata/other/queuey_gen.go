@@ -23,6 +23,10 @@ var InvoiceQueue = runtime.QueueConfig{
 	QueueType:   runtime.QueueClassic,
 }
 
+// InvoiceJob is InvoiceQueue with its job type, Invoice, for typed helpers
+// such as those of package queueytest.
+var InvoiceJob = runtime.Job[Invoice]{Queue: InvoiceQueue}
+
 // EnqueueInvoice encodes job with msgpack and enqueues it onto
 // InvoiceQueue through p. It returns the job's ID once the backend
 // has stored the job.

@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/workone"
+)
+
+func init() {
+	workone.Run = func(ctx context.Context, w any, queue string, env any) (workone.Settled, error) {
+		return w.(*Worker).runOne(ctx, queue, env.(*Envelope))
+	}
+}
+
+// runOne runs env through the handler registered for queue, with w's
+// middleware and observers, and settles it on a delivery that only
+// records the outcome (workone.Run). w is not started.
+func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (workone.Settled, error) {
+	w.mu.Lock()
+	regErr := errors.Join(w.regErrs...)
+	i := slices.IndexFunc(w.regs, func(r registration) bool { return r.queue.Name == queue })
+	var reg registration
+	if i >= 0 {
+		reg = w.regs[i]
+	}
+	middleware := w.middleware
+	w.mu.Unlock()
+	if regErr != nil {
+		return workone.Settled{}, regErr
+	}
+	if i < 0 {
+		return workone.Settled{}, fmt.Errorf("%w: no handler for queue %q on this worker", ErrInvalidOption, queue)
+	}
+	c := &queueRunner{w: w, queue: reg.queue, handler: wrap(reg.handler, middleware)}
+	d := &recordedDelivery{env: env.Clone()}
+	c.process(ctx, &settleGate{}, &timers{}, d)
+	return d.settled, nil
+}
+
+// recordedDelivery is a delivery of no backend: it records how it was
+// settled, refusing the waits a backend refuses.
+type recordedDelivery struct {
+	env     *Envelope
+	settled workone.Settled
+}
+
+func (d *recordedDelivery) Envelope() *Envelope { return d.env }
+
+func (d *recordedDelivery) Ack(ctx context.Context) error {
+	d.settled = workone.Settled{Outcome: workone.Acked}
+	return nil
+}
+
+func (d *recordedDelivery) Requeue(ctx context.Context) error {
+	d.settled = workone.Settled{Outcome: workone.Requeued}
+	return nil
+}
+
+func (d *recordedDelivery) Release(ctx context.Context) error { return nil }
+
+func (d *recordedDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {
+	return d.wait(workone.Retried, next.LastError, delay)
+}
+
+func (d *recordedDelivery) Defer(ctx context.Context, next *Envelope, delay time.Duration) error {
+	return d.wait(workone.Deferred, "", delay)
+}
+
+func (d *recordedDelivery) wait(outcome, reason string, delay time.Duration) error {
+	delay, err := waits.RoundAtLeastOne(delay, DefaultGranularity)
+	if err != nil {
+		return fmt.Errorf("queue %q: %w", d.env.Queue, err)
+	}
+	d.settled = workone.Settled{Outcome: outcome, Delay: delay, Reason: reason}
+	return nil
+}
+
+func (d *recordedDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
+	d.settled = workone.Settled{Outcome: workone.DeadLettered, Reason: reason}
+	return nil
+}
