@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/queuey/queuey/bench/e2e"
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -85,7 +84,7 @@ func benchDefers(b *testing.B, delayOf func(n int) time.Duration) {
 		for n := range scaleDefers {
 			names = append(names, fmt.Sprintf("%s.deferred.%d", q.Name, delayOf(n).Milliseconds()))
 		}
-		defer deleteQueuesFast(names)
+		defer brokertest.DeleteQueues(amqpURL(), names...)
 		p, err := runtime.NewProducer(ctx, be, q)
 		if err != nil {
 			b.Fatal(err)
@@ -171,7 +170,7 @@ func startOnce(b *testing.B, prefix string, n int) startResult {
 		queues[i].Kind = runtime.KindOf[e2e.Job]()
 		names = append(names, queues[i].Name, queues[i].Name+".dead")
 	}
-	defer deleteQueuesFast(names)
+	defer brokertest.DeleteQueues(amqpURL(), names...)
 	declarer := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
 	if _, err := runtime.NewProducer(ctx, declarer, queues...); err != nil {
 		b.Fatal(err)
@@ -222,7 +221,7 @@ func declareNew(b *testing.B, prefix string, n, maxPriority int) time.Duration {
 		queues[i].MaxPriority = maxPriority
 		names = append(names, queues[i].Name, queues[i].Name+".dead")
 	}
-	defer deleteQueuesFast(names)
+	defer brokertest.DeleteQueues(amqpURL(), names...)
 	start := time.Now()
 	if _, err := runtime.NewProducer(ctx, be, queues...); err != nil {
 		b.Fatal(err)
@@ -245,22 +244,3 @@ func (h *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *warnCounter) WithGroup(string) slog.Handler      { return h }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// deleteQueuesFast deletes names on one channel, opening another after a
-// failed delete: clean-up of thousands of queues.
-func deleteQueuesFast(names []string) {
-	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	var ch *amqp.Channel
-	for _, name := range names {
-		if ch == nil || ch.IsClosed() {
-			if ch, err = conn.Channel(); err != nil {
-				return
-			}
-		}
-		_, _ = ch.QueueDelete(name, false, false, false)
-	}
-}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -37,25 +35,6 @@ func (c *countingBackend) Consume(ctx context.Context, q runtime.QueueConfig) (r
 		close(c.allReady)
 	}
 	return s, err
-}
-
-// deleteQueuesFast deletes names on one channel, opening another after a
-// failed delete: clean-up of thousands of queues.
-func deleteQueuesFast(names []string) {
-	conn, err := amqp.Dial(amqpURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	var ch *amqp.Channel
-	for _, name := range names {
-		if ch == nil || ch.IsClosed() {
-			if ch, err = conn.Channel(); err != nil {
-				return
-			}
-		}
-		_, _ = ch.QueueDelete(name, false, false, false)
-	}
 }
 
 // TestWorkerOfMoreQueuesThanOneConnectionHolds runs one worker of 2,100
@@ -82,7 +61,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("%s.%04d", prefix, i)
 	}
-	t.Cleanup(func() { deleteQueuesFast(names) })
+	t.Cleanup(func() { brokertest.DeleteQueues(amqpURL(), names...) })
 
 	before := goruntime.NumGoroutine()
 	w := runtime.NewWorker(cb)
