@@ -17,7 +17,8 @@ type QueueAdmin interface {
 	// marker. It refuses with ErrQueueInUse while consumers are attached to
 	// queue, unless opts.Force. It returns each queue it deleted with the
 	// jobs that went with it, also when it fails midway. A queue that does
-	// not exist is runtime.ErrUnknownQueue.
+	// not exist is runtime.ErrUnknownQueue. With opts.WithWaits, a backend
+	// that cannot list the hold queues (ErrCannotList) deletes nothing.
 	DeleteQueue(ctx context.Context, queue string, opts DeleteQueueOptions) ([]DeletedQueue, error)
 }
 

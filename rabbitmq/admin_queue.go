@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
 )
 
 var _ admin.QueueAdmin = (*Backend)(nil)
@@ -41,6 +42,15 @@ func (b *Backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 // tells workers the queue is no longer paused.
 func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
 	var out []admin.DeletedQueue
+	// With its waits, the hold queues are listed before anything is
+	// deleted: a delete that cannot find them deletes nothing.
+	var listed []mgmt.Queue
+	if opts.WithWaits {
+		var err error
+		if listed, err = b.listQueues(ctx); err != nil {
+			return nil, fmt.Errorf("delete queue %q with its waits: its hold queues cannot be listed, so nothing was deleted: %w", queue, err)
+		}
+	}
 	q, err := b.mustExist(ctx, "delete", queue)
 	if err != nil && !(opts.WithWaits && errors.Is(err, queueerr.ErrUnknownQueue)) {
 		return nil, err
@@ -67,7 +77,6 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 	if !b.opts.NoDeadLetterQueues {
 		others = append(others, b.names.Dead(queue).Name)
 	}
-	listed, lerr := b.listQueues(ctx)
 	re := b.holdRE()
 	for _, q := range listed {
 		if m := re.FindStringSubmatch(q.Name); m != nil && m[1] == queue {
@@ -100,9 +109,6 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 				return out, err
 			}
 		}
-	}
-	if lerr != nil {
-		return out, fmt.Errorf("delete queue %q: its hold queues cannot be listed, so none was deleted: %w", queue, lerr)
 	}
 	return out, nil
 }
