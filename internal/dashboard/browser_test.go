@@ -234,6 +234,7 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	tab := browser(t)

@@ -344,6 +344,7 @@ func serve(t *testing.T, admin Admin, opts Options, path string) *httptest.Respo
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec
