@@ -313,3 +313,31 @@ func TestBrowserMemory(t *testing.T) {
 	t.Cleanup(func() { b.Close() }) // after the worker stops
 	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: runtime.KindOf[job](), MaxAttempts: 3}, "")
 }
+
+// TestBrowserChartsFullOnFirstLoad: jobs run while no page is open; the
+// first load of the overview and of the queue's page draws them, with axes
+// and units.
+func TestBrowserChartsFullOnFirstLoad(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	f.kill(t, "boom", job{To: "a"}, job{To: "b"}, job{To: "c"})
+	waitSamples(t, f.srv, len(f.srv.hist.all())+2) // two after the jobs ran
+	tab := browser(t)
+	for _, page := range []struct{ name, path string }{{"overview-charts", "/"}, {"queue-charts", "/queues/" + testQueue}} {
+		run(t, tab, page.name, chromedp.Navigate(f.ts.URL+page.path), chromedp.WaitVisible(chromedp.CSS("#depth-chart polyline.dead")))
+		points := eval[int](t, tab, `Number(document.getElementById("depth-chart").getAttribute("data-points"))`)
+		dead := eval[string](t, tab, `document.querySelector("#depth-chart polyline.dead").getAttribute("points")`)
+		if points < 2 || len(strings.Fields(dead)) < 2 {
+			t.Errorf("%s: depth chart has %d samples, dead line %q; want 2 or more on first load", page.name, points, dead)
+		}
+		labels := eval[string](t, tab, `Array.from(document.querySelectorAll("#depth-chart text")).map(e => e.textContent).join("|")`)
+		for _, want := range []string{"jobs", "now", "−10 min", "UTC"} {
+			if !strings.Contains(labels, want) {
+				t.Errorf("%s: depth chart labels %q lack %q", page.name, labels, want)
+			}
+		}
+		if got := text(t, tab, "#depth-last"); !strings.Contains(got, "3 dead") {
+			t.Errorf("%s: chart caption %q, want 3 dead", page.name, got)
+		}
+		shot(t, tab, page.name)
+	}
+}

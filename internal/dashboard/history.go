@@ -209,6 +209,13 @@ func (h *history) get(ctx context.Context) (snapshot, []sample, error) {
 	return snap, slices.Clone(h.samples), nil
 }
 
+// all returns the samples so far.
+func (h *history) all() []sample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.samples)
+}
+
 // wait returns a channel closed when the next sample is added.
 func (h *history) wait() <-chan struct{} {
 	h.mu.Lock()

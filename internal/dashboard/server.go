@@ -121,6 +121,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /api/stats", s.stats)
+	mux.HandleFunc("GET /api/charts", s.chartsJSON)
 	mux.HandleFunc("GET /queues/{queue}", s.queue)
 	mux.HandleFunc("GET /queues/{queue}/dead/{id}", s.letter)
 	mux.HandleFunc("POST /queues/{queue}/redrive", s.action(actRedrive))
