@@ -341,3 +341,46 @@ func TestBrowserChartsFullOnFirstLoad(t *testing.T) {
 		shot(t, tab, page.name)
 	}
 }
+
+// TestBrowserPauseAndRedriveByReason pauses and resumes a queue from its
+// page, and re-drives its letters of one reason.
+func TestBrowserPauseAndRedriveByReason(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	ctx := context.Background()
+	f.kill(t, "smtp timeout after 30s", job{To: "a"}, job{To: "b"})
+	f.kill(t, "mailbox does not exist", job{To: "c"})
+	tab := browser(t)
+	page := f.ts.URL + "/queues/" + testQueue
+
+	run(t, tab, "pause", chromedp.Navigate(page), chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	shot(t, tab, "pause-confirm")
+	run(t, tab, "confirm pause", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if p, err := f.b.Paused(ctx, testQueue); err != nil || !p {
+		t.Errorf("after the pause from the page Paused = %v, %v; want true", p, err)
+	}
+	run(t, tab, "resume", chromedp.Navigate(page), chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if p, err := f.b.Paused(ctx, testQueue); err != nil || p {
+		t.Errorf("after the resume from the page Paused = %v, %v; want false", p, err)
+	}
+
+	run(t, tab, "re-drive by reason", chromedp.Navigate(page), chromedp.SendKeys(chromedp.CSS("#match-reason"), "timeout"),
+		chromedp.Click(chromedp.CSS("#redrive-matching")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	if got := text(t, tab, "#confirm-what"); !strings.Contains(got, "timeout") {
+		t.Errorf("confirmation says %q, want the reason", got)
+	}
+	shot(t, tab, "redrive-reason-confirm")
+	run(t, tab, "confirm re-drive by reason", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if got := text(t, tab, "#result"); got != "Re-drove 2 dead letters." {
+		t.Errorf("result %q, want Re-drove 2 dead letters.", got)
+	}
+	shot(t, tab, "redrive-reason-result")
+	if n := f.dead(t); n != 1 {
+		t.Errorf("%d dead letters after the re-drive by reason, want 1", n)
+	}
+	if n, err := f.b.Ready(ctx, testQueue); err != nil || n != 2 {
+		t.Errorf("%d jobs ready after the re-drive (%v), want the 2 moved", n, err)
+	}
+	run(t, tab, "queue page", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#letters")))
+	shot(t, tab, "queue-after")
+}

@@ -126,6 +126,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /queues/{queue}/dead/{id}", s.letter)
 	mux.HandleFunc("POST /queues/{queue}/redrive", s.action(actRedrive))
 	mux.HandleFunc("POST /queues/{queue}/purge", s.action(actPurge))
+	mux.HandleFunc("POST /queues/{queue}/pause", s.action(actPause))
+	mux.HandleFunc("POST /queues/{queue}/resume", s.action(actResume))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "refused: this request comes from another origin")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/adminq"
@@ -73,6 +74,11 @@ type queueView struct {
 	After   string // the cursor this page starts after, empty on the first
 	Next    string // the cursor of the next page, empty on the last
 	Charts  charts
+	// Pausable is set when the Admin can pause and resume queues.
+	Pausable bool
+	// Reasons and Kinds are those of the letters on this page, offered
+	// to re-drive or purge by.
+	Reasons, Kinds []string
 }
 
 type letterRow struct {
@@ -101,8 +107,15 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		v.Config = &cfg
 	}
 	v.Stats.Dead = page.Total // the newer count of the two
+	_, v.Pausable = s.admin.(admin.Pauser)
 	for _, l := range page.Letters {
 		v.Letters = append(v.Letters, letterRow{DeadLetterInfo: l, Summary: summary(l)})
+		if !slices.Contains(v.Reasons, l.Reason) && len(v.Reasons) < 20 {
+			v.Reasons = append(v.Reasons, l.Reason)
+		}
+		if l.Kind != "" && !slices.Contains(v.Kinds, l.Kind) {
+			v.Kinds = append(v.Kinds, l.Kind)
+		}
 	}
 	s.render(w, http.StatusOK, "queue", name, v)
 }
