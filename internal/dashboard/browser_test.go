@@ -335,6 +335,14 @@ func TestBrowserChartsFullOnFirstLoad(t *testing.T) {
 				t.Errorf("%s: depth chart labels %q lack %q", page.name, labels, want)
 			}
 		}
+		if page.path == "/" {
+			if got := text(t, tab, `tr[data-queue="dash.send"] td.dead-some`); got != "3" {
+				t.Errorf("overview's dead cell %q, want 3 marked dead-some", got)
+			}
+			if got := text(t, tab, `tr[data-queue="dash.send"] td.kind`); got != testConfig.Kind {
+				t.Errorf("overview's kind cell %q, want %s", got, testConfig.Kind)
+			}
+		}
 		if got := text(t, tab, "#depth-last"); !strings.Contains(got, "3 dead") {
 			t.Errorf("%s: chart caption %q, want 3 dead", page.name, got)
 		}
@@ -382,5 +390,16 @@ func TestBrowserPauseAndRedriveByReason(t *testing.T) {
 		t.Errorf("%d jobs ready after the re-drive (%v), want the 2 moved", n, err)
 	}
 	run(t, tab, "queue page", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#letters")))
+	// IDs and payloads stay on one line: the ID whole, the payload cut
+	// with its whole text in the tooltip.
+	if lines := eval[int](t, tab, `document.querySelector("td.id a").getClientRects().length`); lines != 1 {
+		t.Errorf("the job ID wraps onto %d lines, want 1", lines)
+	}
+	if ws := eval[string](t, tab, `getComputedStyle(document.querySelector("td.summary")).whiteSpace + " " + document.querySelector("td.summary").title`); !strings.HasPrefix(ws, "nowrap {") {
+		t.Errorf("payload cell: white-space and title %q, want nowrap and the payload", ws)
+	}
+	if cls := eval[string](t, tab, `document.getElementById("dead-count").className`); cls != "dead-some" {
+		t.Errorf("dead count class %q, want dead-some", cls)
+	}
 	shot(t, tab, "queue-after")
 }

@@ -16,7 +16,9 @@
       var q = byName[row.getAttribute("data-queue")];
       if (!q) { return; }
       row.querySelectorAll("td[data-f]").forEach(function (td) {
-        td.textContent = count(q[td.getAttribute("data-f")]);
+        var f = td.getAttribute("data-f");
+        td.textContent = count(q[f]);
+        if (f === "dead") { td.classList.toggle("dead-some", q.dead > 0); }
       });
     });
   }
