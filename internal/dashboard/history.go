@@ -70,6 +70,17 @@ type sample struct {
 	queues map[string]point
 }
 
+// rateWindow is the shortest time rates are measured over: longer than
+// the management API's statistics interval (5 s by default), so that
+// counters it updates in steps give even rates.
+const rateWindow = 10 * time.Second
+
+// reading is the message counters of all queues at one time.
+type reading struct {
+	at     time.Time
+	counts map[string]MessageCounts
+}
+
 // history keeps the latest snapshot and a ring of samples, taken every
 // interval by a goroutine from start until stop.
 type history struct {
@@ -88,6 +99,10 @@ type history struct {
 	samples []sample  // oldest first, at most limit
 	limit   int
 	added   chan struct{} // closed and replaced on every sample
+
+	// readings are the counters of the latest samples, oldest first,
+	// back to the one rates are measured from.
+	readings []reading
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -139,13 +154,24 @@ func (h *history) sample(ctx context.Context, interval time.Duration) {
 }
 
 // record makes snap the latest and adds its sample, measuring rates from
-// the counters of the previous snapshot. Callers hold mu.
+// the counters of the newest earlier reading at least rateWindow old (or
+// the oldest there is). Callers hold mu.
 func (h *history) record(snap snapshot) {
 	at := h.now()
 	var prev *snapshot
 	var since time.Duration
-	if h.latest != nil {
-		prev, since = h.latest, at.Sub(h.taken)
+	base := -1
+	for i, r := range h.readings {
+		if base < 0 || at.Sub(r.at) >= rateWindow {
+			base = i
+		}
+	}
+	if base >= 0 {
+		prev, since = &snapshot{counts: h.readings[base].counts}, at.Sub(h.readings[base].at)
+		h.readings = h.readings[base:]
+	}
+	if snap.counts != nil {
+		h.readings = append(h.readings, reading{at: at, counts: snap.counts})
 	}
 	for i, q := range snap.Queues {
 		if r, ok := measure(prev, since, snap.counts, q.Queue); ok {

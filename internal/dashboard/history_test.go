@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -72,4 +73,25 @@ func TestSamplerStopsOnClose(t *testing.T) {
 	}
 	s.Close()
 	s.Close()
+}
+
+// TestRatesOverWindow: rates are measured over at least rateWindow once
+// the history is that long, which evens out counters the management API
+// updates in steps.
+func TestRatesOverWindow(t *testing.T) {
+	clock := time.Unix(0, 0)
+	h := newHistory(historyLength, func() time.Time { return clock }, nil)
+	published := []uint64{0, 0, 0, 50, 50, 50, 100, 100}
+	for _, p := range published {
+		h.record(snapshot{Queues: []queueRow{{QueueStats: admin.QueueStats{Queue: "q"}}}, counts: map[string]MessageCounts{"q": {Published: p}}})
+		clock = clock.Add(sampleEvery)
+	}
+	last := h.samples[len(h.samples)-1]
+	// The last reading (100 at 14 s) against the one 10 s before (0 at 4 s).
+	if want := 10.0; last.Published != want {
+		t.Errorf("latest rate %v, want %v jobs/s over the window", last.Published, want)
+	}
+	if len(h.readings) > int(rateWindow/sampleEvery)+1 {
+		t.Errorf("%d readings kept, want at most %d", len(h.readings), rateWindow/sampleEvery+1)
+	}
 }
