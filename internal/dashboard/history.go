@@ -295,8 +295,8 @@ func of(samples []sample, queue string) []sample {
 
 func known(n int) int { return max(n, 0) }
 
-// takeSnapshot asks the Admin for every queue's stats, and the RateReader
-// for their rates. What cannot be seen becomes a note; only a failure to
+// takeSnapshot asks the Admin for every queue's stats, and the CountReader
+// for their message counters. What cannot be seen becomes a note; only a failure to
 // see anything is an error.
 func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 	var snap snapshot
