@@ -23,9 +23,9 @@ const sampleEvery = 2 * time.Second
 // historySpan is the time the charts show.
 const historySpan = historyLength * sampleEvery
 
-// Rates are message rates of one queue, in jobs per second, measured by the
+// queueRates are message rates of one queue, in jobs per second, measured by the
 // dashboard from two readings of its MessageCounts.
-type Rates struct {
+type queueRates struct {
 	Published float64 `json:"published"`
 	Handled   float64 `json:"handled"`
 }
@@ -35,8 +35,8 @@ type queueRow struct {
 	admin.QueueStats
 	// Kind is the kind of job the queue's configuration names, empty when
 	// not known.
-	Kind  string `json:"kind,omitempty"`
-	Rates *Rates `json:"rates,omitempty"`
+	Kind  string      `json:"kind,omitempty"`
+	Rates *queueRates `json:"rates,omitempty"`
 }
 
 // snapshot is the state of every queue at one time.
@@ -187,17 +187,17 @@ func (h *history) record(snap snapshot) {
 // measure returns the rates of queue from the difference of its counters
 // in prev and now over since. There are none without two readings, or when
 // a counter went back (the queue was deleted and declared again).
-func measure(prev *snapshot, since time.Duration, now map[string]MessageCounts, queue string) (Rates, bool) {
+func measure(prev *snapshot, since time.Duration, now map[string]MessageCounts, queue string) (queueRates, bool) {
 	if prev == nil || since <= 0 {
-		return Rates{}, false
+		return queueRates{}, false
 	}
 	a, okA := prev.counts[queue]
 	b, okB := now[queue]
 	if !okA || !okB || b.Published < a.Published || b.Handled < a.Handled {
-		return Rates{}, false
+		return queueRates{}, false
 	}
 	secs := since.Seconds()
-	return Rates{
+	return queueRates{
 		Published: float64(b.Published-a.Published) / secs,
 		Handled:   float64(b.Handled-a.Handled) / secs,
 	}, true
@@ -224,7 +224,7 @@ func (h *history) get(ctx context.Context) (snapshot, []sample, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.latest != nil {
-		rates := map[string]*Rates{}
+		rates := map[string]*queueRates{}
 		for _, q := range h.latest.Queues {
 			rates[q.Queue] = q.Rates
 		}
