@@ -67,6 +67,7 @@ func run(ctx context.Context, out io.Writer, addr string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	traffic, err := startTraffic(ctx, url, out, log)
 	if err != nil {
 		return err

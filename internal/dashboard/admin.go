@@ -9,22 +9,24 @@ import (
 
 // Admin is what the dashboard reads and changes: a backend's
 // admin.Inspector and admin.DeadLetterAdmin. runtime.MemoryBackend and
-// rabbitmq.Backend implement both.
+// rabbitmq.Backend implement both. When it is an admin.Pauser too (both
+// are), queue pages offer pause and resume.
 type Admin interface {
 	admin.Inspector
 	admin.DeadLetterAdmin
 }
 
-// RateReader tells the message rates of queues, for the throughput chart.
-// It is optional: without one the chart shows depth only.
-// *rabbitmq.Backend is one, through the management API.
-type RateReader interface {
-	// MessageRates returns the rates of every queue it knows, by broker
-	// queue name.
-	MessageRates(ctx context.Context) (map[string]Rates, error)
+// CountReader tells the cumulative message counters of queues, from which
+// the dashboard measures throughput: the difference of two readings over
+// the time between them. It is optional: without one the chart shows depth
+// only. *rabbitmq.Backend is one, through the management API.
+type CountReader interface {
+	// MessageCounts returns the counters of every queue it knows, by
+	// broker queue name.
+	MessageCounts(ctx context.Context) (map[string]MessageCounts, error)
 }
 
-// Rates are message rates of one queue, per second.
-type Rates = rabbitmq.QueueRates
+// MessageCounts are cumulative message counters of one queue.
+type MessageCounts = rabbitmq.MessageCounts
 
-var _ RateReader = (*rabbitmq.Backend)(nil)
+var _ CountReader = (*rabbitmq.Backend)(nil)

@@ -60,6 +60,7 @@ func benchServer(b *testing.B, queues, dead int) (*Server, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { srv.Close() })
 	return srv, last
 }
 

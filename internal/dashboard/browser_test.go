@@ -234,6 +234,7 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	tab := browser(t)
@@ -311,4 +312,94 @@ func TestBrowserMemory(t *testing.T) {
 	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { b.Close() }) // after the worker stops
 	browse(t, b, b, runtime.QueueConfig{Name: "dash.browser", Kind: runtime.KindOf[job](), MaxAttempts: 3}, "")
+}
+
+// TestBrowserChartsFullOnFirstLoad: jobs run while no page is open; the
+// first load of the overview and of the queue's page draws them, with axes
+// and units.
+func TestBrowserChartsFullOnFirstLoad(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	f.kill(t, "boom", job{To: "a"}, job{To: "b"}, job{To: "c"})
+	waitSamples(t, f.srv, len(f.srv.hist.all())+2) // two after the jobs ran
+	tab := browser(t)
+	for _, page := range []struct{ name, path string }{{"overview-charts", "/"}, {"queue-charts", "/queues/" + testQueue}} {
+		run(t, tab, page.name, chromedp.Navigate(f.ts.URL+page.path), chromedp.WaitVisible(chromedp.CSS("#depth-chart polyline.dead")))
+		points := eval[int](t, tab, `Number(document.getElementById("depth-chart").getAttribute("data-points"))`)
+		dead := eval[string](t, tab, `document.querySelector("#depth-chart polyline.dead").getAttribute("points")`)
+		if points < 2 || len(strings.Fields(dead)) < 2 {
+			t.Errorf("%s: depth chart has %d samples, dead line %q; want 2 or more on first load", page.name, points, dead)
+		}
+		labels := eval[string](t, tab, `Array.from(document.querySelectorAll("#depth-chart text")).map(e => e.textContent).join("|")`)
+		for _, want := range []string{"jobs", "now", "−10 min", "UTC"} {
+			if !strings.Contains(labels, want) {
+				t.Errorf("%s: depth chart labels %q lack %q", page.name, labels, want)
+			}
+		}
+		if page.path == "/" {
+			if got := text(t, tab, `tr[data-queue="dash.send"] td.dead-some`); got != "3" {
+				t.Errorf("overview's dead cell %q, want 3 marked dead-some", got)
+			}
+			if got := text(t, tab, `tr[data-queue="dash.send"] td.kind`); got != testConfig.Kind {
+				t.Errorf("overview's kind cell %q, want %s", got, testConfig.Kind)
+			}
+		}
+		if got := text(t, tab, "#depth-last"); !strings.Contains(got, "3 dead") {
+			t.Errorf("%s: chart caption %q, want 3 dead", page.name, got)
+		}
+		shot(t, tab, page.name)
+	}
+}
+
+// TestBrowserPauseAndRedriveByReason pauses and resumes a queue from its
+// page, and re-drives its letters of one reason.
+func TestBrowserPauseAndRedriveByReason(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	ctx := context.Background()
+	f.kill(t, "smtp timeout after 30s", job{To: "a"}, job{To: "b"})
+	f.kill(t, "mailbox does not exist", job{To: "c"})
+	tab := browser(t)
+	page := f.ts.URL + "/queues/" + testQueue
+
+	run(t, tab, "pause", chromedp.Navigate(page), chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	shot(t, tab, "pause-confirm")
+	run(t, tab, "confirm pause", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if p, err := f.b.Paused(ctx, testQueue); err != nil || !p {
+		t.Errorf("after the pause from the page Paused = %v, %v; want true", p, err)
+	}
+	run(t, tab, "resume", chromedp.Navigate(page), chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if p, err := f.b.Paused(ctx, testQueue); err != nil || p {
+		t.Errorf("after the resume from the page Paused = %v, %v; want false", p, err)
+	}
+
+	run(t, tab, "re-drive by reason", chromedp.Navigate(page), chromedp.SendKeys(chromedp.CSS("#match-reason"), "timeout"),
+		chromedp.Click(chromedp.CSS("#redrive-matching")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	if got := text(t, tab, "#confirm-what"); !strings.Contains(got, "timeout") {
+		t.Errorf("confirmation says %q, want the reason", got)
+	}
+	shot(t, tab, "redrive-reason-confirm")
+	run(t, tab, "confirm re-drive by reason", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if got := text(t, tab, "#result"); got != "Re-drove 2 dead letters." {
+		t.Errorf("result %q, want Re-drove 2 dead letters.", got)
+	}
+	shot(t, tab, "redrive-reason-result")
+	if n := f.dead(t); n != 1 {
+		t.Errorf("%d dead letters after the re-drive by reason, want 1", n)
+	}
+	if n, err := f.b.Ready(ctx, testQueue); err != nil || n != 2 {
+		t.Errorf("%d jobs ready after the re-drive (%v), want the 2 moved", n, err)
+	}
+	run(t, tab, "queue page", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#letters")))
+	// IDs and payloads stay on one line: the ID whole, the payload cut
+	// with its whole text in the tooltip.
+	if lines := eval[int](t, tab, `document.querySelector("td.id a").getClientRects().length`); lines != 1 {
+		t.Errorf("the job ID wraps onto %d lines, want 1", lines)
+	}
+	if ws := eval[string](t, tab, `getComputedStyle(document.querySelector("td.summary")).whiteSpace + " " + document.querySelector("td.summary").title`); !strings.HasPrefix(ws, "nowrap {") {
+		t.Errorf("payload cell: white-space and title %q, want nowrap and the payload", ws)
+	}
+	if cls := eval[string](t, tab, `document.getElementById("dead-count").className`); cls != "dead-some" {
+		t.Errorf("dead count class %q, want dead-some", cls)
+	}
+	shot(t, tab, "queue-after")
 }

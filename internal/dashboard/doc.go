@@ -1,7 +1,8 @@
-// Package dashboard is queuey's web dashboard: a queues overview with a live
-// chart of depth and throughput, one page per queue with its configuration,
-// hold queues and dead letters, one page per dead letter, and the actions
-// re-drive (one, selected, all) and purge.
+// Package dashboard is queuey's web dashboard: a queues overview with live
+// charts of depth and throughput, one page per queue with its charts,
+// configuration, hold queues and dead letters, one page per dead letter,
+// and the actions pause and resume a queue, re-drive (one, selected, all,
+// by reason and kind) and purge.
 //
 // It is a plain net/http handler over an Admin, the few operations the
 // pages need. Templates, script and style are embedded: the pages need no
@@ -25,8 +26,11 @@
 //
 // # Scale
 //
-// The overview asks the Admin for every queue's stats once per view (and
-// once per refresh, at most one refresh a second whoever asks); dead letters
-// are read one page at a time. What a page costs beyond that is the Admin's:
+// From New until Close the server asks the Admin for every queue's stats
+// (and the CountReader for its counters) every 2 s, and keeps 300 samples
+// of each queue for the charts: the last ten minutes, whether or not a page
+// was open. Each view or refresh of the overview asks once more, shared by
+// the pages that ask at the same time; dead letters are read one page at a
+// time. What a page costs beyond that is the Admin's:
 // see its documentation for how deep a page can go.
 package dashboard

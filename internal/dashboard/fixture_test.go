@@ -49,6 +49,7 @@ func newMemFixture(t *testing.T, opts Options) *memFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return &memFixture{b: b, srv: srv, ts: ts}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuey/queuey/admin"
@@ -32,6 +33,7 @@ var funcs = template.FuncMap{
 	"dur":   func(d time.Duration) string { return d.String() },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") },
 	"num":   countCell,
+	"lower": strings.ToLower,
 }
 
 func parsePages() (*pages, error) {

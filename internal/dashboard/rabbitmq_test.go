@@ -64,12 +64,12 @@ func TestBrowserRabbitMQ(t *testing.T) {
 	url := brokertest.Require(t)
 	cfg := rabbitQueue(t, url)
 	b := dialRabbit(t, url)   // closed after the worker stops
-	browse(t, b, b, cfg, url) // the backend is the RateReader too
+	browse(t, b, b, cfg, url) // the backend is the CountReader too
 }
 
-// TestMessageRates reads the local broker's rates of a queue it published
-// to, as the throughput chart does.
-func TestMessageRates(t *testing.T) {
+// TestMessageCounts reads the local broker's counters of a queue it
+// published to, from which the throughput chart measures rates.
+func TestMessageCounts(t *testing.T) {
 	url := brokertest.Require(t)
 	cfg := rabbitQueue(t, url)
 	b := dialRabbit(t, url)
@@ -82,12 +82,12 @@ func TestMessageRates(t *testing.T) {
 	if _, err := runtime.Enqueue(ctx, p, cfg, job{To: "a@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	var r RateReader = b
-	got, err := r.MessageRates(ctx)
+	var r CountReader = b
+	got, err := r.MessageCounts(ctx)
 	if err != nil {
-		t.Fatalf("MessageRates: %v (the management plugin is enabled by scripts/broker.sh)", err)
+		t.Fatalf("MessageCounts: %v (the management plugin is enabled by scripts/broker.sh)", err)
 	}
 	if _, ok := got[cfg.Name]; !ok {
-		t.Errorf("MessageRates has no entry for %s among %d queues", cfg.Name, len(got))
+		t.Errorf("MessageCounts has no entry for %s among %d queues", cfg.Name, len(got))
 	}
 }

@@ -40,10 +40,10 @@ type Options struct {
 	// PageSize is how many dead letters a page shows. Zero means
 	// DefaultPageSize.
 	PageSize int
-	// Rates feeds the throughput chart. Nil means the Admin, when it is a
-	// RateReader (as *rabbitmq.Backend is); without one the chart shows
+	// Counts feeds the throughput chart. Nil means the Admin, when it is a
+	// CountReader (as *rabbitmq.Backend is); without one the chart shows
 	// depth only.
-	Rates RateReader
+	Counts CountReader
 	// LoopbackOnly refuses requests whose Host header is not a loopback
 	// name or address (localhost, 127.0.0.0/8, ::1), which stops DNS
 	// rebinding from reaching a dashboard bound to loopback. Serve sets it
@@ -53,7 +53,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Server is the dashboard's http.Handler.
+// Server is the dashboard's http.Handler. It samples every queue's stats
+// from New until Close, for the charts of the last ten minutes.
 type Server struct {
 	admin   Admin
 	opts    Options
@@ -79,8 +80,8 @@ func New(admin Admin, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	opts.Broker = Redact(opts.Broker)
-	if r, ok := admin.(RateReader); ok && opts.Rates == nil {
-		opts.Rates = r
+	if r, ok := admin.(CountReader); ok && opts.Counts == nil {
+		opts.Counts = r
 	}
 	pg, err := parsePages()
 	if err != nil {
@@ -97,12 +98,21 @@ func New(admin Admin, opts Options) (*Server, error) {
 		token:   hex.EncodeToString(tok),
 		pages:   pg,
 	}
-	s.hist = newHistory(historyLength, time.Now, s.takeSnapshot)
 	for _, c := range opts.Configs {
 		s.configs[c.Name] = c.WithDefaults()
 	}
 	s.handler = s.routes()
+	s.hist = newHistory(historyLength, time.Now, s.takeSnapshot)
+	s.hist.start(sampleEvery)
 	return s, nil
+}
+
+// Close stops the sampling of the charts' history, which runs from New on
+// whether or not a page is open. Call it when the dashboard is no longer
+// served.
+func (s *Server) Close() error {
+	s.hist.stop()
+	return nil
 }
 
 func (s *Server) routes() http.Handler {
@@ -111,10 +121,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /api/stats", s.stats)
+	mux.HandleFunc("GET /api/charts", s.chartsJSON)
 	mux.HandleFunc("GET /queues/{queue}", s.queue)
 	mux.HandleFunc("GET /queues/{queue}/dead/{id}", s.letter)
 	mux.HandleFunc("POST /queues/{queue}/redrive", s.action(actRedrive))
 	mux.HandleFunc("POST /queues/{queue}/purge", s.action(actPurge))
+	mux.HandleFunc("POST /queues/{queue}/pause", s.action(actPause))
+	mux.HandleFunc("POST /queues/{queue}/resume", s.action(actResume))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "refused: this request comes from another origin")

@@ -175,8 +175,10 @@ func TestBadSelection(t *testing.T) {
 	f := newMemFixture(t, Options{})
 	ids := f.kill(t, "boom", job{To: "a@example.com"})
 	for name, form := range map[string]url.Values{
-		"nothing": {"token": {f.srv.token}, "confirm": {"yes"}},
-		"both":    {"token": {f.srv.token}, "confirm": {"yes"}, "all": {"yes"}, "id": {ids[0]}},
+		"nothing":       {"token": {f.srv.token}, "confirm": {"yes"}},
+		"both":          {"token": {f.srv.token}, "confirm": {"yes"}, "all": {"yes"}, "id": {ids[0]}},
+		"reason and id": {"token": {f.srv.token}, "confirm": {"yes"}, "reason": {"boom"}, "id": {ids[0]}},
+		"kind and all":  {"token": {f.srv.token}, "confirm": {"yes"}, "kind": {"x"}, "all": {"yes"}},
 	} {
 		if status, body := f.post(t, "/queues/dash.send/purge", form, nil); status != 400 {
 			t.Errorf("%s: POST = %d, want 400\n%s", name, status, body)
@@ -206,7 +208,7 @@ func TestCSRFRefused(t *testing.T) {
 		{"foreign origin", withToken, map[string]string{"Sec-Fetch-Site": "", "Origin": "http://evil.example"}},
 	}
 	for _, c := range cases {
-		for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive"} {
+		for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive", "/queues/dash.send/pause", "/queues/dash.send/resume"} {
 			status, body := f.post(t, path, c.form, c.headers)
 			if status != 403 || !strings.Contains(body, "refused") {
 				t.Errorf("%s: POST %s = %d, want 403 refused\n%s", c.name, path, status, body)
@@ -216,13 +218,16 @@ func TestCSRFRefused(t *testing.T) {
 	if n := f.dead(t); n != 1 {
 		t.Errorf("after refused POSTs %d dead letters, want 1", n)
 	}
+	if p, _ := f.b.Paused(context.Background(), testQueue); p {
+		t.Error("after refused POSTs the queue is paused")
+	}
 }
 
 // TestNoActionThroughGET shows that the action URLs do nothing on GET.
 func TestNoActionThroughGET(t *testing.T) {
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"})
-	for _, path := range []string{"/queues/dash.send/purge?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/redrive?all=yes&confirm=yes&token=" + f.srv.token} {
+	for _, path := range []string{"/queues/dash.send/purge?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/redrive?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/pause?confirm=yes&token=" + f.srv.token} {
 		if status, _ := f.get(t, path); status != 405 {
 			t.Errorf("GET %s = %d, want 405", path, status)
 		}
@@ -250,7 +255,7 @@ func TestReadOnly(t *testing.T) {
 		}
 	}
 	form := url.Values{"token": {f.srv.token}, "all": {"yes"}, "confirm": {"yes"}}
-	for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive"} {
+	for _, path := range []string{"/queues/dash.send/purge", "/queues/dash.send/redrive", "/queues/dash.send/pause", "/queues/dash.send/resume"} {
 		if status, body := f.post(t, path, form, nil); status != 403 || !strings.Contains(body, "read-only") {
 			t.Errorf("read-only POST %s = %d, want 403\n%s", path, status, body)
 		}
@@ -344,6 +349,7 @@ func serve(t *testing.T, admin Admin, opts Options, path string) *httptest.Respo
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec
@@ -366,5 +372,68 @@ func TestPausedShown(t *testing.T) {
 	}
 	if _, body := f.get(t, "/queues/dash.send"); strings.Contains(body, "badge paused") {
 		t.Errorf("queue page still says paused after the resume\n%s", body)
+	}
+}
+
+// TestPauseConfirmsThenActs: pause and resume ask first, then change the
+// backend's paused state.
+func TestPauseConfirmsThenActs(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	ctx := context.Background()
+	form := url.Values{"token": {f.srv.token}}
+	if status, body := f.post(t, "/queues/dash.send/pause", form, nil); status != 200 || !strings.Contains(body, `id="confirm"`) {
+		t.Fatalf("unconfirmed pause = %d, want a confirmation page\n%s", status, body)
+	}
+	if p, _ := f.b.Paused(ctx, testQueue); p {
+		t.Fatal("paused before the confirmation")
+	}
+	form.Set("confirm", "yes")
+	if status, body := f.post(t, "/queues/dash.send/pause", form, nil); status != 200 || !strings.Contains(body, "Paused the queue.") {
+		t.Fatalf("confirmed pause = %d\n%s", status, body)
+	}
+	if p, _ := f.b.Paused(ctx, testQueue); !p {
+		t.Error("not paused after the confirmed pause")
+	}
+	if status, body := f.post(t, "/queues/dash.send/resume", form, nil); status != 200 || !strings.Contains(body, "Resumed the queue.") {
+		t.Fatalf("confirmed resume = %d\n%s", status, body)
+	}
+	if p, _ := f.b.Paused(ctx, testQueue); p {
+		t.Error("still paused after the confirmed resume")
+	}
+}
+
+// TestRedriveByReason re-drives the letters whose reason matches, and only
+// those.
+func TestRedriveByReason(t *testing.T) {
+	f := newMemFixture(t, Options{})
+	f.kill(t, "smtp timeout", job{To: "a"}, job{To: "b"})
+	f.kill(t, "bad address", job{To: "c"})
+	form := url.Values{"token": {f.srv.token}, "reason": {"timeout"}}
+	if status, body := f.post(t, "/queues/dash.send/redrive", form, nil); status != 200 || !strings.Contains(body, "whose reason contains") {
+		t.Fatalf("unconfirmed = %d, want the confirmation naming the reason\n%s", status, body)
+	}
+	form.Set("confirm", "yes")
+	if status, body := f.post(t, "/queues/dash.send/redrive", form, nil); status != 200 || !strings.Contains(body, "Re-drove 2 dead letters.") {
+		t.Fatalf("confirmed = %d\n%s", status, body)
+	}
+	if n := f.dead(t); n != 1 {
+		t.Errorf("%d dead letters, want the 1 of another reason", n)
+	}
+}
+
+// TestIncidentMarks: the overview names each queue's kind and marks a
+// non-zero dead count; a letter says its dead-lettering time is not
+// recorded.
+func TestIncidentMarks(t *testing.T) {
+	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
+	ids := f.kill(t, "boom", job{To: "a"})
+	_, body := f.get(t, "/")
+	for _, want := range []string{`<td class="kind mono">` + testConfig.Kind + `</td>`, `class="num dead-some" data-f="dead">1<`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview lacks %s\n%s", want, body)
+		}
+	}
+	if _, body := f.get(t, "/queues/dash.send/dead/"+ids[0]); !strings.Contains(body, `id="dead-at"`) {
+		t.Errorf("letter page lacks the dead-lettered row\n%s", body)
 	}
 }

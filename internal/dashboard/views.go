@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/adminq"
@@ -12,12 +14,37 @@ import (
 
 // overview serves the queues table and the chart.
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	snap, _, err := s.hist.get(r.Context())
+	snap, samples, err := s.hist.get(r.Context())
 	if err != nil {
 		s.failAdmin(w, r, "list queues", err)
 		return
 	}
-	s.render(w, http.StatusOK, "overview", "Queues", snap)
+	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, "")})
+}
+
+// overviewView is what the overview shows.
+type overviewView struct {
+	snapshot
+	Charts charts
+}
+
+// charts renders the charts of all queues, or of queue when not empty.
+func (s *Server) charts(samples []sample, queue string) charts {
+	if queue == "" {
+		c := drawCharts(samples, s.hist.now())
+		c.Src = "/api/charts"
+		return c
+	}
+	c := drawCharts(of(samples, queue), s.hist.now())
+	c.Src, c.Who = "/api/charts?queue="+url.QueryEscape(queue), "this queue"
+	return c
+}
+
+// chartsJSON serves the charts' live refresh: those of all queues, or of
+// the queue named by the query's queue.
+func (s *Server) chartsJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.charts(s.hist.all(), r.URL.Query().Get("queue")))
 }
 
 // statsJSON is what /api/stats answers: the latest snapshot and the
@@ -46,6 +73,12 @@ type queueView struct {
 	Letters []letterRow
 	After   string // the cursor this page starts after, empty on the first
 	Next    string // the cursor of the next page, empty on the last
+	Charts  charts
+	// Pausable is set when the Admin can pause and resume queues.
+	Pausable bool
+	// Reasons and Kinds are those of the letters on this page, offered
+	// to re-drive or purge by.
+	Reasons, Kinds []string
 }
 
 type letterRow struct {
@@ -69,13 +102,20 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		s.failAdmin(w, r, fmt.Sprintf("dead letters of %q", name), err)
 		return
 	}
-	v := queueView{Stats: stats[0], After: after, Next: page.Next}
+	v := queueView{Stats: stats[0], After: after, Next: page.Next, Charts: s.charts(s.hist.all(), name)}
 	if _, ok := s.configs[name]; ok {
 		v.Config = &cfg
 	}
 	v.Stats.Dead = page.Total // the newer count of the two
+	_, v.Pausable = s.admin.(admin.Pauser)
 	for _, l := range page.Letters {
 		v.Letters = append(v.Letters, letterRow{DeadLetterInfo: l, Summary: summary(l)})
+		if !slices.Contains(v.Reasons, l.Reason) && len(v.Reasons) < 20 {
+			v.Reasons = append(v.Reasons, l.Reason)
+		}
+		if l.Kind != "" && !slices.Contains(v.Kinds, l.Kind) {
+			v.Kinds = append(v.Kinds, l.Kind)
+		}
 	}
 	s.render(w, http.StatusOK, "queue", name, v)
 }

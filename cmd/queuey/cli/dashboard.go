@@ -40,6 +40,7 @@ func (c *dashboardCmd) Run(r *run) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	mode := ""
 	if c.ReadOnly {
 		mode = ", read-only"

@@ -16,68 +16,50 @@
       var q = byName[row.getAttribute("data-queue")];
       if (!q) { return; }
       row.querySelectorAll("td[data-f]").forEach(function (td) {
-        td.textContent = count(q[td.getAttribute("data-f")]);
+        var f = td.getAttribute("data-f");
+        td.textContent = count(q[f]);
+        if (f === "dead") { td.classList.toggle("dead-some", q.dead > 0); }
       });
     });
   }
 
-  // line draws values (oldest first) as a polyline scaled to top.
-  function line(svg, cls, values, top) {
-    var p = document.createElementNS(SVG, "polyline");
-    var n = values.length;
-    var pts = values.map(function (v, i) {
-      var x = n < 2 ? 600 : (i / (n - 1)) * 600;
-      var y = 115 - (top > 0 ? (v / top) * 105 : 0);
-      return x.toFixed(1) + "," + y.toFixed(1);
-    });
-    p.setAttribute("class", cls);
-    p.setAttribute("points", pts.join(" "));
-    svg.appendChild(p);
+  // replaceChart swaps the chart in box for the one the server drew. The
+  // SVG holds only numbers and fixed words; it is parsed as XML, never as
+  // HTML.
+  function replaceChart(boxID, svgText) {
+    var box = document.getElementById(boxID);
+    if (!box || !svgText) { return; }
+    var doc = new DOMParser().parseFromString(svgText, "image/svg+xml");
+    var svg = doc.documentElement;
+    if (!svg || svg.namespaceURI !== SVG) { return; }
+    box.replaceChildren(document.importNode(svg, true));
   }
 
-  function chart(id, series) {
-    var svg = document.getElementById(id);
-    if (!svg) { return; }
-    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    var top = 0;
-    series.forEach(function (s) { s.values.forEach(function (v) { top = Math.max(top, v); }); });
-    [10, 62.5, 115].forEach(function (y) {
-      var g = document.createElementNS(SVG, "line");
-      g.setAttribute("class", "grid");
-      g.setAttribute("x1", "0"); g.setAttribute("x2", "600");
-      g.setAttribute("y1", String(y)); g.setAttribute("y2", String(y));
-      svg.appendChild(g);
-    });
-    series.forEach(function (s) { line(svg, s.cls, s.values, top); });
-    svg.setAttribute("data-points", String(series[0].values.length));
-    svg.setAttribute("data-max", String(top));
+  function drawCharts(c) {
+    replaceChart("depth-box", c.depth);
+    replaceChart("rate-box", c.rate);
+    document.getElementById("depth-last").textContent = c.depth_now || "";
+    document.getElementById("rate-last").textContent = c.rate_now || "";
+    document.getElementById("rate-note").hidden = !!c.rates;
   }
 
-  function draw(samples) {
-    var depth = samples.map(function (s) { return s.depth; });
-    chart("depth-chart", [{ cls: "depth", values: depth }]);
-    var last = samples[samples.length - 1];
-    document.getElementById("depth-last").textContent = last ? "now " + last.depth + ", max shown " + Math.max.apply(null, depth) : "";
-    var rates = samples.some(function (s) { return s.rates; });
-    document.getElementById("rate-note").hidden = rates;
-    chart("rate-chart", [
-      { cls: "published", values: samples.map(function (s) { return s.published; }) },
-      { cls: "handled", values: samples.map(function (s) { return s.handled; }) }
-    ]);
-    document.getElementById("rate-last").textContent = rates && last ?
-      "now " + last.published.toFixed(1) + " in, " + last.handled.toFixed(1) + " done" : "";
+  function getJSON(url) {
+    return fetch(url, { headers: { "Accept": "application/json" }, cache: "no-store" })
+      .then(function (r) {
+        if (!r.ok) { throw new Error("HTTP " + r.status); }
+        return r.json();
+      });
   }
 
   function refresh() {
     var state = document.getElementById("refresh-state");
-    fetch("/api/stats", { headers: { "Accept": "application/json" }, cache: "no-store" })
-      .then(function (r) {
-        if (!r.ok) { throw new Error("HTTP " + r.status); }
-        return r.json();
-      })
-      .then(function (data) {
-        updateTable(data.queues || []);
-        draw(data.samples || []);
+    var charts = document.getElementById("charts");
+    var table = document.getElementById("queues");
+    Promise.all([
+      getJSON(charts.getAttribute("data-src")).then(drawCharts),
+      table ? getJSON("/api/stats").then(function (data) { updateTable(data.queues || []); }) : null
+    ])
+      .then(function () {
         var n = Number(document.body.getAttribute("data-refreshes") || "0") + 1;
         document.body.setAttribute("data-refreshes", String(n));
         state.textContent = "Last refresh " + new Date().toLocaleTimeString() + ".";
@@ -91,7 +73,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    if (document.getElementById("charts")) { refresh(); }
+    if (document.getElementById("charts")) { setTimeout(refresh, EVERY); }
     var all = document.getElementById("select-all");
     if (all) {
       all.addEventListener("change", function () {
