@@ -49,7 +49,7 @@ func BenchmarkOutbox(b *testing.B) {
 				return nil
 			})
 			if bc.outbox {
-				runRelay(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
+				brokertest.Run(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
 			}
 			direct := runtime.NewProducerUndeclared(be)
 			ctx := context.Background()
@@ -107,7 +107,7 @@ func BenchmarkOutboxLatency(b *testing.B) {
 		started <- time.Now()
 		return nil
 	})
-	runRelay(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
+	brokertest.Run(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -173,7 +173,7 @@ func BenchmarkOutboxRelay(b *testing.B) {
 		})
 		b.StartTimer()
 		start := time.Now()
-		stopRelay := runRelay(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
+		stopRelay := brokertest.Run(b, &outbox.Relay{Pool: pool, Backend: be, Logger: quiet()})
 		select {
 		case <-done:
 		case <-time.After(5 * time.Minute):

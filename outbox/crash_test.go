@@ -108,7 +108,7 @@ func TestRelayKilled(t *testing.T) {
 	wg.Wait()
 
 	// A relay of this process takes what is left.
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: batch, Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: batch, Logger: quiet()})
 	mu.Lock()
 	ids := committed
 	mu.Unlock()

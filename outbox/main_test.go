@@ -124,30 +124,6 @@ func declare(tb testing.TB, b runtime.Backend, q runtime.QueueConfig) {
 	}
 }
 
-// runRelay runs r until tb ends, failing tb when Run fails.
-func runRelay(tb testing.TB, r *outbox.Relay) (stop func()) {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-errc:
-				if err != nil {
-					tb.Errorf("relay Run: %v", err)
-				}
-			case <-time.After(wait):
-				tb.Errorf("relay Run did not return %v after its context ended", wait)
-			}
-		})
-	}
-	tb.Cleanup(stop)
-	return stop
-}
-
 // handled records the jobs a worker handled, by ID.
 type handled struct {
 	mu    sync.Mutex

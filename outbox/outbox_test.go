@@ -39,7 +39,7 @@ func TestGeneratedEnqueue(t *testing.T) {
 		return nil
 	})
 	brokertest.Run(t, w)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, PollInterval: 50 * time.Millisecond})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, PollInterval: 50 * time.Millisecond})
 
 	var pgxID string
 	err := inTx(ctx, pool, true, func(tx pgx.Tx) error {
@@ -92,7 +92,7 @@ func TestOnlyCommitted(t *testing.T) {
 	declare(t, b, q)
 	h := newHandled()
 	brokertest.RunWorker(t, b, q, h.handler)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
 
 	const n = 1000
 	committed := map[string]bool{}
@@ -159,7 +159,7 @@ func TestTwoRelays(t *testing.T) {
 	h := newHandled()
 	brokertest.RunWorker(t, b, q, h.handler)
 	for range 2 {
-		runRelay(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: 20, Logger: quiet()})
+		brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: 20, Logger: quiet()})
 	}
 	const n = 2000
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -206,7 +206,7 @@ func TestMissingQueue(t *testing.T) {
 	lost := enqueue(t, pool, missing, 2, true)
 	lostDelayed := enqueue(t, pool, missing, 3, true, runtime.WithDelay(time.Second))
 	after := enqueue(t, pool, q, 4, true)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
 
 	h.waitDistinct(t, 2)
 	waitEmpty(t, pool)
@@ -252,7 +252,7 @@ func TestDelayCountsFromEnqueue(t *testing.T) {
 	// on a backend of its own, which did not declare the queue: it learns
 	// how the queue holds waits from the row.
 	time.Sleep(time.Second)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: dial(t), Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: dial(t), Logger: quiet()})
 	h.waitDistinct(t, 1)
 	h.mu.Lock()
 	at := h.at[id]
@@ -282,7 +282,7 @@ func TestNotifyWakes(t *testing.T) {
 		default:
 		}
 	})
-	runRelay(t, r)
+	brokertest.Run(t, r)
 	for _, ch := range []chan struct{}{listening, idle} {
 		select {
 		case <-ch:
@@ -345,7 +345,7 @@ func TestNoLostWake(t *testing.T) {
 	declare(t, b, q)
 	h := newHandled()
 	brokertest.RunWorker(t, b, q, h.handler)
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: 5, PollInterval: time.Hour})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: 5, PollInterval: time.Hour})
 
 	total := 0
 	for burst := range 30 {

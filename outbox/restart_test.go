@@ -50,7 +50,7 @@ func TestPostgresRestart(t *testing.T) {
 	h := newHandled()
 	brokertest.RunWorker(t, b, q, h.handler)
 	const batch = 20
-	runRelay(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: batch, PollInterval: 100 * time.Millisecond, Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, BatchSize: batch, PollInterval: 100 * time.Millisecond, Logger: quiet()})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
 	defer cancel()

@@ -22,13 +22,19 @@ func RunWorker[T any](tb testing.TB, b runtime.Backend, q runtime.QueueConfig, h
 	return Run(tb, w)
 }
 
-// Run runs w until tb ends or stop is called; stop returns once Run has,
+// Runner is what runs until its context ends: a runtime.Worker, an
+// outbox.Relay.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Run runs r until tb ends or stop is called; stop returns once Run has,
 // failing tb when Run failed or did not return within 30 seconds.
-func Run(tb testing.TB, w *runtime.Worker) (stop func()) {
+func Run(tb testing.TB, r Runner) (stop func()) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+	go func() { errc <- r.Run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -36,10 +42,10 @@ func Run(tb testing.TB, w *runtime.Worker) (stop func()) {
 			select {
 			case err := <-errc:
 				if err != nil {
-					tb.Errorf("worker Run: %v", err)
+					tb.Errorf("%T Run: %v", r, err)
 				}
 			case <-time.After(stopTimeout):
-				tb.Errorf("worker Run did not return %v after its context ended", stopTimeout)
+				tb.Errorf("%T Run did not return %v after its context ended", r, stopTimeout)
 			}
 		})
 	}
