@@ -30,7 +30,7 @@ type series struct {
 
 var (
 	depthSeries = []series{
-		{Name: "depth (ready + in flight + waiting)", Class: "depth", Value: func(p point) float64 { return float64(p.Depth) }},
+		{Name: "depth (ready + unacked + waiting)", Class: "depth", Value: func(p point) float64 { return float64(p.Depth) }},
 		{Name: "dead", Class: "dead", Value: func(p point) float64 { return float64(p.Dead) }},
 	}
 	rateSeries = []series{

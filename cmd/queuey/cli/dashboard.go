@@ -8,7 +8,7 @@ import (
 type dashboardCmd struct {
 	Addr     string   `name:"addr" default:"${dashboard_addr}" help:"Address to serve on. Loopback keeps the dashboard to this machine; any other address lets whoever reaches it re-drive and purge."`
 	ReadOnly bool     `name:"read-only" help:"Hide and refuse re-drive and purge."`
-	Packages []string `arg:"" optional:"" name:"package" help:"Go packages whose //queuey:queue annotations give the queues and their configuration (e.g. ./jobs/...). Without them, every queue the broker knows."`
+	Packages []string `name:"pkg" placeholder:"PACKAGE" help:"Show only the queues of these Go packages' //queuey:queue annotations, configured from them (e.g. ./jobs/...; repeat --pkg for more). Without it, every queue the broker knows."`
 }
 
 func (c *dashboardCmd) Run(r *run) error {

@@ -330,7 +330,8 @@ type queueNote struct {
 
 // annotatedQueues loads the packages of patterns (syntax only: nothing is
 // compiled) and returns the queues their //queuey:queue annotations
-// declare.
+// declare. Patterns that declare no queue at all are an error (exit 1):
+// a mistyped --pkg would otherwise show an empty list as if it were true.
 func annotatedQueues(dir string, patterns []string) ([]runtime.QueueConfig, error) {
 	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax, Dir: dir}, patterns...)
 	if err != nil {
@@ -353,6 +354,9 @@ func annotatedQueues(dir string, patterns []string) ([]runtime.QueueConfig, erro
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if len(out) == 0 {
+		return nil, fail(ExitFailure, "--pkg %s: no //queuey:queue annotation there", strings.Join(patterns, " "))
 	}
 	return out, nil
 }
