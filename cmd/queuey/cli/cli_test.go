@@ -297,3 +297,35 @@ func TestRedriveByReasonAndKind(t *testing.T) {
 		t.Errorf("stats %+v, want the 2 jobs ready and no dead letters", st[0])
 	}
 }
+
+// TestMemoryQueuePurgeDelete: purge and delete work on the in-memory
+// backend; a delete that would take dead letters along without
+// --with-waits is refused with nothing deleted.
+func TestMemoryQueuePurgeDelete(t *testing.T) {
+	b, q, _ := memoryWithDead(t, 1)
+	p, err := runtime.NewProducer(ctxT(t), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, ctxT(t), memEnv(b), "queues", "purge", "q", "--yes")
+	if r.code != cli.ExitOK || r.out != "purged 2 ready jobs from q\n" {
+		t.Fatalf("purge: exit %d, %q %q", r.code, r.out, r.err)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "queues", "delete", "q", "--yes")
+	if r.code != cli.ExitFailure || r.out != "" || !strings.HasPrefix(r.err, `queuey: delete queue "q": the in-memory backend keeps a queue's dead letters and waits inside the queue`) {
+		t.Fatalf("delete without --with-waits: exit %d, %q %q", r.code, r.out, r.err)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "queues", "delete", "q", "--with-waits", "--yes")
+	if r.code != cli.ExitOK || r.out != "deleted queue q with 0 jobs\ndeleted queue q.dead with 1 job\n" {
+		t.Fatalf("delete --with-waits: exit %d, %q %q", r.code, r.out, r.err)
+	}
+	r = runCLI(t, ctxT(t), memEnv(b), "queues", "purge", "q", "--yes")
+	if r.code != cli.ExitFailure || !strings.HasPrefix(r.err, `queuey: queue "q" does not exist`) {
+		t.Fatalf("purge of the deleted queue: exit %d, %q %q", r.code, r.out, r.err)
+	}
+}
