@@ -1,7 +1,12 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -165,4 +170,93 @@ func TestBrokerQueuePurgeDelete(t *testing.T) {
 	}
 	r = bq.cli(ctxT(t), cli.Env{}, "queues", bq.q.Name)
 	want(t, "queues of the deleted queue", r, cli.ExitFailure, `queuey: no queue on the broker matches "`+bq.q.Name+`"`)
+}
+
+// brokerUser creates a user on the broker through its management API, with
+// the given permissions on the default virtual host (none when perms is
+// nil), and deletes it when t ends.
+func brokerUser(t *testing.T, name, password string, perms map[string]string) {
+	t.Helper()
+	put := func(path string, body any) {
+		t.Helper()
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPut, "http://127.0.0.1:15672/api/"+path, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("guest", "guest")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("management API: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("PUT /api/%s: %s", path, resp.Status)
+		}
+	}
+	t.Cleanup(func() {
+		req, err := http.NewRequest(http.MethodDelete, "http://127.0.0.1:15672/api/users/"+url.PathEscape(name), nil)
+		if err != nil {
+			return
+		}
+		req.SetBasicAuth("guest", "guest")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		http.DefaultClient.CloseIdleConnections()
+	})
+	put("users/"+url.PathEscape(name), map[string]string{"password": password, "tags": ""})
+	if perms != nil {
+		put("permissions/%2F/"+url.PathEscape(name), perms)
+	}
+}
+
+// TestBrokerPermissionRefused: a user the broker lets in but refuses the
+// virtual host, and one that may read but not configure or write, each get
+// exit 7 with the broker's words, and nothing changes.
+func TestBrokerPermissionRefused(t *testing.T) {
+	bq := newBrokerQueue(t)
+	if _, err := runtime.Enqueue(ctxT(t), bq.p, bq.q, job{To: "a@b.c"}); err != nil {
+		t.Fatal(err)
+	}
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	suffix := hex.EncodeToString(buf[:])
+	novhost, readonly := "queuey-cli-test-novhost-"+suffix, "queuey-cli-test-readonly-"+suffix
+	brokerUser(t, novhost, "pw", nil)
+	brokerUser(t, readonly, "pw", map[string]string{"configure": "^$", "write": "^$", "read": ".*"})
+	u, err := url.Parse(bq.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(user string) string {
+		v := *u
+		v.User = url.UserPassword(user, "pw")
+		return v.String()
+	}
+	for _, tc := range []struct {
+		what   string
+		args   []string
+		prefix string
+	}{
+		{"no permission on the vhost", []string{"--url", as(novhost), "queues", bq.q.Name}, `queuey: permission refused: the broker at ` + u.Host + ` does not let user "` + novhost + `" use virtual host "/"`},
+		{"pause without configure", []string{"--url", as(readonly), "queues", "pause", bq.q.Name}, "queuey: permission refused by the broker: "},
+		{"delete without configure", []string{"--url", as(readonly), "queues", "delete", bq.q.Name, "--yes"}, "queuey: permission refused by the broker: "},
+	} {
+		r := runCLI(t, ctxT(t), cli.Env{}, tc.args...)
+		want(t, tc.what, r, cli.ExitPermission, tc.prefix)
+		if strings.Contains(r.err, ":pw@") || strings.Contains(r.err, "rabbitmq.") || strings.Contains(r.err, "runtime.") || strings.Count(r.err, "queuey:") != 1 {
+			t.Errorf("%s: stderr %q names a password, a Go identifier or queuey: twice", tc.what, r.err)
+		}
+	}
+	if n, err := bq.b.Ready(ctxT(t), bq.q.Name); n != 1 || err != nil {
+		t.Errorf("after the refusals: Ready = %d, %v; want the 1 job", n, err)
+	}
+	if paused, err := bq.b.Paused(ctxT(t), bq.q.Name); paused || err != nil {
+		t.Errorf("after a refused pause: Paused = %v, %v; want false", paused, err)
+	}
 }
