@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -95,9 +97,18 @@ func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
 	return qs, nil
 }
 
+// holdREs caches holdRE's expressions by their suffixes.
+var holdREs sync.Map // retry suffix + "\x00" + deferred suffix → *regexp.Regexp
+
 // holdRE matches hold queue names: the logical queue, a suffix, the TTL.
 func (b *Backend) holdRE() *regexp.Regexp {
-	return regexp.MustCompile(`^(.+)(` + regexp.QuoteMeta(b.opts.RetrySuffix) + `|` + regexp.QuoteMeta(b.opts.DeferredSuffix) + `)\.(\d+)$`)
+	key := b.opts.RetrySuffix + "\x00" + b.opts.DeferredSuffix
+	if re, ok := holdREs.Load(key); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(`^(.+)(` + regexp.QuoteMeta(b.opts.RetrySuffix) + `|` + regexp.QuoteMeta(b.opts.DeferredSuffix) + `)\.(\d+)$`)
+	holdREs.Store(key, re)
+	return re
 }
 
 // Queues returns the logical queues on the broker: those with queuey's
@@ -140,27 +151,104 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 // queue's retry schedule (admin.Queue's MaxAttempts, RetryBase, RetryMax
 // and Quorum) gives, and deferral hold queues (whose delays are chosen at
 // run time) cannot be found: Missing says so.
+//
+// With the API, which queues exist (a dead-letter queue, a pause marker, a
+// hold queue) is read from its list, which is current, and only those that
+// exist are declared: a passive declare of a missing queue costs the
+// broker a channel. The declares run on up to statsReaders channels at
+// once.
 func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
 	listed, lerr := b.listQueues(ctx)
-	byName := map[string]mgmt.Queue{}
-	for _, q := range listed {
-		byName[q.Name] = q
-	}
-	p := &passive{b: b}
-	defer p.close()
-	out := make([]admin.QueueStats, 0, len(queues))
-	for _, cfg := range queues {
-		st, err := b.queueStats(ctx, p, cfg, listed, byName, lerr)
-		if err != nil {
-			return nil, err
+	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]string{}, err: lerr}
+	if lerr == nil {
+		re := b.holdRE()
+		for _, q := range listed {
+			l.byName[q.Name] = q
+			if m := re.FindStringSubmatch(q.Name); m != nil {
+				l.holds[m[1]] = append(l.holds[m[1]], q.Name)
+			}
 		}
-		out = append(out, st)
+	}
+	out := make([]admin.QueueStats, len(queues))
+	readers := min(statsReaders, (len(queues)+statsPerReader-1)/statsPerReader)
+	if readers <= 1 {
+		p := &passive{b: b}
+		defer p.close()
+		for i, cfg := range queues {
+			st, err := b.queueStats(ctx, p, cfg, l)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = st
+		}
+		return out, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+	)
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := &passive{b: b}
+			defer p.close()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(queues) || ctx.Err() != nil {
+					return
+				}
+				st, err := b.queueStats(ctx, p, queues[i], l)
+				if err != nil {
+					errOnce.Do(func() { first = err; cancel() })
+					return
+				}
+				out[i] = st
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, listed []mgmt.Queue, byName map[string]mgmt.Queue, lerr error) (admin.QueueStats, error) {
+// statsReaders bounds the channels one QueueStats declares on at once;
+// statsPerReader is the fewest queues worth a channel of their own.
+const (
+	statsReaders   = 8
+	statsPerReader = 32
+)
+
+// listing is what the management API listed for QueueStats: the queues by
+// name and the hold queues of each logical queue, or why there is no list.
+type listing struct {
+	byName map[string]mgmt.Queue
+	holds  map[string][]string
+	err    error
+}
+
+// exists reports whether name may exist: listed, or no list to tell.
+func (l listing) exists(name string) bool {
+	if l.err != nil {
+		return true
+	}
+	_, ok := l.byName[name]
+	return ok
+}
+
+func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l listing) (admin.QueueStats, error) {
 	st := admin.QueueStats{Queue: cfg.Name, Holds: []admin.HoldStats{}}
+	// The queue itself is declared even when not listed: a command names
+	// it, and the answer must be the broker's.
 	work, found, err := p.declare(ctx, cfg.Name)
 	if err != nil {
 		return st, err
@@ -169,10 +257,14 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	deadFound := false
 	if b.opts.NoDeadLetterQueues {
 		st.Missing = append(st.Missing, "dead letters: none are kept (rabbitmq.Options.NoDeadLetterQueues)")
-	} else if dead, ok, err := p.declare(ctx, b.names.Dead(cfg.Name).Name); err != nil {
-		return st, err
-	} else if ok {
-		st.Dead, deadFound = dead.Messages, true
+	} else if dead := b.names.Dead(cfg.Name).Name; l.exists(dead) {
+		q, ok, err := p.declare(ctx, dead)
+		if err != nil {
+			return st, err
+		}
+		if ok {
+			st.Dead, deadFound = q.Messages, true
+		}
 	}
 	switch {
 	case !found && !deadFound:
@@ -183,8 +275,8 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 		st.Missing = append(st.Missing, "the queue itself does not exist (deleted?): its dead letters stay, and cannot be re-driven until it is declared again")
 		return st, nil
 	}
-	if len(PausedMarker(cfg.Name)) <= codec.MaxShortString {
-		if _, st.Paused, err = p.declare(ctx, PausedMarker(cfg.Name)); err != nil {
+	if marker := PausedMarker(cfg.Name); len(marker) <= codec.MaxShortString && l.exists(marker) {
+		if _, st.Paused, err = p.declare(ctx, marker); err != nil {
 			return st, err
 		}
 	}
@@ -192,19 +284,14 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
 	var holds []string
-	if lerr != nil {
+	if l.err != nil {
 		st.Unacked = admin.NotSeen
-		st.Missing = append(st.Missing, "in flight: "+lerr.Error())
+		st.Missing = append(st.Missing, "in flight: "+l.err.Error())
 		st.Missing = append(st.Missing, "deferred waits: their hold queues cannot be listed without the management API")
 		holds = b.retryHolds(cfg)
 	} else {
-		st.Unacked = byName[cfg.Name].Unacked
-		re := b.holdRE()
-		for _, q := range listed {
-			if m := re.FindStringSubmatch(q.Name); m != nil && m[1] == cfg.Name {
-				holds = append(holds, q.Name)
-			}
-		}
+		st.Unacked = l.byName[cfg.Name].Unacked
+		holds = l.holds[cfg.Name]
 	}
 	now := time.Now()
 	re := b.holdRE()
