@@ -2,9 +2,12 @@ package admin_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.uber.org/goleak"
@@ -93,5 +96,28 @@ func TestPayloadJSON(t *testing.T) {
 	deep := append([]byte{0x81, 0xa1, 'A'}, bytes.Repeat([]byte{0x91}, 12<<20)...)
 	if _, err := admin.PayloadJSON(deep); !errors.Is(err, mpscan.ErrMalformed) {
 		t.Errorf("PayloadJSON of a payload nested 12M deep = %v, want ErrMalformed", err)
+	}
+}
+
+func TestDeadLetteredAtJSON(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("CET", 3600))
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Time{}, `"dead_lettered_at":null`},
+		{at, `"dead_lettered_at":"2026-03-04T04:06:07.123456789Z"`},
+	} {
+		b, err := json.Marshal(admin.DeadLetterInfo{ID: "a", Payload: json.RawMessage("null"), DeadLetteredAt: c.at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) || strings.Count(string(b), "dead_lettered_at") != 1 {
+			t.Errorf("json of a letter dead-lettered at %v = %s, want it to hold %s once", c.at, b, c.want)
+		}
+		var back admin.DeadLetterInfo
+		if err := json.Unmarshal(b, &back); err != nil || !back.DeadLetteredAt.Equal(c.at) || back.ID != "a" {
+			t.Errorf("json %s read back as %+v, %v; want dead-lettered at %v", b, back, err, c.at)
+		}
 	}
 }

@@ -31,6 +31,12 @@ type DeadLetterInfo struct {
 	Reason string `json:"reason"`
 	// LastError is the error of the job's last run.
 	LastError string `json:"last_error"`
+	// DeadLetteredAt is when the letter was moved to the dead letters, in
+	// UTC: by a worker (a permanent failure, attempts run out, a poison
+	// message moved aside) or by the broker. A letter that is re-driven and
+	// dies again has the time of its last death. Zero when it is not
+	// recorded, as for a letter the broker moved without saying when.
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
 	// Payload is the msgpack payload decoded as JSON: field names and
 	// values. It is null when the payload does not decode; PayloadError
 	// then says why.
@@ -143,4 +149,20 @@ func jsonable(v any) any {
 		return x
 	}
 	return v
+}
+
+// MarshalJSON writes d as its json tags say, with dead_lettered_at in UTC,
+// or null when the time is not recorded: a zero time would read as a real
+// one. A null reads back as the zero time.
+func (d DeadLetterInfo) MarshalJSON() ([]byte, error) {
+	type fields DeadLetterInfo // the same fields, without this method
+	out := struct {
+		fields
+		DeadLetteredAt *time.Time `json:"dead_lettered_at"`
+	}{fields: fields(d)}
+	if !d.DeadLetteredAt.IsZero() {
+		t := d.DeadLetteredAt.UTC()
+		out.DeadLetteredAt = &t
+	}
+	return json.Marshal(out)
 }

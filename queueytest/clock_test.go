@@ -21,7 +21,8 @@ var hourly = qruntime.QueueConfig{Name: "test.hourly", Kind: qruntime.KindOf[pin
 var hourlyJob = qruntime.Job[ping]{Queue: hourly}
 
 // TestDrainRetriesToDeadLetter: a job that always fails runs its five
-// attempts, fifteen hours of waits, in no real time.
+// attempts, fifteen hours of waits, in no real time, and its dead letter
+// says it died at the end of them.
 func TestDrainRetriesToDeadLetter(t *testing.T) {
 	ctx := context.Background()
 	b := queueytest.New(t, hourly)
@@ -45,6 +46,10 @@ func TestDrainRetriesToDeadLetter(t *testing.T) {
 	}
 	if d := b.Clock().Now().Sub(start); d != 15*time.Hour {
 		t.Errorf("the clock moved %v, want 15h", d)
+	}
+	// The letter is dead at the test clock's time, not the process's.
+	if l, err := b.DeadLetter(ctx, hourly.Name, "p"); err != nil || !l.DeadLetteredAt.Equal(start.Add(15*time.Hour)) {
+		t.Errorf("dead letter p dead-lettered at %v (%v), want %v on the test clock", l.DeadLetteredAt, err, start.Add(15*time.Hour))
 	}
 	// The worker runs on: a second Drain runs what was enqueued since.
 	if _, err := qruntime.Enqueue(ctx, p, hourly, ping{}, qruntime.WithID("q"), qruntime.WithDelay(time.Minute)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -13,6 +14,16 @@ import (
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
+
+// encodeDead is the publish that moves env to the dead-letter queue for
+// reason: the job, with the dead-letter headers, the time it died among
+// them (codec.HeaderDeadAt), fitted to one frame.
+func (b *Backend) encodeDead(env *runtime.Envelope, reason string) (amqp.Publishing, error) {
+	return b.encodeCopy(env, codec.Options{DeadReason: reason, DeadAt: deadNow()})
+}
+
+// deadNow is the time a letter dead-lettered now records, in UTC.
+func deadNow() time.Time { return time.Now().UTC() }
 
 // publishDead publishes msg to the dead-letter queue of queue. The backend
 // owns that queue, so when the publish comes back unroutable (someone
@@ -44,6 +55,7 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 // known by its message ID or else its admin.PoisonID.
 func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 	reason := codec.DeadReason(m.Headers)
+	at := codec.DeadAt(m.Headers, queue)
 	e, err := codec.Decode(m)
 	if err != nil {
 		if reason == "" {
@@ -53,7 +65,7 @@ func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 		if id == "" {
 			id = admin.PoisonID(m.Body)
 		}
-		return admin.DeadLetterInfo{ID: id, Queue: queue, Reason: reason, Poison: true, Body: m.Body, Payload: json.RawMessage("null")}
+		return admin.DeadLetterInfo{ID: id, Queue: queue, Reason: reason, Poison: true, Body: m.Body, Payload: json.RawMessage("null"), DeadLetteredAt: at}
 	}
 	if reason == "" {
 		reason = e.LastError
@@ -61,7 +73,7 @@ func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 	info := admin.DeadLetterInfo{
 		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
 		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
-		Reason: reason, LastError: e.LastError,
+		Reason: reason, LastError: e.LastError, DeadLetteredAt: at,
 	}
 	if p, err := admin.PayloadJSON(e.Payload); err != nil {
 		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()

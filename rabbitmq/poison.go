@@ -27,7 +27,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		return
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
-	msg, dropped := poisonCopy(m, s.q.Name, reason, s.b.pub.limits())
+	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.b.pub.limits())
 	if err := s.b.publishDead(s.ctx, s.q.Name, msg); err != nil {
 		s.poisonFailed(m, dead, err)
 		return
@@ -51,23 +51,25 @@ const (
 )
 
 // poisonCopy is the publish that moves invalid message m of queue to its
-// dead-letter queue: every property and header of m, plus the reason and
-// the queue in headers, persistent. Two properties move to headers: the
-// expiration, which would make the dead letter expire, and the user id,
-// which the broker checks against the publishing connection's user and
-// refuses (closing the channel) when another user set it.
+// dead-letter queue: every property and header of m, plus the reason, the
+// time at (when it is dead-lettered) and the queue in headers, persistent.
+// Two properties move to headers: the expiration, which would make the
+// dead letter expire, and the user id, which the broker checks against the
+// publishing connection's user and refuses (closing the channel) when
+// another user set it.
 //
 // The copy's content header must fit in one frame of lim (the broker
 // would close the publishing connection otherwise, and the message would
 // never move), but m's headers may have filled m's frame already: then the
 // largest of them are dropped, until the copy fits, and the reason says
 // which and why. The names of the dropped headers are returned.
-func poisonCopy(m *amqp.Delivery, queue, reason string, lim codec.Limits) (amqp.Publishing, []string) {
-	h := make(amqp.Table, len(m.Headers)+4)
+func poisonCopy(m *amqp.Delivery, queue, reason string, at time.Time, lim codec.Limits) (amqp.Publishing, []string) {
+	h := make(amqp.Table, len(m.Headers)+5)
 	for k, v := range m.Headers {
 		h[k] = v
 	}
 	h[codec.HeaderDeadReason] = reason
+	h[codec.HeaderDeadAt] = codec.FormatDeadAt(at)
 	h[codec.HeaderQueue] = queue
 	msg := republish(m, h)
 	if lim.FitsHeader(&msg) {
@@ -119,7 +121,7 @@ func dropHeaders(msg *amqp.Publishing, reason string, lim codec.Limits) []string
 	var own []poisonHeader
 	for k, v := range msg.Headers {
 		switch k {
-		case codec.HeaderDeadReason, codec.HeaderQueue, headerOriginalExpiration, headerOriginalUserID:
+		case codec.HeaderDeadReason, codec.HeaderDeadAt, codec.HeaderQueue, headerOriginalExpiration, headerOriginalUserID:
 		default:
 			own = append(own, poisonHeader{k, codec.EntrySize(k, v)})
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -27,7 +28,8 @@ func TestPoisonCopyDropsTheLargestHeaders(t *testing.T) {
 		},
 		Body: []byte("not an envelope"),
 	}
-	msg, dropped := poisonCopy(m, "q", "not a valid envelope", lim)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
+	msg, dropped := poisonCopy(m, "q", "not a valid envelope", at, lim)
 	if !lim.FitsHeader(&msg) {
 		t.Fatalf("copy's content header is %d bytes, want at most %d", codec.HeaderSize(&msg), lim.HeaderRoom())
 	}
@@ -43,6 +45,9 @@ func TestPoisonCopyDropsTheLargestHeaders(t *testing.T) {
 			t.Errorf("reason %q does not say %q", reason, want)
 		}
 	}
+	if got := codec.DeadAt(msg.Headers, "q"); !got.Equal(at) {
+		t.Errorf("dead-lettered at %v, want %v", got, at)
+	}
 	if _, ok := m.Headers["a"]; !ok {
 		t.Error("the delivery's own headers were changed")
 	}
@@ -53,7 +58,7 @@ func TestPoisonCopyDropsTheLargestHeaders(t *testing.T) {
 	for i := range 20000 {
 		many[fmt.Sprintf("h%05d", i)] = "v"
 	}
-	msg, dropped = poisonCopy(&amqp.Delivery{Headers: many}, "q", "bad", lim)
+	msg, dropped = poisonCopy(&amqp.Delivery{Headers: many}, "q", "bad", at, lim)
 	if !lim.FitsHeader(&msg) || len(dropped) == 0 || len(msg.Headers) < 1000 {
 		t.Fatalf("20000 small headers: content header %d bytes, %d dropped, %d kept", codec.HeaderSize(&msg), len(dropped), len(msg.Headers))
 	}
@@ -62,7 +67,7 @@ func TestPoisonCopyDropsTheLargestHeaders(t *testing.T) {
 	}
 
 	// What fits is copied whole.
-	msg, dropped = poisonCopy(&amqp.Delivery{Headers: amqp.Table{"x": strings.Repeat("x", 1000)}}, "q", "bad", lim)
+	msg, dropped = poisonCopy(&amqp.Delivery{Headers: amqp.Table{"x": strings.Repeat("x", 1000)}}, "q", "bad", at, lim)
 	if len(dropped) != 0 || msg.Headers["x"] == nil || codec.DeadReason(msg.Headers) != "bad" {
 		t.Errorf("a small message: dropped %q, reason %q", dropped, codec.DeadReason(msg.Headers))
 	}

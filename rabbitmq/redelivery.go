@@ -117,7 +117,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	next.Attempt = runs
 	next.LastError = reason
 	delete(next.Headers, headerRedelivered)
-	msg, err := s.b.encodeCopy(next, codec.Options{DeadReason: reason})
+	msg, err := s.b.encodeDead(next, reason)
 	if err == nil {
 		err = s.b.publishDead(s.ctx, s.q.Name, msg)
 	}

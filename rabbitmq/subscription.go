@@ -486,7 +486,7 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		d.s.acks.settled(d.tag)
 		return nil
 	}
-	msg, err := d.s.b.encodeCopy(next, codec.Options{DeadReason: reason})
+	msg, err := d.s.b.encodeDead(next, reason)
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}

@@ -235,7 +235,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 		if m.env == nil {
 			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
 			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
-			q.dead = append(q.dead, memDead{reason: reason, body: m.raw})
+			q.dead = append(q.dead, memDead{reason: reason, body: m.raw, at: b.deadNow()})
 			continue
 		}
 		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
@@ -258,7 +258,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 				reason := reasons.Unsettled(runs, dead.MaxAttempts)
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
-				q.dead = append(q.dead, memDead{env: &dead, reason: reason})
+				q.dead = append(q.dead, memDead{env: &dead, reason: reason, at: b.deadNow()})
 				continue
 			}
 		}

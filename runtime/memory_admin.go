@@ -28,19 +28,20 @@ type memHold struct {
 type memDead struct {
 	env    *Envelope // nil for poison
 	reason string
-	body   []byte // poison only
+	body   []byte    // poison only
+	at     time.Time // when it was dead-lettered, on the backend's clock, UTC
 }
 
 // info describes d, a dead letter of queue, as operators see it.
 func (d memDead) info(queue string) admin.DeadLetterInfo {
 	if d.env == nil {
-		return admin.DeadLetterInfo{ID: admin.PoisonID(d.body), Queue: queue, Reason: d.reason, Poison: true, Body: d.body, Payload: json.RawMessage("null")}
+		return admin.DeadLetterInfo{ID: admin.PoisonID(d.body), Queue: queue, Reason: d.reason, Poison: true, Body: d.body, Payload: json.RawMessage("null"), DeadLetteredAt: d.at}
 	}
 	e := d.env
 	info := admin.DeadLetterInfo{
 		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
 		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
-		Reason: d.reason, LastError: e.LastError,
+		Reason: d.reason, LastError: e.LastError, DeadLetteredAt: d.at,
 	}
 	if p, err := admin.PayloadJSON(e.Payload); err != nil {
 		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()
@@ -263,3 +264,7 @@ func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel 
 	})
 	return admin.PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
 }
+
+// deadNow is the time a letter dead-lettered now records: the backend's
+// clock (a test's fake one included), in UTC.
+func (b *MemoryBackend) deadNow() time.Time { return b.clk.Now().UTC() }

@@ -178,6 +178,6 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 }
 
 func (d *memDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
-	dl := memDead{env: next.Clone(), reason: reason}
+	dl := memDead{env: next.Clone(), reason: reason, at: d.b.deadNow()}
 	return d.settle(func(q *memQueue) { q.dead = append(q.dead, dl) })
 }

@@ -273,6 +273,9 @@ func browse(t *testing.T, b runtime.Backend, admin Admin, cfg runtime.QueueConfi
 
 	// Re-drive one letter: confirm, see the result, see the job handled.
 	run(t, tab, "letter", chromedp.Navigate(ts.URL+"/queues/"+cfg.Name+"/dead/"+ids[0]), chromedp.WaitVisible(chromedp.CSS("#payload")))
+	if at := text(t, tab, "#dead-at"); !strings.HasSuffix(at, " UTC") || strings.Contains(at, "not recorded") {
+		t.Errorf("letter page: dead-lettered at %q, want a time in UTC", at)
+	}
 	shot(t, tab, "letter")
 	run(t, tab, "re-drive", chromedp.Click(chromedp.CSS("#redrive-one")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	if got := text(t, tab, "#confirm-ids"); !strings.Contains(got, ids[0]) {

@@ -32,6 +32,8 @@ var funcs = template.FuncMap{
 	"count": countText,
 	"dur":   func(d time.Duration) string { return d.String() },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") },
+	// at is t exact, for a machine: a datetime attribute, a tooltip.
+	"at":    func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"num":   countCell,
 	"lower": strings.ToLower,
 }

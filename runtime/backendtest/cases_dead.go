@@ -372,6 +372,7 @@ func testUnsettledDeadLetters(t *testing.T, f Features, nb func(*testing.T) runt
 	}
 	// The next delivery is past max_attempts: the backend dead-letters it
 	// instead of handing it out.
+	before := time.Now()
 	sub, err := h.b.Consume(ctx, h.q)
 	if err != nil {
 		t.Fatalf("Consume: %v", err)
@@ -382,4 +383,5 @@ func testUnsettledDeadLetters(t *testing.T, f Features, nb func(*testing.T) runt
 		t.Fatalf("dead letter %+v, want job %s", dl[0], id)
 	}
 	wantContains(t, dl[0].Reason, fmt.Sprintf("delivered %d times without being settled", maxAttempts), "reason")
+	wantDeadBetween(t, dl[0], before, time.Now())
 }

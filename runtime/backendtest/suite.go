@@ -41,6 +41,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"DeadLetterReasons", false, testDeadLetterReasons},
 		{"PoisonIsolation", false, testPoison},
 		{"WrongKindDeadLettered", false, testWrongKind},
+		{"DeadLetteredAt", false, testDeadLetteredAt},
 		{"KindConflict", false, testKindConflict},
 		{"EnqueueKindConflict", false, testEnqueueKindConflict},
 		{"ConcurrencyLimit", false, testConcurrency},

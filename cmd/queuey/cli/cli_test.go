@@ -155,7 +155,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestDeadLsJSON(t *testing.T) {
+	before := time.Now()
 	b, _, ids := memoryWithDead(t, 2)
+	after := time.Now()
 	r := runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "ls", "q")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.err)
@@ -172,13 +174,44 @@ func TestDeadLsJSON(t *testing.T) {
 	if len(letters) != 2 || letters[0]["id"] != ids[0] || letters[1]["id"] != ids[1] {
 		t.Fatalf("letters %v, want %v in order", letters, ids)
 	}
-	for _, key := range []string{"id", "queue", "kind", "attempt", "max_attempts", "enqueued_at", "reason", "last_error", "payload"} {
+	for _, key := range []string{"id", "queue", "kind", "attempt", "max_attempts", "enqueued_at", "dead_lettered_at", "reason", "last_error", "payload"} {
 		if _, ok := letters[0][key]; !ok {
 			t.Errorf("letter has no %q: %v", key, letters[0])
 		}
 	}
+	for _, l := range letters {
+		s, _ := l["dead_lettered_at"].(string)
+		at, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || !strings.HasSuffix(s, "Z") || at.Before(before) || at.After(after) {
+			t.Errorf("dead_lettered_at %q (%v), want RFC 3339 in UTC between %v and %v", s, err, before, after)
+		}
+	}
 	if p, _ := letters[0]["payload"].(map[string]any); p["To"] != "a@b.c" || p["N"] != float64(0) {
 		t.Errorf("payload = %v, want the job's fields by name", letters[0]["payload"])
+	}
+}
+
+// TestDeadShowDeadLetteredAt: dead show and dead ls say when a letter was
+// dead-lettered, in UTC; dead ls has it as a column of its own.
+func TestDeadShowDeadLetteredAt(t *testing.T) {
+	before := time.Now()
+	b, _, ids := memoryWithDead(t, 1)
+	after := time.Now()
+	r := runCLI(t, ctxT(t), memEnv(b), "dead", "show", "q", ids[0])
+	v, ok := field(r.out, "dead_lettered_at:")
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if r.code != 0 || !ok || err != nil || !strings.HasSuffix(v, "Z") || at.Before(before) || at.After(after) {
+		t.Errorf("dead show: dead_lettered_at %q (%v), want RFC 3339 in UTC between %v and %v, in (exit %d):\n%s", v, err, before, after, r.code, r.out)
+	}
+
+	r = runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "q")
+	lines := strings.Split(r.out, "\n")
+	col := strings.Index(lines[0], "DEAD_LETTERED_AT")
+	if r.code != 0 || col < 0 || len(lines) < 2 || len(lines[1]) < col+20 {
+		t.Fatalf("dead ls has no DEAD_LETTERED_AT column (exit %d):\n%s", r.code, r.out)
+	}
+	if got, want := lines[1][col:col+20], at.Truncate(time.Second).Format(time.RFC3339); got != want {
+		t.Errorf("dead ls: DEAD_LETTERED_AT %q, want %q, in:\n%s", got, want, r.out)
 	}
 }
 

@@ -56,9 +56,9 @@ func (c *lsCmd) Run(r *run) error {
 		if l.Poison {
 			kind, attempt, enq = "(poison)", "-", "-"
 		}
-		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, clip(l.Reason, 70)})
+		rows = append(rows, []string{l.ID, orDash(kind), attempt, enq, timeOrDash(l.DeadLetteredAt, time.RFC3339), clip(l.Reason, 70)})
 	}
-	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED_AT", "REASON"}, rows)
+	table(r.env.Stdout, []string{"ID", "KIND", "ATTEMPT", "ENQUEUED_AT", "DEAD_LETTERED_AT", "REASON"}, rows)
 	printf(r.env.Stdout, "\n%d of %s of %s", len(list.Letters), plural(list.Total, "dead letter"), c.Queue)
 	if list.Next != "" {
 		// A command to copy: its words are quoted for the shell, so
@@ -106,8 +106,13 @@ func (c *showCmd) Run(r *run) error {
 	add := func(k, v string) { rows = append(rows, []string{k + ":", v}) }
 	add("id", l.ID)
 	add("queue", l.Queue)
+	deadAt := "not recorded"
+	if !l.DeadLetteredAt.IsZero() {
+		deadAt = l.DeadLetteredAt.UTC().Format(time.RFC3339Nano)
+	}
 	if l.Poison {
 		add("poison", "yes: the message is not a valid envelope")
+		add("dead_lettered_at", deadAt)
 		add("reason", l.Reason)
 		add("body", fmt.Sprintf("%d bytes", len(l.Body)))
 		table(w, nil, rows)
@@ -126,6 +131,7 @@ func (c *showCmd) Run(r *run) error {
 	add("attempt", fmt.Sprintf("%d of %d", l.Attempt, l.MaxAttempts))
 	add("priority", fmt.Sprint(l.Priority))
 	add("enqueued_at", l.EnqueuedAt.Format(time.RFC3339Nano))
+	add("dead_lettered_at", deadAt)
 	add("reason", l.Reason)
 	add("last_error", orDash(l.LastError))
 	for _, k := range slices.Sorted(maps.Keys(l.Headers)) {

@@ -203,13 +203,21 @@ func TestBrokerDeadLsTwice(t *testing.T) {
 	if !slices.Equal(ids(first), want) || !slices.Equal(ids(second), want) {
 		t.Fatalf("dead ls gave %v then %v, want %v both times", ids(first), ids(second), want)
 	}
+	for i := range first {
+		if first[i].DeadLetteredAt.IsZero() || !first[i].DeadLetteredAt.Equal(second[i].DeadLetteredAt) {
+			t.Errorf("letter %s dead-lettered at %v, then at %v: want one time, recorded and kept", first[i].ID, first[i].DeadLetteredAt, second[i].DeadLetteredAt)
+		}
+	}
 	l := first[0]
 	if l.Attempt != 2 || l.MaxAttempts != 2 || !strings.Contains(l.Reason, "550 mailbox") || !strings.Contains(l.LastError, "550 mailbox") || l.Kind != "cli_test.job" {
 		t.Errorf("letter %+v, want attempt 2 of 2 of kind Job with the error", l)
 	}
 	r := bq.cli(ctxT(t), cli.Env{}, "dead", "show", bq.q.Name, want[1])
-	if r.code != 0 || !strings.Contains(r.out, `"To": "nobody@bounce.example"`) || !strings.Contains(r.out, "attempt:      2 of 2") {
+	if attempt, _ := field(r.out, "attempt:"); r.code != 0 || !strings.Contains(r.out, `"To": "nobody@bounce.example"`) || attempt != "2 of 2" {
 		t.Errorf("dead show (exit %d):\n%s%s", r.code, r.out, r.err)
+	}
+	if at, _ := field(r.out, "dead_lettered_at:"); at != second[1].DeadLetteredAt.Format(time.RFC3339Nano) || second[1].DeadLetteredAt.IsZero() {
+		t.Errorf("dead show: dead_lettered_at %q, want %v as dead ls --json gave it", at, second[1].DeadLetteredAt)
 	}
 	bq.dead(3)
 }

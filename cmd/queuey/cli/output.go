@@ -265,6 +265,14 @@ func orDash(s string) string {
 	return s
 }
 
+// timeOrDash is t in UTC as layout says, or "-" when it is zero (unknown).
+func timeOrDash(t time.Time, layout string) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(layout)
+}
+
 // count formats n, or "?" when it is unknown (nil).
 func count(n *int) string {
 	if n == nil {

@@ -27,16 +27,22 @@ import (
 // the body holds the envelope's fields, then the msgpack payload.
 const ContentType = "application/vnd.queuey.envelope+msgpack"
 
-// Header names. A dead letter carries the dead reason, the queue, the
-// attempts and the last error in them, for operators reading it on the
-// broker; other messages carry none.
+// Header names. A dead letter carries the dead reason, the time it died,
+// the queue, the attempts and the last error in them, for operators
+// reading it on the broker; other messages carry none.
 const (
-	HeaderAttempt     = "x-queuey-attempt"      // int: 1-based run number
-	HeaderMaxAttempts = "x-queuey-max-attempts" // int: runs before dead-lettering
-	HeaderQueue       = "x-queuey-queue"        // string: the logical queue
-	HeaderLastError   = "x-queuey-last-error"   // string, optional: error of the previous run
-	HeaderDeadReason  = "x-queuey-dead-reason"  // string, optional: why the message is dead
+	HeaderAttempt     = "x-queuey-attempt"          // int: 1-based run number
+	HeaderMaxAttempts = "x-queuey-max-attempts"     // int: runs before dead-lettering
+	HeaderQueue       = "x-queuey-queue"            // string: the logical queue
+	HeaderLastError   = "x-queuey-last-error"       // string, optional: error of the previous run
+	HeaderDeadReason  = "x-queuey-dead-reason"      // string, optional: why the message is dead
+	HeaderDeadAt      = "x-queuey-dead-lettered-at" // string, optional: when, RFC 3339 in UTC (DeadAtFormat)
 )
+
+// DeadAtFormat is the layout of HeaderDeadAt: RFC 3339 in UTC, with as
+// many digits of the second's fraction as it has, up to nanoseconds
+// ("2026-03-04T05:06:07.123456789Z").
+const DeadAtFormat = time.RFC3339Nano
 
 // ErrInvalid is wrapped by every Decode error: the message is not a valid
 // envelope.
@@ -139,6 +145,9 @@ type Options struct {
 	Priority uint8
 	// DeadReason, when set, is carried in HeaderDeadReason.
 	DeadReason string
+	// DeadAt, when set with DeadReason, is carried in HeaderDeadAt: when
+	// the job was dead-lettered.
+	DeadAt time.Time
 	// Fit, when its FrameMax is set, is what the content header of a copy
 	// of a job already on the broker (a retry, a deferral, a dead letter,
 	// a redelivery, a re-drive) must fit in: such a copy must travel, or
@@ -193,6 +202,9 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 		}
 		if env.LastError != "" {
 			h[HeaderLastError] = env.LastError
+		}
+		if !o.DeadAt.IsZero() {
+			h[HeaderDeadAt] = FormatDeadAt(o.DeadAt)
 		}
 	}
 	if n := bodySize(env); cap(dst)-len(dst) < n {
@@ -256,4 +268,35 @@ func fromUnixNano(n int64) time.Time {
 func DeadReason(h amqp.Table) string {
 	s, _ := h[HeaderDeadReason].(string)
 	return s
+}
+
+// FormatDeadAt is t as HeaderDeadAt carries it (DeadAtFormat).
+func FormatDeadAt(t time.Time) string { return t.UTC().Format(DeadAtFormat) }
+
+// DeadAt returns when the dead letter with headers h, of logical queue
+// queue, was dead-lettered, in UTC: HeaderDeadAt when a worker moved it,
+// or else the time of the broker's own dead-lettering of it from queue
+// (its x-death entry, to the second). It is zero when neither says, or
+// what they hold does not read as a time.
+func DeadAt(h amqp.Table, queue string) time.Time {
+	if s, ok := h[HeaderDeadAt].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t.UTC()
+		}
+		return time.Time{}
+	}
+	deaths, _ := h["x-death"].([]any)
+	for _, d := range deaths {
+		e, ok := d.(amqp.Table)
+		if !ok {
+			continue
+		}
+		if q, _ := e["queue"].(string); q != queue {
+			continue
+		}
+		if t, ok := e["time"].(time.Time); ok {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
 }

@@ -139,15 +139,20 @@ func TestEncodeProperties(t *testing.T) {
 
 func TestEncodeDeadLetterHeaders(t *testing.T) {
 	env := sample()
-	p, err := Encode(env, Options{DeadReason: "out of attempts"})
+	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("CET", 3600))
+	p, err := Encode(env, Options{DeadReason: "out of attempts", DeadAt: at})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := DeadReason(p.Headers); got != "out of attempts" {
 		t.Errorf("DeadReason = %q", got)
 	}
+	if got := DeadAt(p.Headers, env.Queue); !got.Equal(at) || got.Location() != time.UTC {
+		t.Errorf("DeadAt = %v, want %v in UTC", got, at)
+	}
 	want := amqp.Table{
 		HeaderDeadReason:  "out of attempts",
+		HeaderDeadAt:      "2026-03-04T04:06:07.123456789Z",
 		HeaderQueue:       env.Queue,
 		HeaderAttempt:     int64(3),
 		HeaderMaxAttempts: int64(5),
@@ -165,6 +170,35 @@ func TestEncodeDeadLetterHeaders(t *testing.T) {
 	}
 	if diff := cmp.Diff(env, got); diff != "" {
 		t.Errorf("dead letter round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeadAt: the dead-lettered time is the worker's header, else the
+// broker's own dead-lettering from the work queue (not from a hold queue),
+// else unknown; a header that does not read as a time is unknown too.
+func TestDeadAt(t *testing.T) {
+	broker := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", -7200))
+	deaths := []any{
+		amqp.Table{"queue": "q.retry.1000", "reason": "expired", "time": broker.Add(-time.Hour)},
+		amqp.Table{"queue": "q", "reason": "delivery_limit", "time": broker},
+	}
+	for _, c := range []struct {
+		name string
+		h    amqp.Table
+		want time.Time
+	}{
+		{"none", nil, time.Time{}},
+		{"header", amqp.Table{HeaderDeadAt: "2026-03-04T05:06:07.5Z"}, time.Date(2026, 3, 4, 5, 6, 7, 5e8, time.UTC)},
+		{"header over x-death", amqp.Table{HeaderDeadAt: "2026-03-04T05:06:07Z", "x-death": deaths}, time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)},
+		{"x-death from the work queue", amqp.Table{"x-death": deaths}, broker.UTC()},
+		{"x-death from hold queues only", amqp.Table{"x-death": deaths[:1]}, time.Time{}},
+		{"not a time", amqp.Table{HeaderDeadAt: "yesterday", "x-death": deaths}, time.Time{}},
+		{"not a string", amqp.Table{HeaderDeadAt: int64(5)}, time.Time{}},
+	} {
+		got := DeadAt(c.h, "q")
+		if !got.Equal(c.want) || (!got.IsZero() && got.Location() != time.UTC) {
+			t.Errorf("%s: DeadAt = %v, want %v in UTC", c.name, got, c.want)
+		}
 	}
 }
 
