@@ -59,14 +59,23 @@ func newConsumePool(first *connection, urls []string, name string, log *slog.Log
 	return p
 }
 
+// pooledChannel is a channel of the pool: ch, on conn, an AMQP
+// connection of c; release gives its place back once the channel is
+// closed or lost (more calls of release do nothing).
+type pooledChannel struct {
+	ch      *amqp.Channel
+	conn    *amqp.Connection
+	c       *connection
+	release func()
+}
+
 // channel opens a channel on the first connection with room and returns
-// it, its connection, and release, which gives its place back once the
-// channel is closed or lost (more calls of release do nothing).
-func (p *consumePool) channel(ctx context.Context) (*amqp.Channel, *amqp.Connection, func(), error) {
+// it.
+func (p *consumePool) channel(ctx context.Context) (pooledChannel, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, nil, nil, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
+		return pooledChannel{}, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
 	}
 	var pc *pooledConn
 	for _, c := range p.conns {
@@ -90,9 +99,9 @@ func (p *consumePool) channel(ctx context.Context) (*amqp.Channel, *amqp.Connect
 	ch, conn, err := pc.c.channelConn(ctx)
 	if err != nil {
 		release()
-		return nil, nil, nil, err
+		return pooledChannel{}, err
 	}
-	return ch, conn, release, nil
+	return pooledChannel{ch: ch, conn: conn, c: pc.c, release: release}, nil
 }
 
 // connections returns the live AMQP connections of the pool, first first,

@@ -367,10 +367,11 @@ func (n *pauseNotices) start(ctx context.Context) error {
 // open opens a channel with an exclusive queue bound to the control
 // exchange and returns its notices.
 func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan amqp.Delivery, error) {
-	ch, _, release, err := n.b.cons.channel(ctx)
+	pch, err := n.b.cons.channel(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ch, release := pch.ch, pch.release
 	notices, err := callCtx(ctx, func() (<-chan amqp.Delivery, error) {
 		if err := ch.ExchangeDeclare(controlExchange, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
 			return nil, err
