@@ -333,3 +333,43 @@ func TestPauseWithoutANoticeIsReadOnTheRecheck(t *testing.T) {
 	}
 	t.Logf("marker set with no notice read after %v", time.Since(set).Round(time.Millisecond))
 }
+
+// TestConsumingConnectionsCloseWhenTheirConsumersEnd: the consuming
+// connections dialled for a worker's queues are closed once its consumers
+// are gone, a little later; the first, which every backend keeps, stays.
+func TestConsumingConnectionsCloseWhenTheirConsumersEnd(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	rabbitmq.SetChannelsPerConnection(b, 1)
+	w := runtime.NewWorker(b)
+	got := make(chan string, 16)
+	var qs []runtime.QueueConfig
+	var producers []*runtime.Producer
+	for range 3 {
+		q, p := jobQueue(t, b)
+		qs, producers = append(qs, q), append(producers, p)
+		runtime.Handle(w, q, func(ctx context.Context, j job) error {
+			got <- q.Name
+			return nil
+		})
+	}
+	stop := brokertest.Run(t, w)
+	for i, q := range qs {
+		if _, err := runtime.Enqueue(ctxT(t), producers[i], q, job{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range qs {
+		within(t, got, "a job of each queue")
+	}
+	if n := len(rabbitmq.ConsumeConnections(b)); n < 4 {
+		t.Fatalf("%d consuming connections for 3 queues and the pause notices at 1 channel each, want 4", n)
+	}
+	stop()
+	deadline := time.Now().Add(wait)
+	for len(rabbitmq.ConsumeConnections(b)) > 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(rabbitmq.ConsumeConnections(b)); n != 1 {
+		t.Errorf("%d consuming connections %v after the worker stopped, want the first only", n, wait)
+	}
+}
