@@ -528,42 +528,59 @@ func (n *pauseNotices) pass(p *pausePass) {
 	}
 }
 
-// pausePassTimeout bounds one read of markers.
-const pausePassTimeout = 30 * time.Second
+// pausePassTimeout bounds one read of markers, and pauseProbeTimeout its
+// probes, after which the markers not read yet are read one by one: the
+// broker tells a connection it is blocked by an alarm only once it
+// publishes, so a pass under an alarm waits that long first.
+const (
+	pausePassTimeout  = 30 * time.Second
+	pauseProbeTimeout = 2 * time.Second
+)
 
 // read reports which of queues are paused. Each marker is probed with a
 // message published to it through the default exchange, mandatory and
 // expiring at once: the broker returns it when the marker does not exist
 // and routes it, to be dropped, when it does; the probes of every queue
 // are in flight together, on the publishing connection, so one pass costs
-// about a round trip however many queues it reads. While the publishing
-// connection is blocked by a resource alarm, which holds publishes back,
-// the markers are read with passive declares instead, a channel each on
-// the consuming connection, so that a worker still starts consuming.
+// about a round trip however many queues it reads. A marker whose probe
+// fails (the publishing connection is blocked by a resource alarm, which
+// holds publishes back, or its confirm is late) is read with a passive
+// declare instead, a channel each on the consuming connection, so that a
+// worker still starts consuming.
 func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[string]error) {
 	paused := make([]bool, len(queues))
 	errs := map[string]error{}
+	var rest []int // read one by one
 	if _, blocked := n.b.pubConn.blocked(); blocked == nil {
 		msgs := make([]outMsg, len(queues))
 		for i, q := range queues {
 			msgs[i] = outMsg{key: PausedMarker(q), msg: amqp.Publishing{Expiration: "0"}}
 		}
-		for i, err := range n.b.pub.publishBatch(ctx, msgs) {
+		pctx, cancel := context.WithTimeout(ctx, pauseProbeTimeout)
+		for i, err := range n.b.pub.publishBatch(pctx, msgs) {
 			switch {
 			case err == nil:
 				paused[i] = true
 			case errors.Is(err, ErrUnroutable):
 			default:
-				errs[queues[i]] = fmt.Errorf("paused state of queue %q: %w", queues[i], err)
+				rest = append(rest, i)
 			}
 		}
+		cancel()
+	} else {
+		for i := range queues {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == 0 {
 		return paused, errs
 	}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for i, q := range queues {
+	for _, i := range rest {
+		q := queues[i]
 		select {
 		case n.b.checks <- struct{}{}:
 		case <-ctx.Done():
