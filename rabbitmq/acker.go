@@ -68,32 +68,41 @@ type acker struct {
 	closing bool
 	held    bool // acks wait for unhold (close sends them anyway)
 	// gathering says the gathering timer runs: it will flush what
-	// waits, so an ack below the threshold need not wake the flusher.
+	// waits, so an ack below the threshold need not flush.
 	gathering bool
+	// straggling says the straggler timer runs.
+	straggling bool
 
-	kick chan struct{}
-	done chan struct{}
+	// The timers run their flush on a goroutine of their own, and only
+	// while they fire: an idle subscription's acker holds no goroutine.
+	gather, straggle *time.Timer
+	// flushing is held while a flush runs: one at a time, so that a
+	// multiple ack never goes out after a higher one.
+	flushing sync.Mutex
 }
 
-// newAcker starts an acker sending on ch. closed, when not nil, tells it
-// the channel is gone, so that it stops even if close is never called.
-func newAcker(ch ackSender, prefetch int, closed <-chan *amqp.Error) *acker {
-	a := makeAcker(ch, prefetch)
-	go a.run(closed)
-	return a
-}
-
-// makeAcker returns an acker whose flusher is not running.
-func makeAcker(ch ackSender, prefetch int) *acker {
-	return &acker{
+// newAcker returns an acker sending on ch.
+func newAcker(ch ackSender, prefetch int) *acker {
+	a := &acker{
 		ch:        ch,
 		threshold: max(1, prefetch/2),
 		low:       1,
 		waiting:   map[uint64]struct{}{},
 		claimed:   map[uint64]struct{}{},
-		kick:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
 	}
+	a.gather = time.AfterFunc(time.Hour, a.gathered)
+	a.gather.Stop()
+	a.straggle = time.AfterFunc(time.Hour, a.straggled)
+	a.straggle.Stop()
+	return a
+}
+
+// makeAcker returns an acker whose timers never start a flush, for tests
+// that flush by hand.
+func makeAcker(ch ackSender, prefetch int) *acker {
+	a := newAcker(ch, prefetch)
+	a.gathering, a.straggling = true, true // as if running: nothing starts them
+	return a
 }
 
 // ack marks tag done; the flusher sends the ack. It fails once acks can no
@@ -106,15 +115,71 @@ func (a *acker) ack(tag uint64) error {
 		return err
 	}
 	a.waiting[tag] = struct{}{}
-	// The flusher is woken only to start the gathering timer or to send
-	// at the threshold: waking it for every ack, only for it to go on
-	// waiting, cost the client about a microsecond a job.
-	wake := !a.gathering || len(a.waiting) >= a.threshold
+	flush := a.nextLocked()
 	a.mu.Unlock()
-	if wake {
-		a.wake()
+	if flush {
+		a.flushAndArm(false)
 	}
 	return nil
+}
+
+// nextLocked starts the gathering timer when acks wait and it is not
+// running, and reports whether enough wait (half the prefetch) to send
+// them now. It does neither while acks are held. a.mu must be held.
+func (a *acker) nextLocked() (flush bool) {
+	if a.held || a.closing || a.err != nil || len(a.waiting) == 0 {
+		return false
+	}
+	if len(a.waiting) >= a.threshold {
+		return true
+	}
+	if !a.gathering {
+		// Let more handlers finish first, so that one ack covers them
+		// all.
+		a.gathering = true
+		a.gather.Reset(ackGatherDelay)
+	}
+	return false
+}
+
+// gathered is the gathering timer's: it sends what waits.
+func (a *acker) gathered() {
+	a.mu.Lock()
+	a.gathering = false
+	stop := a.held || a.closing
+	a.mu.Unlock()
+	if !stop {
+		a.flushAndArm(false)
+	}
+}
+
+// straggled is the straggler timer's: it sends what waits, stragglers
+// too.
+func (a *acker) straggled() {
+	a.mu.Lock()
+	a.straggling = false
+	stop := a.held || a.closing
+	a.mu.Unlock()
+	if !stop {
+		a.flushAndArm(true)
+	}
+}
+
+// flushAndArm flushes and starts the straggler timer when tags are left
+// waiting behind an unsettled lower one.
+func (a *acker) flushAndArm(force bool) {
+	a.flushing.Lock()
+	left := a.flush(force)
+	a.flushing.Unlock()
+	if !left {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.straggling && !a.closing {
+		a.straggling = true
+		a.straggle.Reset(ackStragglerDelay)
+	}
 }
 
 // claim reserves tag for a nack or reject, which the caller sends next and
@@ -146,8 +211,11 @@ func (a *acker) settled(tag uint64) {
 		delete(a.waiting, tag)
 		a.addSettledLocked(tag)
 	}
+	flush := a.nextLocked()
 	a.mu.Unlock()
-	a.wake()
+	if flush {
+		a.flushAndArm(false)
+	}
 }
 
 func (a *acker) usableLocked(tag uint64) error {
@@ -166,13 +234,6 @@ func (a *acker) usableLocked(tag uint64) error {
 		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
 	return nil
-}
-
-func (a *acker) wake() {
-	select {
-	case a.kick <- struct{}{}:
-	default:
-	}
 }
 
 // isSettledLocked reports whether tag is in a settled range.
@@ -199,63 +260,12 @@ func (a *acker) addSettledLocked(tag uint64) {
 	}
 }
 
-func (a *acker) run(closed <-chan *amqp.Error) {
-	defer close(a.done)
-	gather := time.NewTimer(ackGatherDelay)
-	gather.Stop()
-	defer gather.Stop()
-	straggle := time.NewTimer(ackStragglerDelay)
-	straggle.Stop()
-	defer straggle.Stop()
-	armed := false
-	for {
-		force, due := false, false
-		select {
-		case <-a.kick:
-		case <-gather.C:
-			due = true
-		case <-straggle.C:
-			force, armed = true, false
-		case e := <-closed:
-			a.mu.Lock()
-			if a.err == nil {
-				a.err = fmt.Errorf("%w: channel closed: %v", amqp.ErrClosed, e)
-			}
-			a.mu.Unlock()
-			return
-		}
-		a.mu.Lock()
-		if due {
-			a.gathering = false
-		}
-		if a.held && !a.closing {
-			a.mu.Unlock()
-			continue
-		}
-		closing := a.closing
-		waiting := len(a.waiting)
-		if !due && !force && !closing && waiting < a.threshold {
-			// Let more handlers finish first, so that one ack covers
-			// them all.
-			start := waiting > 0 && !a.gathering
-			if start {
-				a.gathering = true
-			}
-			a.mu.Unlock()
-			if start {
-				gather.Reset(ackGatherDelay)
-			}
-			continue
-		}
-		a.mu.Unlock()
-		left := a.flush(force || closing)
-		if closing {
-			return
-		}
-		if left && !armed {
-			straggle.Reset(ackStragglerDelay)
-			armed = true
-		}
+// gone records that the channel is gone: acks fail from now on.
+func (a *acker) gone(e error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		a.err = fmt.Errorf("%w: channel closed: %v", amqp.ErrClosed, e)
 	}
 }
 
@@ -330,9 +340,11 @@ func (a *acker) hold() {
 func (a *acker) unhold() {
 	a.mu.Lock()
 	a.held = false
-	a.gathering = false
+	flush := a.nextLocked()
 	a.mu.Unlock()
-	a.wake()
+	if flush {
+		a.flushAndArm(false)
+	}
 }
 
 // settledOnWire returns how many delivery tags are settled towards the
@@ -355,6 +367,9 @@ func (a *acker) close() {
 	a.mu.Lock()
 	a.closing = true
 	a.mu.Unlock()
-	a.wake()
-	<-a.done
+	a.gather.Stop()
+	a.straggle.Stop()
+	a.flushing.Lock()
+	a.flush(true)
+	a.flushing.Unlock()
 }

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"errors"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -157,7 +158,7 @@ func TestAckerFailureIsReported(t *testing.T) {
 
 func TestAckerCloseSendsWaitingAcks(t *testing.T) {
 	f := &frames{}
-	a := newAcker(f, 100, nil)
+	a := newAcker(f, 100)
 	mustAck(t, a, 2, 3) // behind 1, which is never settled
 	a.close()
 	wantFrames(t, f, ackFrame{2, false}, ackFrame{3, false})
@@ -167,49 +168,39 @@ func TestAckerCloseSendsWaitingAcks(t *testing.T) {
 	a.close() // twice is safe
 }
 
-func TestAckerStopsWhenTheChannelCloses(t *testing.T) {
-	closed := make(chan *amqp.Error, 1)
-	a := newAcker(&frames{}, 100, closed)
-	closed <- &amqp.Error{Code: amqp.ChannelError, Reason: "gone"}
-	select {
-	case <-a.done:
-	case <-time.After(wait):
-		t.Fatalf("acker still running %v after its channel closed", wait)
-	}
+func TestAckerFailsOnceTheChannelIsGone(t *testing.T) {
+	a := newAcker(&frames{}, 100)
+	a.gone(&amqp.Error{Code: amqp.ChannelError, Reason: "gone"})
 	if err := a.ack(1); !errors.Is(err, amqp.ErrClosed) {
 		t.Errorf("ack after the channel closed = %v, want one wrapping amqp.ErrClosed", err)
 	}
 }
 
-// TestAckerWakesItsFlusherOnlyWhenNeeded: an ack wakes the flusher when no
-// gathering timer runs (to start one) or when the threshold is reached;
-// below it, while the timer runs, the timer's flush will send it.
-func TestAckerWakesItsFlusherOnlyWhenNeeded(t *testing.T) {
-	a := makeAcker(&frames{}, 8) // threshold 4
-	woken := func() bool {
-		select {
-		case <-a.kick:
-			return true
-		default:
-			return false
-		}
-	}
-	mustAck(t, a, 1)
-	if !woken() {
-		t.Fatal("first ack with no gathering timer did not wake the flusher")
-	}
-	a.mu.Lock()
-	a.gathering = true // as the flusher does when it starts the timer
-	a.mu.Unlock()
-	for _, tag := range []uint64{2, 3} {
-		mustAck(t, a, tag)
-		if woken() {
-			t.Fatalf("ack %d below the threshold, timer running: woke the flusher", tag)
-		}
-	}
+// TestAckerSendsAtTheThreshold: acks below half the prefetch wait for the
+// gathering timer; the one reaching it sends them all at once, on the
+// acking goroutine.
+func TestAckerSendsAtTheThreshold(t *testing.T) {
+	f := &frames{}
+	a := makeAcker(f, 8) // threshold 4
+	mustAck(t, a, 1, 2, 3)
+	wantFrames(t, f)
 	mustAck(t, a, 4)
-	if !woken() {
-		t.Fatal("ack reaching the threshold did not wake the flusher")
+	wantFrames(t, f, ackFrame{4, true})
+}
+
+// TestAckerHoldsNoGoroutine: an acker's timers start a goroutine only as
+// they fire, so an idle subscription holds none for its acks.
+func TestAckerHoldsNoGoroutine(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	var as []*acker
+	for range 100 {
+		as = append(as, newAcker(&frames{}, 10))
+	}
+	if n := goruntime.NumGoroutine() - before; n >= 100 {
+		t.Errorf("100 ackers hold %d goroutines, want none", n)
+	}
+	for _, a := range as {
+		a.close()
 	}
 }
 
@@ -221,12 +212,11 @@ func (f frameFeed) Ack(tag uint64, multiple bool) error {
 	return nil
 }
 
-// TestAckerGatheredAcksGoOut runs the flusher: acks below the threshold,
-// which do not wake it once its timer runs, all go out when the timer
-// fires, in one multiple ack.
+// TestAckerGatheredAcksGoOut: acks below the threshold all go out when the
+// gathering timer fires, in one multiple ack.
 func TestAckerGatheredAcksGoOut(t *testing.T) {
 	feed := make(frameFeed, 16)
-	a := newAcker(feed, 100, nil) // threshold 50
+	a := newAcker(feed, 100) // threshold 50
 	defer a.close()
 	mustAck(t, a, 1, 2, 3, 4, 5)
 	var got []ackFrame

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -23,7 +25,9 @@ import (
 // Each connection of the pool redials on its own after a loss, over the
 // same nodes; the channels it held fail, and their owners, asking again,
 // get one on whichever connection has room. Connections are dialled when
-// first needed and kept until the pool closes.
+// first needed; one other than the first that holds no channel for
+// idleConnGrace is closed, so that a worker whose queues went away does
+// not keep their connections.
 type consumePool struct {
 	urls []string
 	name string
@@ -38,7 +42,16 @@ type consumePool struct {
 type pooledConn struct {
 	c    *connection
 	open int // channels handed out and not released
+	// idle closes the connection once it has held no channel for
+	// idleConnGrace; nil when it holds some, or is the first.
+	idle  *time.Timer
+	idles int // times it was left with no channel
 }
+
+// idleConnGrace is how long a consuming connection other than the first
+// is kept with no channel on it, for the consumers that subscribe again
+// right after theirs ended (a pause, a lost channel).
+const idleConnGrace = 5 * time.Second
 
 // maxPerConn caps the channels one consuming connection holds, however
 // high the broker's channel_max: one connection's frames are read by one
@@ -59,14 +72,23 @@ func newConsumePool(first *connection, urls []string, name string, log *slog.Log
 	return p
 }
 
+// pooledChannel is a channel of the pool: ch, on conn, an AMQP
+// connection of c; release gives its place back once the channel is
+// closed or lost (more calls of release do nothing).
+type pooledChannel struct {
+	ch      *amqp.Channel
+	conn    *amqp.Connection
+	c       *connection
+	release func()
+}
+
 // channel opens a channel on the first connection with room and returns
-// it, its connection, and release, which gives its place back once the
-// channel is closed or lost (more calls of release do nothing).
-func (p *consumePool) channel(ctx context.Context) (*amqp.Channel, *amqp.Connection, func(), error) {
+// it.
+func (p *consumePool) channel(ctx context.Context) (pooledChannel, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, nil, nil, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
+		return pooledChannel{}, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
 	}
 	var pc *pooledConn
 	for _, c := range p.conns {
@@ -81,18 +103,42 @@ func (p *consumePool) channel(ctx context.Context) (*amqp.Channel, *amqp.Connect
 		p.conns = append(p.conns, pc)
 	}
 	pc.open++
+	if pc.idle != nil {
+		pc.idle.Stop()
+		pc.idle = nil
+	}
 	p.mu.Unlock()
 	release := sync.OnceFunc(func() {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		pc.open--
-		p.mu.Unlock()
+		if pc.open == 0 && !p.closed && pc != p.conns[0] {
+			pc.idles++
+			n := pc.idles
+			pc.idle = time.AfterFunc(idleConnGrace, func() { p.closeIdle(pc, n) })
+		}
 	})
 	ch, conn, err := pc.c.channelConn(ctx)
 	if err != nil {
 		release()
-		return nil, nil, nil, err
+		return pooledChannel{}, err
 	}
-	return ch, conn, release, nil
+	return pooledChannel{ch: ch, conn: conn, c: pc.c, release: release}, nil
+}
+
+// closeIdle closes pc, and takes it out of the pool, when it has held no
+// channel since it was last left idle, its idles-th time.
+func (p *consumePool) closeIdle(pc *pooledConn, idles int) {
+	p.mu.Lock()
+	if pc.idles != idles || pc.open > 0 || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.conns = slices.DeleteFunc(p.conns, func(c *pooledConn) bool { return c == pc })
+	p.mu.Unlock()
+	if err := pc.c.close(); err != nil {
+		p.log.Debug("queuey: close idle consuming connection", "connection", pc.c.name, "error", err)
+	}
 }
 
 // connections returns the live AMQP connections of the pool, first first,
@@ -116,6 +162,11 @@ func (p *consumePool) close() error {
 	p.mu.Lock()
 	p.closed = true
 	conns := p.conns
+	for _, pc := range conns {
+		if pc.idle != nil {
+			pc.idle.Stop()
+		}
+	}
 	p.mu.Unlock()
 	var errs []error
 	for _, pc := range conns {

@@ -18,7 +18,8 @@
 // paused queues for all of them. When consumers outgrow one connection
 // (half its negotiated channel_max, at most 1,000 each), more consuming
 // connections are dialled, each redialled over the nodes on its own after a
-// loss, so one worker can consume thousands of queues. Queues are declared
+// loss, so one worker can consume thousands of queues; one left with no
+// channel for 5 seconds is closed, the first excepted. Queues are declared
 // on a channel of their own, since a refused declare closes its channel.
 // One more connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares: a broker without the plugin answers the
@@ -140,10 +141,12 @@
 //
 // A broker that stops answering without closing anything holds no caller
 // past its context: channel opens, declares and consumer set-up wait on the
-// broker through their context, a consumer's cancel waits at most 250ms,
-// and a consumer whose channel close gets no answer within 500ms drops its
-// connection's socket; closing the backend waits at most a second per
-// connection.
+// broker through their context, a consumer's cancel gives up once its
+// connection has answered nothing for a second, and a consumer whose channel
+// close gets no answer on its connection for a second drops the
+// connection's socket (a broker busy with thousands of consumers stopping
+// at once answers all along, if slowly); closing the backend waits at most
+// a second per connection.
 //
 // The broker does not tell its consumer_timeout over AMQP: Consume logs a
 // warning, once per queue, when the queue's handler timeout is longer than

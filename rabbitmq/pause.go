@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,16 +25,20 @@ var _ admin.Pauser = (*Backend)(nil)
 //
 // A paused queue q has a marker: the durable, empty queue
 // "queuey.paused.<q>". Its existence is the paused state, so it outlives
-// every worker and is read with a passive declare. Pausing declares the
-// marker, resuming deletes it, and either then publishes a notice,
-// "pause <q>" or "resume <q>", to the durable fanout exchange
-// "queuey.control". A backend binds one exclusive queue to that exchange,
-// for all its watchers, before the first reads its marker, so none misses
-// a notice, and on each notice wakes the watchers of the queue it names,
-// which read the marker again: the marker decides, the notice only says
-// when to look. A watcher also reads the marker every PauseRecheck or
-// more (see recheckDelay) and whenever the backend binds again after a
-// lost connection, which covers a notice lost with a connection.
+// every worker. Pausing declares the marker, resuming deletes it, and
+// either then publishes a notice, "pause <q>" or "resume <q>", to the
+// durable fanout exchange "queuey.control". A backend binds one exclusive
+// queue to that exchange, for all its watchers, before the first reads its
+// marker, so none misses a notice, and on each notice reads the marker of
+// the queue it names again: the marker decides, the notice only says when
+// to look. A backend also reads every watched marker every PauseRecheck or
+// more (see recheckDelay) and whenever it binds again after a lost
+// connection, which covers a notice lost with a connection.
+//
+// A watcher reads many markers in one pass: a message published to each
+// through the default exchange, mandatory and expiring at once, comes back
+// when the marker does not exist and is routed (and dropped) when it does
+// (see pauseNotices.read). Paused reads one marker with a passive declare.
 
 // Names of the pause topology.
 const (
@@ -40,22 +46,22 @@ const (
 	controlExchange = "queuey.control"
 )
 
-// PauseRecheck is how often, at least, a watcher of a queue's paused state
-// reads its marker with no notice. Each read opens a channel (a marker that
-// does not exist closes it), so a backend watching many queues spaces the
-// reads out: at most pauseRechecksPerSecond in all, on average, which for
-// 2,000 queues is one read of each marker every 100 seconds or so.
+// PauseRecheck is how often, at least, a backend reads the markers of the
+// queues it watches with no notice. Each read is a publish, so a backend
+// watching many queues spaces the reads out: at most
+// pauseRechecksPerSecond in all, on average, which for 10,000 queues is one
+// read of each marker every 20 seconds or so.
 const PauseRecheck = 5 * time.Second
 
 // pauseRechecksPerSecond bounds the marker reads with no notice that a
 // backend makes, in all its watches.
-const pauseRechecksPerSecond = 20
+const pauseRechecksPerSecond = 500
 
-// recheckDelay is how long a watch waits for its next read with no notice,
-// when n queues are watched: PauseRecheck, or longer so that n watches
-// read at most pauseRechecksPerSecond markers a second between them, with
-// up to half of it again at random so that watches started together do not
-// read together.
+// recheckDelay is how long a backend waits for its next read of every
+// watched marker with no notice, when n queues are watched: PauseRecheck,
+// or longer so that it reads at most pauseRechecksPerSecond markers a
+// second, with up to half of it again at random so that backends started
+// together do not read together.
 func recheckDelay(n int) time.Duration {
 	d := max(PauseRecheck, time.Duration(n)*time.Second/pauseRechecksPerSecond)
 	return d + rand.N(d/2+1)
@@ -156,89 +162,65 @@ func (b *Backend) notify(ctx context.Context, verb, queue string) error {
 }
 
 // WatchPaused sends queue's paused state, read from its marker, now and
-// whenever a notice or a recheck finds it changed.
+// whenever a notice or a recheck finds it changed. A watch holds no
+// goroutine of its own: the backend reads the markers of every watched
+// queue together (see pauseNotices).
 func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, error) {
 	if _, err := b.marker(queue); err != nil {
 		return nil, err
 	}
-	w := &pauseWatch{b: b, queue: queue, out: make(chan bool, 1), wake: make(chan struct{}, 1)}
+	w := &pauseWatch{queue: queue, out: make(chan bool, 1)}
 	// Bound before the marker is read: a notice sent after the read
-	// wakes the watch.
+	// makes it read again.
 	if err := b.notices.add(ctx, w); err != nil {
 		return nil, fmt.Errorf("watch queue %q: %w", queue, err)
 	}
-	if err := w.check(ctx, true); err != nil {
+	if err := b.notices.firstState(ctx, w); err != nil {
 		b.notices.remove(w)
 		return nil, err
 	}
-	go w.loop(ctx)
+	b.notices.follow(ctx, w)
 	return w.out, nil
 }
 
+// pauseWatch is one WatchPaused: its fields are guarded by the
+// pauseNotices' mu.
 type pauseWatch struct {
-	b     *Backend
-	queue string
-	out   chan bool
-	wake  chan struct{} // a notice of queue came, or the notices were bound again
-	last  bool
+	queue   string
+	out     chan bool
+	last    bool
+	started bool // the first state was sent
+	removed bool // out is closed
 }
 
-// maxPauseChecks bounds the reads of paused markers in flight at once:
-// each opens a channel of its own on the first consuming connection, and
-// a worker of thousands of queues starts a watch of each at once.
+// send sends paused when it is news: the first state, or a change. Only
+// the latest state waits in out.
+func (w *pauseWatch) send(paused bool) {
+	if w.removed || (w.started && paused == w.last) {
+		return
+	}
+	w.started, w.last = true, paused
+	select { // replace a state not yet read
+	case <-w.out:
+	default:
+	}
+	w.out <- paused
+}
+
+// maxPauseChecks bounds the passive declares of paused markers in flight
+// at once, when they are read one by one (see pauseNotices.read): each
+// opens a channel of its own on the first consuming connection.
 const maxPauseChecks = 64
 
-// check reads the marker and sends the state when it changed, or always
-// when first.
-func (w *pauseWatch) check(ctx context.Context, first bool) error {
-	select {
-	case w.b.checks <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("paused state of queue %q: %w", w.queue, ctx.Err())
-	}
-	paused, err := w.b.Paused(ctx, w.queue)
-	<-w.b.checks
-	if err != nil {
-		return err
-	}
-	if first || paused != w.last {
-		w.last = paused
-		select { // only the latest state waits: replace one not yet read
-		case <-w.out:
-		default:
-		}
-		w.out <- paused
-	}
-	return nil
-}
-
-func (w *pauseWatch) loop(ctx context.Context) {
-	defer close(w.out)
-	defer w.b.notices.remove(w)
-	recheck := time.NewTimer(recheckDelay(w.b.notices.size()))
-	defer recheck.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.b.closed:
-			return
-		case <-w.wake:
-		case <-recheck.C:
-		}
-		if err := w.check(ctx, false); err != nil && ctx.Err() == nil {
-			w.b.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", w.queue, "paused", w.last, "error", err)
-		}
-		recheck.Reset(recheckDelay(w.b.notices.size()))
-	}
-}
-
-// pauseNotices is a backend's one binding to the control exchange: an
-// exclusive queue on a channel of its own, bound when the first watch
-// starts and until the backend closes, whose notices wake the watches of
-// the queue each names. One binding serves every watch, so a worker of
-// thousands of queues holds one channel and one exclusive queue for them,
-// not one each.
+// pauseNotices is a backend's one binding to the control exchange, and
+// the one reader of the paused markers of every queue it watches. The
+// binding, an exclusive queue on a channel of its own, is made when the
+// first watch starts and kept until the backend closes; its notices, a
+// lost binding, and a recheck every PauseRecheck or more mark queues to
+// read, and one goroutine reads all the marked ones together, in one
+// pass, and sends each watch its queue's state. A worker of thousands of
+// queues so holds one channel, one exclusive queue and two goroutines for
+// pausing, not one each, and starts with one pass over its markers.
 type pauseNotices struct {
 	b *Backend
 
@@ -246,7 +228,17 @@ type pauseNotices struct {
 	mu      sync.Mutex
 	bound   bool
 	watches map[string]map[*pauseWatch]struct{}
-	count   int // watches in all
+	count   int        // watches in all
+	next    *pausePass // gathering queues to read, not started yet
+	kick    chan struct{}
+}
+
+// pausePass is one read of the markers of queues; done is closed once
+// every state is sent, errs holding the queues that could not be read.
+type pausePass struct {
+	queues map[string]struct{}
+	done   chan struct{}
+	errs   map[string]error
 }
 
 // add makes w hear the notices of its queue, binding first if nothing is
@@ -272,6 +264,48 @@ func (n *pauseNotices) add(ctx context.Context, w *pauseWatch) error {
 	return nil
 }
 
+// firstState waits for the next pass to read w's queue, which sends w
+// its first state, and returns the error of that read, if any.
+func (n *pauseNotices) firstState(ctx context.Context, w *pauseWatch) error {
+	n.mu.Lock()
+	p := n.markLocked(w.queue)
+	n.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.errs[w.queue]
+	case <-ctx.Done():
+		return fmt.Errorf("paused state of queue %q: %w", w.queue, ctx.Err())
+	case <-n.b.closed:
+		return fmt.Errorf("paused state of queue %q: %w", w.queue, runtime.ErrClosed)
+	}
+}
+
+// follow ends w with ctx, or when the backend closes: its channel is
+// closed then.
+func (n *pauseNotices) follow(ctx context.Context, w *pauseWatch) {
+	stop := context.AfterFunc(ctx, func() { n.remove(w) })
+	n.mu.Lock()
+	removed := w.removed
+	n.mu.Unlock()
+	if removed {
+		stop()
+	}
+}
+
+// markLocked adds queue to the pass to come, starting one if none is
+// gathering, and returns it. n.mu must be held.
+func (n *pauseNotices) markLocked(queue string) *pausePass {
+	if n.next == nil {
+		n.next = &pausePass{queues: map[string]struct{}{}, done: make(chan struct{})}
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}
+	n.next.queues[queue] = struct{}{}
+	return n.next
+}
+
 // size is how many watches there are.
 func (n *pauseNotices) size() int {
 	n.mu.Lock()
@@ -279,9 +313,14 @@ func (n *pauseNotices) size() int {
 	return n.count
 }
 
+// remove ends w: it hears no more, and its channel is closed.
 func (n *pauseNotices) remove(w *pauseWatch) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.removeLocked(w)
+}
+
+func (n *pauseNotices) removeLocked(w *pauseWatch) {
 	if _, ok := n.watches[w.queue][w]; ok {
 		delete(n.watches[w.queue], w)
 		n.count--
@@ -289,9 +328,14 @@ func (n *pauseNotices) remove(w *pauseWatch) {
 	if len(n.watches[w.queue]) == 0 {
 		delete(n.watches, w.queue)
 	}
+	if !w.removed {
+		w.removed = true
+		close(w.out)
+	}
 }
 
-// start binds, once, and starts the loop that reads the notices.
+// start binds, once, and starts the loops that read the notices and the
+// markers.
 func (n *pauseNotices) start(ctx context.Context) error {
 	n.mu.Lock()
 	bound := n.bound
@@ -313,18 +357,21 @@ func (n *pauseNotices) start(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	n.bound = true
+	n.kick = make(chan struct{}, 1)
 	n.mu.Unlock()
 	go n.loop(ch, release, notices)
+	go n.reads()
 	return nil
 }
 
 // open opens a channel with an exclusive queue bound to the control
 // exchange and returns its notices.
 func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan amqp.Delivery, error) {
-	ch, _, release, err := n.b.cons.channel(ctx)
+	pch, err := n.b.cons.channel(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ch, release := pch.ch, pch.release
 	notices, err := callCtx(ctx, func() (<-chan amqp.Delivery, error) {
 		if err := ch.ExchangeDeclare(controlExchange, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
 			return nil, err
@@ -348,9 +395,9 @@ func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan 
 	return ch, release, notices, nil
 }
 
-// loop wakes the watches each notice names, and binds again after the
-// channel is lost, waking every watch then: notices may have been lost
-// meanwhile. It ends when the backend closes.
+// loop marks the queue each notice names to be read, and binds again
+// after the channel is lost, marking every queue then: notices may have
+// been lost meanwhile. It ends when the backend closes.
 func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amqp.Delivery) {
 	for {
 		select {
@@ -407,19 +454,152 @@ func (n *pauseNotices) rebind() (*amqp.Channel, func(), <-chan amqp.Delivery) {
 	}
 }
 
-// wake wakes the watches of queue, or every watch when queue is "".
+// wake marks queue to be read, or every watched queue when queue is "".
 func (n *pauseNotices) wake(queue string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for q, ws := range n.watches {
-		if queue != "" && q != queue {
-			continue
+	for q := range n.watches {
+		if queue == "" || q == queue {
+			n.markLocked(q)
 		}
-		for w := range ws {
-			select {
-			case w.wake <- struct{}{}:
-			default:
+	}
+}
+
+// reads runs the passes, one at a time, as queues are marked, and marks
+// every watched queue every recheckDelay: it ends with the backend.
+func (n *pauseNotices) reads() {
+	recheck := time.NewTimer(recheckDelay(n.size()))
+	defer recheck.Stop()
+	for {
+		select {
+		case <-n.b.closed:
+			n.mu.Lock()
+			p := n.next
+			n.next = nil
+			n.mu.Unlock()
+			if p != nil {
+				close(p.done)
+			}
+			return
+		case <-n.kick:
+		case <-recheck.C:
+			n.wake("")
+			recheck.Reset(recheckDelay(n.size()))
+		}
+		n.mu.Lock()
+		p := n.next
+		n.next = nil
+		n.mu.Unlock()
+		if p != nil {
+			n.pass(p)
+		}
+	}
+}
+
+// pass reads the markers of p's queues and sends each watch of them its
+// state; a queue it cannot read keeps its last state, logged for the
+// watches that have one.
+func (n *pauseNotices) pass(p *pausePass) {
+	defer close(p.done)
+	ctx, cancel := context.WithTimeout(context.Background(), pausePassTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.b.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	queues := slices.Collect(maps.Keys(p.queues))
+	paused, errs := n.read(ctx, queues)
+	p.errs = errs
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, q := range queues {
+		err := errs[q]
+		for w := range n.watches[q] {
+			switch {
+			case err == nil:
+				w.send(paused[i])
+			case w.started:
+				n.b.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", q, "paused", w.last, "error", err)
 			}
 		}
 	}
+}
+
+// pausePassTimeout bounds one read of markers, and pauseProbeTimeout its
+// probes, after which the markers not read yet are read one by one: the
+// broker tells a connection it is blocked by an alarm only once it
+// publishes, so a pass under an alarm waits that long first.
+const (
+	pausePassTimeout  = 30 * time.Second
+	pauseProbeTimeout = 2 * time.Second
+)
+
+// read reports which of queues are paused. Each marker is probed with a
+// message published to it through the default exchange, mandatory and
+// expiring at once: the broker returns it when the marker does not exist
+// and routes it, to be dropped, when it does; the probes of every queue
+// are in flight together, on the publishing connection, so one pass costs
+// about a round trip however many queues it reads. A marker whose probe
+// fails (the publishing connection is blocked by a resource alarm, which
+// holds publishes back, or its confirm is late) is read with a passive
+// declare instead, a channel each on the consuming connection, so that a
+// worker still starts consuming.
+func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[string]error) {
+	paused := make([]bool, len(queues))
+	errs := map[string]error{}
+	var rest []int // read one by one
+	if _, blocked := n.b.pubConn.blocked(); blocked == nil {
+		msgs := make([]outMsg, len(queues))
+		for i, q := range queues {
+			msgs[i] = outMsg{key: PausedMarker(q), msg: amqp.Publishing{Expiration: "0"}}
+		}
+		pctx, cancel := context.WithTimeout(ctx, pauseProbeTimeout)
+		for i, err := range n.b.pub.publishBatch(pctx, msgs) {
+			switch {
+			case err == nil:
+				paused[i] = true
+			case errors.Is(err, ErrUnroutable):
+			default:
+				rest = append(rest, i)
+			}
+		}
+		cancel()
+	} else {
+		for i := range queues {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == 0 {
+		return paused, errs
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, i := range rest {
+		q := queues[i]
+		select {
+		case n.b.checks <- struct{}{}:
+		case <-ctx.Done():
+			mu.Lock()
+			errs[q] = fmt.Errorf("paused state of queue %q: %w", q, ctx.Err())
+			mu.Unlock()
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-n.b.checks }()
+			p, err := n.b.Paused(ctx, q)
+			mu.Lock()
+			defer mu.Unlock()
+			paused[i] = p
+			if err != nil {
+				errs[q] = err
+			}
+		})
+	}
+	wg.Wait()
+	return paused, errs
 }

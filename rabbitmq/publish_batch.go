@@ -53,9 +53,23 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		return errs
 	}
 	waiters := make([]waiter, len(msgs)) // one allocation for the batch
+	var abandoned []*waiter
+	defer func() {
+		if len(abandoned) > 0 {
+			go forgetAll(pc, abandoned)
+		}
+	}()
 	await := func(i int) {
-		if waiters[i].dc != nil { // started
-			errs[i] = pc.await(ctx, &waiters[i], msgs[i].key)
+		w := &waiters[i]
+		switch {
+		case w.dc == nil: // not started
+		case ctx.Err() != nil && !isDone(w.dc.Done()):
+			// The broker still owes it a confirm: settle would leave a
+			// goroutine each behind to wait for it; one waits for all.
+			abandoned = append(abandoned, w)
+			errs[i] = fmt.Errorf("publish to %q: %w: stopped waiting for the broker's confirm: %w", msgs[i].key, ErrNotConfirmed, ctx.Err())
+		default:
+			errs[i] = pc.await(ctx, w, msgs[i].key)
 		}
 	}
 	for lo := 0; lo < len(msgs); lo += corkRun {
@@ -80,4 +94,26 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		await(i)
 	}
 	return errs
+}
+
+// forgetAll waits for the confirms of ws, publishes whose caller stopped
+// waiting, and takes them off pc's books: a return that comes for one
+// before then must not be paired with a later publish.
+func forgetAll(pc *pubChannel, ws []*waiter) {
+	for _, w := range ws {
+		<-w.dc.Done() // amqp091-go settles every one when the channel closes
+		pc.mu.Lock()
+		pc.forget(w.seq, w)
+		pc.mu.Unlock()
+	}
+}
+
+// isDone reports whether c is closed.
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

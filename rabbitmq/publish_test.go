@@ -1,11 +1,16 @@
 package rabbitmq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -69,4 +74,62 @@ func TestOverlongIDIsRefusedAlone(t *testing.T) {
 	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: good}); err != nil {
 		t.Errorf("publish after the refused ones: %v", err)
 	}
+}
+
+// TestCancelledBatchLeavesNoGoroutines: a batch whose context ends while
+// its publishes await their confirms returns at once, leaving at most one
+// goroutine to wait for the confirms the broker still owes (not one per
+// publish), and that one ends once they come.
+func TestCancelledBatchLeavesNoGoroutines(t *testing.T) {
+	b := dial(t, rabbitmq.Options{PublishChannels: 1}) // open at the first enqueue
+	q, p := jobQueue(t, b)
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 0}); err != nil { // the channel is open
+		t.Fatal(err)
+	}
+	envs := make([]*runtime.Envelope, 20000)
+	for i := range envs {
+		envs[i] = &runtime.Envelope{ID: fmt.Sprintf("cancelled-%d", i), Queue: q.Name, Kind: q.Kind, Payload: []byte{0x80}, Attempt: 1, MaxAttempts: 1, EnqueuedAt: time.Now()}
+	}
+	raw := rawChannel(t)
+	ignore := goleak.IgnoreCurrent()
+	before := goruntime.NumGoroutine()
+	// The context ends once the first publishes reach the queue: the
+	// batch's window is in flight then.
+	ctx, cancel := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		defer cancel()
+		for ctx.Err() == nil {
+			st, err := raw.QueueDeclarePassive(q.Name, true, false, false, false, nil)
+			if err != nil || st.Messages > 1 {
+				return
+			}
+		}
+	}()
+	errs := b.PublishBatch(ctx, envs)
+	cancel()
+	<-polled
+	left := goruntime.NumGoroutine() - before
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	t.Logf("%d of %d publishes failed with the context; %d goroutines left right after", failed, len(envs), left)
+	if failed == 0 {
+		t.Fatal("no publish failed with the cancelled context")
+	}
+	if left > 5 {
+		t.Errorf("a cancelled batch left %d goroutines behind, want at most a few", left)
+	}
+	// What is left waits for the confirms the broker still owes, which a
+	// busy broker sends late: wait for them (bounded), then for nothing
+	// to be left at all.
+	deadline := time.Now().Add(wait)
+	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	goleak.VerifyNone(t, ignore)
 }

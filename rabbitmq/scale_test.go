@@ -37,24 +37,56 @@ func (c *countingBackend) Consume(ctx context.Context, q runtime.QueueConfig) (r
 	return s, err
 }
 
+// warnLog is a slog.Handler that keeps the records at warning level and
+// above.
+type warnLog struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *warnLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *warnLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		h.recs = append(h.recs, r.Clone())
+		h.mu.Unlock()
+	}
+	return nil
+}
+func (h *warnLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *warnLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *warnLog) take() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.recs
+	h.recs = nil
+	return out
+}
+
 // TestWorkerOfMoreQueuesThanOneConnectionHolds runs one worker of 2,100
 // queues: more than the 2,047 channels one connection holds by default,
 // each queue needing one for its consumer. They are spread over several
-// consuming connections; every queue consumes, a job on the last one runs,
-// and an idle queue holds a few goroutines.
+// consuming connections; every queue consumes, a job on each of them runs,
+// an idle queue holds a few goroutines, and the worker stops cleanly,
+// logging no warning from its start to its end.
 func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("declares 2,100 queues")
 	}
 	const (
 		queues = 2100
-		// An idle queue holds its runner and the reader of its paused
-		// state, its subscription's loop and acker, amqp091-go's
-		// buffer of its consumer, and its pause watch: 6. A goroutine
-		// per concurrency slot would be 10 more.
-		perQueue = 7
+		// An idle queue holds its runner, its subscription's loop and
+		// amqp091-go's buffer of its consumer: 3. Its pause watch and
+		// acker hold none. A goroutine per concurrency slot would be 10
+		// more.
+		perQueue = 3
+		// A backend's own: its connections' readers, heartbeats and
+		// returns, the pause notices and their reads.
+		shared = 60
 	)
-	b := dial(t, rabbitmq.Options{NoDeadLetterQueues: true})
+	warns := &warnLog{}
+	b := dial(t, rabbitmq.Options{NoDeadLetterQueues: true, Logger: slog.New(warns)})
 	cb := &countingBackend{Backend: b, want: queues, allReady: make(chan struct{})}
 	prefix := queueName(t)
 	names := make([]string, queues)
@@ -65,7 +97,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 
 	before := goruntime.NumGoroutine()
 	w := runtime.NewWorker(cb)
-	ran := make(chan int, 1)
+	handled := make(chan string, queues)
 	var qs []runtime.QueueConfig
 	for _, name := range names {
 		q := runtime.DefaultQueueConfig(name)
@@ -73,7 +105,7 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 		q.MaxPriority = runtime.NoPriority // cheap queues
 		qs = append(qs, q)
 		runtime.Handle(w, q, func(ctx context.Context, j job) error {
-			ran <- j.N
+			handled <- q.Name
 			return nil
 		})
 	}
@@ -90,25 +122,13 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 		t.Fatalf("only %d of %d queues consuming after 3 minutes", cb.started.Load(), queues)
 	}
 	started := time.Since(began)
-
-	last := qs[queues-1]
-	p, err := runtime.NewProducer(ctxT(t), b, last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := runtime.Enqueue(ctxT(t), p, last, job{N: 7}); err != nil {
-		t.Fatal(err)
-	}
-	if n := within(t, ran, "the job on the last queue"); n != 7 {
-		t.Errorf("handled job %d, want 7", n)
-	}
 	conns := len(rabbitmq.ConsumeConnections(b))
 	if conns < 3 {
 		t.Errorf("%d consuming connections for %d queues, want 3 or more", conns, queues)
 	}
-	// The runners' own goroutines start right after their subscribe;
-	// wait (bounded) for the count to settle under the bound.
-	bound := before + queues*perQueue
+	// Idle: the runners' own goroutines start right after their
+	// subscribe; wait (bounded) for the count to settle under the bound.
+	bound := before + queues*perQueue + shared
 	deadline := time.Now().Add(30 * time.Second)
 	n := goruntime.NumGoroutine()
 	for n > bound && time.Now().Before(deadline) {
@@ -120,14 +140,56 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	t.Logf("%d queues consuming %v after Run (declared after %v) on %d connections; %d goroutines (%.1f per queue), %.1f MiB of stacks",
 		queues, started.Round(time.Millisecond), cb.firstAt.Sub(began).Round(time.Millisecond), conns, n-before, float64(n-before)/queues, float64(ms.StackInuse)/(1<<20))
 	if n > bound {
-		t.Errorf("%d idle queues hold %d goroutines (%.1f per queue), want at most %d per queue", queues, n-before, float64(n-before)/queues, perQueue)
+		t.Errorf("%d idle queues hold %d goroutines (%.1f per queue), want at most %d per queue and %d more", queues, n-before, float64(n-before)/queues, perQueue, shared)
 	}
+
+	// A job on every queue, each handled.
+	p := runtime.NewProducerUndeclared(b)
+	var wg sync.WaitGroup
+	next := make(chan runtime.QueueConfig)
+	for range 32 {
+		wg.Go(func() {
+			for q := range next {
+				if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+					t.Errorf("enqueue onto %q: %v", q.Name, err)
+				}
+			}
+		})
+	}
+	for _, q := range qs {
+		next <- q
+	}
+	close(next)
+	wg.Wait()
+	seen := map[string]bool{}
+	for len(seen) < queues {
+		select {
+		case name := <-handled:
+			seen[name] = true
+		case <-time.After(wait):
+			t.Fatalf("%d of %d queues' jobs handled; none more within %v", len(seen), queues, wait)
+		}
+	}
+
 	stopping := time.Now()
 	cancel()
 	if err := within(t, errc, "Run to return"); err != nil {
 		t.Errorf("Run: %v", err)
 	}
 	t.Logf("Run returned %v after its context ended", time.Since(stopping).Round(time.Millisecond))
+	recs := warns.take()
+	for i, r := range recs {
+		if i == 5 {
+			t.Errorf("... and %d more warnings", len(recs)-i)
+			break
+		}
+		var attrs []string
+		r.Attrs(func(a slog.Attr) bool {
+			attrs = append(attrs, a.String())
+			return true
+		})
+		t.Errorf("logged a warning over a clean run: %s %v", r.Message, attrs)
+	}
 }
 
 // TestRunFailsOnAQueueItCannotConsume: a queue another connection consumes
@@ -332,4 +394,44 @@ func TestPauseWithoutANoticeIsReadOnTheRecheck(t *testing.T) {
 		t.Fatal("reported resumed, want paused")
 	}
 	t.Logf("marker set with no notice read after %v", time.Since(set).Round(time.Millisecond))
+}
+
+// TestConsumingConnectionsCloseWhenTheirConsumersEnd: the consuming
+// connections dialled for a worker's queues are closed once its consumers
+// are gone, a little later; the first, which every backend keeps, stays.
+func TestConsumingConnectionsCloseWhenTheirConsumersEnd(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	rabbitmq.SetChannelsPerConnection(b, 1)
+	w := runtime.NewWorker(b)
+	got := make(chan string, 16)
+	var qs []runtime.QueueConfig
+	var producers []*runtime.Producer
+	for range 3 {
+		q, p := jobQueue(t, b)
+		qs, producers = append(qs, q), append(producers, p)
+		runtime.Handle(w, q, func(ctx context.Context, j job) error {
+			got <- q.Name
+			return nil
+		})
+	}
+	stop := brokertest.Run(t, w)
+	for i, q := range qs {
+		if _, err := runtime.Enqueue(ctxT(t), producers[i], q, job{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range qs {
+		within(t, got, "a job of each queue")
+	}
+	if n := len(rabbitmq.ConsumeConnections(b)); n < 4 {
+		t.Fatalf("%d consuming connections for 3 queues and the pause notices at 1 channel each, want 4", n)
+	}
+	stop()
+	deadline := time.Now().Add(wait)
+	for len(rabbitmq.ConsumeConnections(b)) > 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(rabbitmq.ConsumeConnections(b)); n != 1 {
+		t.Errorf("%d consuming connections %v after the worker stopped, want the first only", n, wait)
+	}
 }

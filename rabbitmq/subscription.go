@@ -70,7 +70,8 @@ const brokerConsumerTimeout = 30 * time.Minute
 
 // consume is Consume of q, with its declared arguments, once.
 func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
-	ch, conn, release, err := b.cons.channel(ctx)
+	pch, err := b.cons.channel(ctx)
+	ch, release := pch.ch, pch.release
 	if err != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)
 	}
@@ -100,7 +101,8 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		b:       b,
 		q:       q,
 		ch:      ch,
-		conn:    conn,
+		conn:    pch.conn,
+		c:       pch.c,
 		release: release,
 		tag:     tag,
 		out:     make(chan runtime.Delivery, q.Prefetch), // up to prefetch decoded ahead, so handlers never wait on the decode hop
@@ -109,7 +111,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		done:    make(chan struct{}),
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
-		acks:    newAcker(ch, q.Prefetch, ch.NotifyClose(make(chan *amqp.Error, 1))),
+		acks:    newAcker(ch, q.Prefetch),
 	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
@@ -124,6 +126,7 @@ type subscription struct {
 	q    runtime.QueueConfig
 	ch   *amqp.Channel
 	conn *amqp.Connection // ch's connection, dropped when ch stops answering
+	c    *connection      // conn's
 	// release gives ch's place on its connection back to the pool.
 	release func()
 	tag     string
@@ -174,9 +177,7 @@ func (s *subscription) Stop() error {
 	s.acks.hold()
 	defer s.acks.unhold()
 	s.awaitPrefetchSpent()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.tag, false) }, nil)
+	err := s.c.callAnswering(stopTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	if err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
 	}
@@ -219,11 +220,14 @@ func (s *subscription) awaitPrefetchSpent() {
 }
 
 // Bounds on waiting for the broker's answer when a consumer stops or
-// closes. A broker that does not answer in time has stopped answering:
-// a channel close that gets no answer drops the connection's socket.
+// closes: a broker that answers nothing on the consumer's connection for
+// that long has stopped answering (see connection.callAnswering), and a
+// channel close that gets no answer drops the connection's socket. A
+// broker answering thousands of consumers stopping at once is slower with
+// the last than that, but answers all along.
 const (
-	stopTimeout    = 250 * time.Millisecond
-	closeChTimeout = 500 * time.Millisecond
+	stopTimeout    = time.Second
+	closeChTimeout = time.Second
 )
 
 // Close closes the subscription's channel: every unsettled delivery goes
@@ -246,13 +250,11 @@ func (s *subscription) Close() error {
 	delete(s.b.subs, s)
 	s.b.mu.Unlock()
 	var err error
-	ctx, cancel := context.WithTimeout(context.Background(), closeChTimeout)
-	defer cancel()
-	_, cerr := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Close() }, nil)
+	cerr := s.c.callAnswering(closeChTimeout, s.ch.Close)
 	switch {
-	case ctx.Err() != nil && errors.Is(cerr, ctx.Err()):
+	case errors.Is(cerr, errNoAnswer):
 		abort(s.conn)
-		err = fmt.Errorf("close consumer of %q: the broker did not answer within %v; its connection was dropped", s.q.Name, closeChTimeout)
+		err = fmt.Errorf("close consumer of %q: the broker answered nothing on its connection for %v; the connection was dropped", s.q.Name, closeChTimeout)
 	case cerr != nil && !errors.Is(cerr, amqp.ErrClosed):
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
 	}
@@ -343,6 +345,12 @@ func (s *subscription) ended(closes <-chan *amqp.Error) {
 			err = brokerError(fmt.Sprintf("consumer of %q", s.q.Name), e)
 		}
 	default:
+	}
+	switch {
+	case err != nil:
+		s.acks.gone(err) // no ack can be sent any more
+	case s.ch.IsClosed():
+		s.acks.gone(errors.New("channel closed"))
 	}
 	if err == nil {
 		switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/queuey/queuey/admin"
@@ -14,8 +13,7 @@ import (
 type pauseGate struct {
 	states  <-chan bool // nil when the backend cannot pause queues
 	paused  bool
-	started bool           // the first state was read
-	wg      sync.WaitGroup // the reader whenPaused starts
+	started bool // the first state was read
 }
 
 // watchPause starts following queue's paused state when the backend is an
@@ -82,35 +80,6 @@ func (g *pauseGate) waitResumed(ctx context.Context, onPaused func()) bool {
 		}
 	}
 	return ctx.Err() == nil
-}
-
-// whenPaused returns a channel closed when the queue is paused, following
-// the state until release is called; release waits for that to end, so the
-// state is the caller's to read again after it.
-func (g *pauseGate) whenPaused() (paused <-chan struct{}, release func()) {
-	stop := make(chan struct{})
-	if g.states == nil {
-		return stop, func() {}
-	}
-	done := make(chan struct{})
-	g.wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			case s, ok := <-g.states:
-				g.read(s, ok)
-				if g.paused {
-					close(stop)
-					return
-				}
-			}
-		}
-	})
-	return stop, func() {
-		close(done)
-		g.wg.Wait()
-	}
 }
 
 // waitResumed waits, logging it, while the queue is paused.

@@ -206,11 +206,9 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	gate := &settleGate{}
 	requeues := &timers{}
-	paused, release := pause.whenPaused()
-	defer release()
 	h := &handlers{
 		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
-		sub: sub, paused: paused,
+		sub: sub, pause: pause, paused: make(chan struct{}),
 		slots: c.slots,
 		done:  make(chan struct{}),
 	}
@@ -286,7 +284,8 @@ type handlers struct {
 	gate     *settleGate
 	requeues *timers
 	sub      Subscription
-	paused   <-chan struct{}
+	pause    *pauseGate    // read by dispatch only
+	paused   chan struct{} // closed by dispatch when it reads that the queue is paused
 	slots    chan struct{} // one per handler goroutine (running or waiting for its next delivery), and one dispatch holds while it waits for a delivery
 	done     chan struct{} // closed when dispatch returns: waiting goroutines end
 	wg       sync.WaitGroup
@@ -384,7 +383,8 @@ const linger = 250 * time.Millisecond
 // dispatch takes a slot, then a delivery, and starts a handler goroutine
 // on it, until ctx ends, the queue is paused or the deliveries end. A slot
 // is taken first, so a delivery not started stays with the subscription,
-// which puts it back when it closes.
+// which puts it back when it closes. It follows the queue's paused state
+// itself, meanwhile, so that a queue holds no goroutine for it.
 func (h *handlers) dispatch() int {
 	defer close(h.done)
 	deliveries := h.sub.Deliveries()
@@ -392,34 +392,61 @@ func (h *handlers) dispatch() int {
 		select {
 		case <-h.ctx.Done():
 			return stopCtx
-		case <-h.paused:
-			return stopPaused
-		case h.slots <- struct{}{}:
-		}
-		select {
-		case <-h.ctx.Done():
-			<-h.slots
-			return stopCtx
-		case <-h.paused:
-			<-h.slots
-			return stopPaused
-		case d, ok := <-deliveries:
-			if !ok {
-				<-h.slots
-				return stopEnded
-			}
-			if h.ctx.Err() != nil || isClosed(h.paused) {
-				h.keep(d)
-				<-h.slots
-				if h.ctx.Err() != nil {
-					return stopCtx
-				}
+		case s, ok := <-h.pause.states:
+			if h.pausedNow(s, ok) {
 				return stopPaused
 			}
-			h.wg.Add(1)
-			go h.run(d)
+			continue
+		case h.slots <- struct{}{}:
+		}
+		d, why := h.take(deliveries)
+		if why != taken {
+			<-h.slots
+			return why
+		}
+		if h.ctx.Err() != nil {
+			h.keep(d)
+			<-h.slots
+			return stopCtx
+		}
+		h.wg.Add(1)
+		go h.run(d)
+	}
+}
+
+// taken is what take returns with a delivery.
+const taken = -1
+
+// take waits, holding a slot, for a delivery, and returns it and taken,
+// or why dispatch stops.
+func (h *handlers) take(deliveries <-chan Delivery) (Delivery, int) {
+	for {
+		select {
+		case <-h.ctx.Done():
+			return nil, stopCtx
+		case s, ok := <-h.pause.states:
+			if h.pausedNow(s, ok) {
+				return nil, stopPaused
+			}
+		case d, ok := <-deliveries:
+			if !ok {
+				return nil, stopEnded
+			}
+			return d, taken
 		}
 	}
+}
+
+// pausedNow takes a state of the queue's paused watch and, when the queue
+// is paused, tells the handler goroutines (closing paused) and reports
+// true.
+func (h *handlers) pausedNow(s, ok bool) bool {
+	h.pause.read(s, ok)
+	if h.pause.paused {
+		close(h.paused)
+		return true
+	}
+	return false
 }
 
 // run handles d, then the deliveries that follow, holding the slot
