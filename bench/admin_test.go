@@ -29,6 +29,11 @@ func deadLetters(b *testing.B) int {
 	return 100_000
 }
 
+// adminWait bounds BenchmarkAdmin: filling two queues with 100,000 letters
+// each and reading through them takes longer than benchWait on a busy
+// machine.
+const adminWait = 30 * time.Minute
+
 // BenchmarkAdmin measures the admin API on 100 queues and on a
 // dead-letter queue of n letters (see deadLetters):
 //
@@ -36,6 +41,13 @@ func deadLetters(b *testing.B) int {
 //	FirstPage       the oldest 50 letters (what a list view opens on)
 //	PageAtMiddle    the 50 letters after a cursor at position n/2
 //	ShowLast        one letter by ID, the last but one
+//	ShowLastIndexMade
+//	                the same through a new backend that keeps an index
+//	                (rabbitmq.Options.DeadLetterIndex), which reads the
+//	                whole queue once to make it
+//	PageAtMiddleIndexed
+//	ShowLastIndexed PageAtMiddle and ShowLast through a backend whose
+//	                index is made
 //	QuorumFirstPage the oldest 50 letters of a quorum dead-letter queue of
 //	                n letters, which every read goes through whole
 //
@@ -45,7 +57,7 @@ func deadLetters(b *testing.B) int {
 // while.
 func BenchmarkAdmin(b *testing.B) {
 	requireBroker(b)
-	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	ctx, cancel := context.WithTimeout(context.Background(), adminWait)
 	defer cancel()
 	be := dialBroker(b, ctx, rabbitmq.Options{})
 	defer be.Close()
@@ -100,6 +112,43 @@ func BenchmarkAdmin(b *testing.B) {
 	b.Run("ShowLast", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := be.DeadLetter(ctx, q.Name, ids[n-2]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same reads through a backend that keeps an index
+	// (rabbitmq.Options.DeadLetterIndex), as the dashboard does: the first
+	// read makes it, the rest use it.
+	ib := dialBroker(b, ctx, rabbitmq.Options{DeadLetterIndex: true})
+	defer ib.Close()
+	b.Run("ShowLastIndexMade", func(b *testing.B) {
+		for b.Loop() {
+			fresh := dialBroker(b, ctx, rabbitmq.Options{DeadLetterIndex: true})
+			_, err := fresh.DeadLetter(ctx, q.Name, ids[n-2])
+			_ = fresh.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("PageAtMiddleIndexed", func(b *testing.B) {
+		after := admin.Cursor(n/2, ids[n/2-1])
+		if _, err := ib.DeadLetters(ctx, q.Name, admin.DeadLetterPage{After: after, Limit: 50}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			l, err := ib.DeadLetters(ctx, q.Name, admin.DeadLetterPage{After: after, Limit: 50})
+			if err != nil || len(l.Letters) != 50 || l.Letters[0].ID != ids[n/2] {
+				b.Fatalf("%d letters, %v", len(l.Letters), err)
+			}
+		}
+	})
+	b.Run("ShowLastIndexed", func(b *testing.B) {
+		if _, err := ib.DeadLetter(ctx, q.Name, ids[n-2]); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := ib.DeadLetter(ctx, q.Name, ids[n-2]); err != nil {
 				b.Fatal(err)
 			}
 		}

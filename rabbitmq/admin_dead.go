@@ -31,6 +31,11 @@ func (b *Backend) DeadLetters(ctx context.Context, queue string, page admin.Dead
 	}
 	limit = min(limit, admin.MaxDeadLetterLimit)
 	pos, after := admin.ParseCursor(page.After)
+	if b.opts.DeadLetterIndex && page.After != "" {
+		if list, ok, err := b.indexedPage(ctx, queue, after, limit); ok {
+			return list, err
+		}
+	}
 	window := 0 // a plain ID: read until it is found
 	switch {
 	case page.After == "":
@@ -62,16 +67,17 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (adm
 		}
 		n++
 		s.keep(m)
-		info := s.letter(m)
 		if !found {
-			found = info.ID == after
+			// Matched on the ID alone: the letters before the page are
+			// not decoded.
+			found = letterID(m) == after
 			continue
 		}
 		if len(list.Letters) == limit {
 			list.Next = admin.Cursor(n-1, list.Letters[limit-1].ID)
 			break
 		}
-		list.Letters = append(list.Letters, info)
+		list.Letters = append(list.Letters, s.letter(m))
 	}
 	if !found {
 		return admin.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", admin.ErrDeadLetterNotFound, s.queue, after)
@@ -81,8 +87,14 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (adm
 
 // DeadLetter returns the dead letter of queue with ID id and leaves it in
 // place. It reads the dead-letter queue from its head up to that letter,
-// and on a quorum one on to its end, copying every letter.
+// and on a quorum one on to its end, copying every letter. With
+// Options.DeadLetterIndex, a classic one is read from its index.
 func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
+	if b.opts.DeadLetterIndex {
+		if info, ok, err := b.indexedLetter(ctx, queue, id); ok {
+			return info, err
+		}
+	}
 	s, err := b.scanDead(ctx, queue, 0)
 	if err != nil {
 		return admin.DeadLetterInfo{}, err
@@ -97,8 +109,8 @@ func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadL
 				return admin.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", admin.ErrDeadLetterNotFound, queue, id)
 			}
 			s.keep(m)
-			if info := s.letter(m); info.ID == id {
-				return info, nil
+			if letterID(m) == id {
+				return s.letter(m), nil
 			}
 		}
 	}()
@@ -225,7 +237,7 @@ func (r *redrive) flush(ctx context.Context) error {
 			}
 			continue
 		}
-		if aerr := r.s.take(r.tags[i]); aerr != nil {
+		if aerr := r.s.take(ctx, r.tags[i]); aerr != nil {
 			// Published, not removed: the job is both re-driven and still
 			// dead, which a duplicate at worst.
 			return fmt.Errorf("re-drive of %q: job %s was put back but is still a dead letter too: %w", r.s.queue, r.ids[i], aerr)
@@ -277,7 +289,7 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.
 				continue
 			}
 			seen[info.ID] = true
-			if err := s.take(m.DeliveryTag); err != nil {
+			if err := s.take(ctx, m.DeliveryTag); err != nil {
 				return err
 			}
 			res.Purged++
@@ -290,6 +302,9 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.
 func (b *Backend) purgeAll(ctx context.Context, queue string) (admin.PurgeResult, error) {
 	if b.opts.NoDeadLetterQueues {
 		return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, errNoDeadLetterQueues)
+	}
+	if err := b.announceTake(ctx, queue); err != nil {
+		return admin.PurgeResult{}, fmt.Errorf("purge: %w", err)
 	}
 	dead := b.names.Dead(queue).Name
 	ch, err := b.conConn.channel(ctx)

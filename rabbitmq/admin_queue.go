@@ -95,6 +95,11 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 		if !found {
 			continue
 		}
+		if name == b.names.Dead(queue).Name {
+			if err := b.announceTake(ctx, queue); err != nil {
+				return out, fmt.Errorf("delete queue %q: %w", queue, err)
+			}
+		}
 		var n int
 		if err := b.onChannel(ctx, func(ch *amqp.Channel) error {
 			var err error

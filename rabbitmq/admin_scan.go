@@ -82,6 +82,9 @@ type deadScan struct {
 	unacked map[uint64]bool
 	// keeper keeps the letters of a quorum queue; nil for a classic one.
 	keeper *keeper
+	// announced is set once the scan has told the readers that index the
+	// queue that letters leave it (see deadIndex).
+	announced bool
 }
 
 // scanDead starts a scan of queue's dead-letter queue that reads at most
@@ -223,6 +226,25 @@ func (s *deadScan) next(ctx context.Context) (*amqp.Delivery, bool, error) {
 	}
 	idle := time.NewTimer(scanIdle)
 	defer idle.Stop()
+	for {
+		m, ok, err := s.await(ctx, idle)
+		if err != nil || ok || !s.dry || s.keeper != nil {
+			return m, ok, err
+		}
+		// No message came for scanIdle. A classic queue that still has
+		// messages ready has them on their way to this scan, which is
+		// the only consumer: the broker is slow, not the queue short.
+		q, err := s.ch.QueueDeclarePassive(s.dead, true, false, false, false, nil)
+		if err != nil || q.Messages == 0 {
+			return nil, false, nil
+		}
+		s.ended, s.dry = false, false
+		idle.Reset(scanIdle)
+	}
+}
+
+// await waits for the next message, until idle fires.
+func (s *deadScan) await(ctx context.Context, idle *time.Timer) (*amqp.Delivery, bool, error) {
 	select {
 	case m, ok := <-s.deliveries:
 		if !ok {
@@ -258,7 +280,13 @@ func (s *deadScan) keep(m *amqp.Delivery) {
 }
 
 // take removes message tag, read by next, from the dead-letter queue.
-func (s *deadScan) take(tag uint64) error {
+func (s *deadScan) take(ctx context.Context, tag uint64) error {
+	if !s.announced {
+		if err := s.b.announceTake(ctx, s.queue); err != nil {
+			return err
+		}
+		s.announced = true
+	}
 	if s.keeper != nil {
 		return s.keeper.take(tag)
 	}

@@ -47,6 +47,7 @@ type Backend struct {
 	warned   sync.Map           // keys of warnings given once
 	holdDecl holdDeclares       // which hold queues need a declare of their own
 	copyRead sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
+	index    deadIndex          // indexes of dead-letter queues (Options.DeadLetterIndex)
 	topoConn *connection        // dialled on first use; see pluginDelayer.declare
 	topo     *declarer
 	delayers map[runtime.DelayMode]delayer

@@ -162,6 +162,14 @@
 // processes come from the management HTTP API (Options.ManagementURL).
 // docs/operating.md says what each read costs and how it keeps the order.
 //
+// A backend with Options.DeadLetterIndex reads a classic dead-letter
+// queue whole on its first deep read (a page after a cursor, a letter by
+// ID) and keeps an index of it, which later deep reads use while no letter
+// has left the queue since: every re-drive, purge or delete of dead
+// letters, from any process, first publishes a notice to the control
+// exchange that the indexing backend gets before each use, and the queue
+// must still start with the same letter and hold at least as many.
+//
 // A dead-letter queue is known to be classic when a declare of it as a
 // classic queue without arguments succeeds; the broker refuses that
 // declare for a quorum queue (and logs the refusal, once per queue for a

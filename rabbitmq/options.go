@@ -107,6 +107,15 @@ type Options struct {
 	// MiB) for 4.x. At most runtime.MaxJobSize (512 MiB), which no broker
 	// goes over whatever it is configured with.
 	MaxMessageSize int
+	// DeadLetterIndex, when true, keeps an index of the classic
+	// dead-letter queues this backend reads deeply (a page after a
+	// cursor, a letter by ID): one read of the whole queue, kept in
+	// memory, that later reads use for as long as it is still true (see
+	// the package doc on the admin API). It is for processes that
+	// live long and read often, like the dashboard: a command that reads
+	// once pays for reading the whole queue and gains nothing. False
+	// (zero) reads the queue from its head on every read.
+	DeadLetterIndex bool
 }
 
 // ManagementOff as Options.ManagementURL turns the management API off.

@@ -407,8 +407,11 @@ func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amq
 			return
 		case d, ok := <-notices:
 			if ok {
-				_, queue, _ := strings.Cut(string(d.Body), " ")
-				n.wake(queue)
+				// Notices of dead letters leaving (see deadIndex) do not
+				// concern pausing.
+				if verb, queue, _ := strings.Cut(string(d.Body), " "); verb != deadNotice {
+					n.wake(queue)
+				}
 				continue
 			}
 		}

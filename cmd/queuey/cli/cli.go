@@ -44,6 +44,10 @@ type Target struct {
 	// ManagementURL is the management API URL; empty means the one that
 	// goes with URL.
 	ManagementURL string
+	// IndexDeadLetters asks for a backend that keeps an index of the
+	// dead-letter queues it reads deeply, for a process that lives long
+	// and reads them often (the dashboard).
+	IndexDeadLetters bool
 }
 
 // Env is the world a run of the command sees.
@@ -106,6 +110,9 @@ type run struct {
 	g    *grammar
 	env  Env
 	open func() (Admin, func() error, error)
+	// indexed is open for a long-lived process: see
+	// Target.IndexDeadLetters.
+	indexed func() (Admin, func() error, error)
 }
 
 // usageError is a command line that parses but asks for something
@@ -161,6 +168,8 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	r := &run{ctx: ctx, g: &g, env: env, open: func() (Admin, func() error, error) {
 		return open(ctx, Target{URL: g.URL, ManagementURL: g.ManagementURL})
+	}, indexed: func() (Admin, func() error, error) {
+		return open(ctx, Target{URL: g.URL, ManagementURL: g.ManagementURL, IndexDeadLetters: true})
 	}}
 	return report(env, kctx.Run(r))
 }

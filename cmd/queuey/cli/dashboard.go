@@ -19,7 +19,7 @@ func (c *dashboardCmd) Run(r *run) error {
 			return err
 		}
 	}
-	be, closeFn, err := r.open()
+	be, closeFn, err := r.indexed()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,10 @@ func OpenRabbitMQ(ctx context.Context, t Target) (Admin, func() error, error) {
 	b, err := rabbitmq.Dial(ctx, t.URL, rabbitmq.Options{
 		ManagementURL:  t.ManagementURL,
 		ConnectionName: "queuey command",
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Pages deep in a dead-letter queue, and letters by ID, are read
+		// from an index only by a process that reads them again.
+		DeadLetterIndex: t.IndexDeadLetters,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return nil, nil, dialFailure(t.URL, err)
