@@ -32,6 +32,8 @@ const scaleDefers = 1000
 //     warnings it logs meanwhile (none on a clean stop).
 //   - declare/1000/max_priority=0 and =10: a producer declaring 1,000 new
 //     queues (each with its dead-letter queue).
+//   - declare/1000/existing: a producer, on a backend of its own, declaring
+//     again 1,000 queues that exist (as each start of a worker does).
 //
 // Queues are deleted afterwards, outside the clock.
 func BenchmarkScale(b *testing.B) {
@@ -51,6 +53,11 @@ func BenchmarkScale(b *testing.B) {
 			})
 		})
 	}
+	b.Run("declare/1000/existing", func(b *testing.B) {
+		reportRate(b, "scale-redeclare", 1000, "queues/s", func(b *testing.B, prefix string) time.Duration {
+			return declareExisting(b, prefix, 1000)
+		})
+	})
 }
 
 // scaleJob is the job of the deferral rows: its number picks its delay.
@@ -222,6 +229,33 @@ func declareNew(b *testing.B, prefix string, n, maxPriority int) time.Duration {
 		names = append(names, queues[i].Name, queues[i].Name+".dead")
 	}
 	defer brokertest.DeleteQueues(amqpURL(), names...)
+	start := time.Now()
+	if _, err := runtime.NewProducer(ctx, be, queues...); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// declareExisting declares n queues, then times a producer on another
+// backend declaring them again.
+func declareExisting(b *testing.B, prefix string, n int) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	queues := make([]runtime.QueueConfig, n)
+	var names []string
+	for i := range queues {
+		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
+		names = append(names, queues[i].Name, queues[i].Name+".dead")
+	}
+	defer brokertest.DeleteQueues(amqpURL(), names...)
+	first := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
+	_, err := runtime.NewProducer(ctx, first, queues...)
+	first.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	be := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
+	defer be.Close()
 	start := time.Now()
 	if _, err := runtime.NewProducer(ctx, be, queues...); err != nil {
 		b.Fatal(err)

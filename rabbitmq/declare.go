@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -17,30 +19,230 @@ import (
 
 // declarer declares topology on channels of its own, since a refused
 // declare closes the channel it was made on: publishes in flight elsewhere
-// are not hit. Each declare takes an idle channel, or opens one, and gives
-// it back when the declare succeeded; no lock is held while a declare waits
-// on the broker, and each waits only as long as its context allows.
+// are not hit.
+//
+// Queue declares are pipelined: the declares waiting at a moment are
+// shared out over up to maxDeclareChannels channels, and each channel gets
+// its share as no-wait declares followed by one that waits for its answer
+// (declareBatch). The broker handles a channel's frames in order, so that
+// answer says that every declare before it was taken too; redeclaring a
+// queue that exists costs a fraction of a round trip. Creating a queue
+// costs the broker far more, one at a time per channel, which is why the
+// declares are spread over many channels rather than all sent on one. A
+// refused declare closes its channel and the broker drops what came after
+// it, without saying which declare it was: then each declare of that batch
+// is made again on its own (solo), and the refusal goes to the one it
+// belongs to, the others succeeding.
+//
+// Each caller waits only as long as its context allows; a batch goes on
+// while any of its callers still waits.
 type declarer struct {
 	conn *connection
+	base context.Context // ends when the declarer is closed
+	stop context.CancelFunc
 
-	mu     sync.Mutex
-	idle   []*amqp.Channel
-	closed bool
+	mu       sync.Mutex
+	idle     []*declChannel
+	pending  []*declareReq // declares not yet sent, in order
+	solo     []*declareReq // declares to make on their own, first
+	flushers int           // goroutines sending pending declares
+	closed   bool
 }
 
-// maxIdleDeclareChannels is how many declaring channels are kept open
-// between declares: as many as NewProducer and Worker.Run have declares in
-// flight at once, so that a start with many queues does not open and close
-// a channel per declare.
-const maxIdleDeclareChannels = 16
+// maxDeclareChannels is how many channels carry declares at once, and
+// how many are kept open between declares: enough for the broker to
+// create queues side by side (it creates them one at a time per channel)
+// without opening and closing a channel per declare.
+const maxDeclareChannels = 64
 
-// declare declares queue q, durable. As with run, the caller names the
-// operation in its error.
+// minShare is how many declares each flusher has waiting before submit
+// starts one more.
+const minShare = 4
+
+// maxPipelined is the most declares sent on one channel before waiting for
+// an answer: a refusal among them costs each of them a declare on its own.
+const maxPipelined = 64
+
+// declChannel is a declaring channel and the notice of its close, which
+// says why when a no-wait declare was refused.
+type declChannel struct {
+	ch     *amqp.Channel
+	closes chan *amqp.Error
+}
+
+// declareReq is one queue declare waiting for its batch.
+type declareReq struct {
+	q    topology.Queue
+	ctx  context.Context // the caller's: a declare it gave up on is not sent
+	done chan struct{}   // closed once err is set
+	err  error
+}
+
+func newDeclarer(conn *connection) *declarer {
+	base, stop := context.WithCancel(context.Background())
+	return &declarer{conn: conn, base: base, stop: stop}
+}
+
+// declare declares queue q, durable, and waits for the broker's answer,
+// or for ctx to end. As with run, the caller names the operation in its
+// error.
 func (d *declarer) declare(ctx context.Context, q topology.Queue) error {
-	return d.run(ctx, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, true, false, false, false, q.Args)
+	if err := ctx.Err(); err != nil {
 		return err
-	})
+	}
+	r := &declareReq{q: q, ctx: ctx, done: make(chan struct{})}
+	d.submit(r, false)
+	var err error
+	select {
+	case <-r.done:
+		err = r.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return d.conn.blockedError(ctx, err)
+	}
+	return err
+}
+
+// submit queues r, to be sent with others or, when solo, on its own, and
+// starts a flusher when fewer than maxDeclareChannels run.
+func (d *declarer) submit(r *declareReq, solo bool) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		r.finish(d.closedError())
+		return
+	}
+	if solo {
+		d.solo = append(d.solo, r)
+	} else {
+		d.pending = append(d.pending, r)
+	}
+	// Another flusher, on another channel, when those running have more
+	// than a few declares each to send: declares that come together are
+	// sent together, and a burst of them is spread over channels.
+	start := d.flushers < maxDeclareChannels && len(d.pending)+len(d.solo) > d.flushers*minShare
+	if start {
+		d.flushers++
+	}
+	d.mu.Unlock()
+	if start {
+		go d.flush()
+	}
+}
+
+func (r *declareReq) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+// flush sends batches of declares until none is left.
+func (d *declarer) flush() {
+	for {
+		batch := d.next()
+		if batch == nil {
+			return
+		}
+		d.send(batch)
+	}
+}
+
+// next takes the next batch: a solo declare, or this flusher's share of
+// those pending (at most maxPipelined), leaving out those whose callers
+// gave up. It returns nil, and counts this flusher out, when none is left.
+func (d *declarer) next() []*declareReq {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		var batch []*declareReq
+		switch {
+		case len(d.solo) > 0:
+			batch, d.solo = d.solo[:1:1], d.solo[1:]
+		case len(d.pending) > 0:
+			n := min((len(d.pending)+d.flushers-1)/d.flushers, maxPipelined)
+			batch = slices.Clone(d.pending[:n])
+			d.pending = d.pending[n:]
+			if len(d.pending) == 0 {
+				d.pending = nil // let the backing array go
+			}
+		default:
+			d.flushers--
+			return nil
+		}
+		batch = slices.DeleteFunc(batch, func(r *declareReq) bool {
+			if err := r.ctx.Err(); err != nil {
+				r.finish(err)
+				return true
+			}
+			return false
+		})
+		if len(batch) > 0 {
+			return batch
+		}
+	}
+}
+
+// send declares batch on one channel and settles each of its declares.
+func (d *declarer) send(batch []*declareReq) {
+	// The batch runs as long as one of its callers waits, and not past
+	// the declarer's close.
+	ctx, cancel := context.WithCancel(d.base)
+	defer cancel()
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	for _, r := range batch {
+		stop := context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	dc, err := d.take(ctx)
+	if err == nil {
+		_, err = callCtx(ctx, func() (struct{}, error) { return struct{}{}, dc.declareBatch(batch) }, nil)
+		if err == nil {
+			d.put(dc)
+		} else {
+			go dc.ch.Close() // may wait on a broker that stopped answering
+		}
+	}
+	if err != nil && d.base.Err() != nil {
+		err = d.closedError()
+	}
+	if err != nil && len(batch) > 1 && ctx.Err() == nil {
+		// Which declare failed is not known: each is made again on its
+		// own, and the failure goes to the one it belongs to.
+		for _, r := range batch {
+			d.submit(r, true)
+		}
+		return
+	}
+	for _, r := range batch {
+		r.finish(err)
+	}
+}
+
+// declareBatch sends each declare of batch, all but the last without
+// waiting for the broker's answer, and waits for the answer to the last:
+// the broker answers it only once it has taken every one before it. When
+// one was refused, the broker closed the channel, and the error is why.
+func (dc *declChannel) declareBatch(batch []*declareReq) error {
+	for i, r := range batch {
+		last := i == len(batch)-1
+		if _, err := dc.ch.QueueDeclare(r.q.Name, true, false, false, !last, r.q.Args); err != nil {
+			if errors.Is(err, amqp.ErrClosed) {
+				// Closed by the broker after an earlier declare of the
+				// batch: its notice says why.
+				if e, ok := <-dc.closes; ok && e != nil {
+					return e
+				}
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // do is run. The string, the caller's name for the operation, goes into
@@ -59,56 +261,72 @@ func (d *declarer) run(ctx context.Context, fn func(ch *amqp.Channel) error) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ch, err := d.take(ctx)
+	dc, err := d.take(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = callCtx(ctx, func() (struct{}, error) { return struct{}{}, fn(ch) }, nil)
+	_, err = callCtx(ctx, func() (struct{}, error) { return struct{}{}, fn(dc.ch) }, nil)
 	if err != nil {
-		go ch.Close() // may wait on a broker that stopped answering
+		go dc.ch.Close() // may wait on a broker that stopped answering
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return d.conn.blockedError(ctx, err)
 		}
 		return err
 	}
-	d.put(ch)
+	d.put(dc)
 	return nil
 }
 
-func (d *declarer) take(ctx context.Context) (*amqp.Channel, error) {
+func (d *declarer) take(ctx context.Context) (*declChannel, error) {
 	d.mu.Lock()
 	for len(d.idle) > 0 {
-		ch := d.idle[len(d.idle)-1]
+		dc := d.idle[len(d.idle)-1]
 		d.idle = d.idle[:len(d.idle)-1]
-		if !ch.IsClosed() {
+		if !dc.ch.IsClosed() {
 			d.mu.Unlock()
-			return ch, nil
+			return dc, nil
 		}
 	}
 	d.mu.Unlock()
-	return d.conn.channel(ctx)
+	ch, err := d.conn.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &declChannel{ch: ch, closes: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
 }
 
-func (d *declarer) put(ch *amqp.Channel) {
+func (d *declarer) put(dc *declChannel) {
 	d.mu.Lock()
-	if !d.closed && len(d.idle) < maxIdleDeclareChannels {
-		d.idle = append(d.idle, ch)
-		ch = nil
+	if !d.closed && len(d.idle) < maxDeclareChannels {
+		d.idle = append(d.idle, dc)
+		dc = nil
 	}
 	d.mu.Unlock()
-	if ch != nil {
-		_ = ch.Close()
+	if dc != nil {
+		_ = dc.ch.Close()
 	}
 }
 
+// close closes the idle channels and fails every declare not yet sent;
+// batches under way end with their connection, which closes first.
 func (d *declarer) close() {
 	d.mu.Lock()
-	idle := d.idle
-	d.idle, d.closed = nil, true
+	idle, pending := d.idle, append(d.solo, d.pending...)
+	d.idle, d.solo, d.pending, d.closed = nil, nil, nil, true
 	d.mu.Unlock()
-	for _, ch := range idle {
-		_ = ch.Close()
+	d.stop()
+	for _, dc := range idle {
+		_ = dc.ch.Close()
 	}
+	for _, r := range pending {
+		r.finish(d.closedError())
+	}
+}
+
+// closedError is the answer to a declare that the declarer's close cut
+// short.
+func (d *declarer) closedError() error {
+	return fmt.Errorf("rabbitmq: %s connection: %w", d.conn.name, runtime.ErrClosed)
 }
 
 // inequivalentRE parses the broker's answer to a declare whose arguments

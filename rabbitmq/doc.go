@@ -20,7 +20,7 @@
 // connections are dialled, each redialled over the nodes on its own after a
 // loss, so one worker can consume thousands of queues; one left with no
 // channel for 5 seconds is closed, the first excepted. Queues are declared
-// on a channel of their own, since a refused declare closes its channel.
+// on channels of their own, since a refused declare closes its channel.
 // One more connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares: a broker without the plugin answers the
 // declare of an unknown exchange type by closing the whole connection.
@@ -63,12 +63,21 @@
 // Backend.QuorumPriorities reports whether its quorum queues order by
 // priority.
 //
-// Every publish to a classic hold queue follows a no-wait declare of it on
-// the same channel, in one write: the broker handles the declare, which
-// renews the queue's lease (x-expires), right before it takes the publish,
-// so the lease runs from just before the message entered the queue, however
-// late the publish reached the broker. A quorum hold queue has no lease and
-// is declared once per process; a publish onto one deleted meanwhile comes
+// Declares go out pipelined: the declares waiting at a moment (a start
+// over many queues, waits onto many new hold queues) are shared out over
+// up to 64 channels, each sending its share without waiting and then one
+// declare whose answer says that the broker took them all. A refusal
+// among them is made again on its own, so the error names the queue it
+// belongs to and the others are declared.
+//
+// Every publish to a classic hold queue is followed, on the same channel,
+// by a passive declare of it, which renews the queue's lease (x-expires):
+// the broker handles the two in that order, so the lease runs from just
+// after the message entered the queue, however late the publish reached
+// the broker. A queue gone before the publish returns it; one that expired
+// between the two fails the declare; either way the wait declares the
+// queue and publishes again. A quorum hold queue has no lease and is
+// declared once per process; a publish onto one deleted meanwhile comes
 // back unroutable, and the wait then declares it and publishes once more.
 //
 // # Publishing and settling

@@ -8,8 +8,10 @@ import (
 
 // declareConcurrency is how many declares NewProducer and Worker.Run have
 // in flight at once: each is a few broker round trips, so a start with
-// many queues waits on the broker, not on the client.
-const declareConcurrency = 16
+// many queues waits on the broker, not on the client, and a backend that
+// sends many declares together (RabbitMQ pipelines them) gets enough at
+// once to do so. A goroutine each, only while the declares last.
+const declareConcurrency = 1024
 
 // declareAll declares queues on b, up to declareConcurrency at once. At the
 // first failure it stops starting declares, waits for those in flight, and

@@ -51,7 +51,7 @@ func (b *gatedBackend) Declare(ctx context.Context, q runtime.QueueConfig) error
 func gated(t *testing.T, fail string) *gatedBackend {
 	m := quietMemory()
 	t.Cleanup(func() { m.Close() })
-	return &gatedBackend{MemoryBackend: m, entered: make(chan string, 100), release: make(chan struct{}), fail: fail}
+	return &gatedBackend{MemoryBackend: m, entered: make(chan string, runtime.DeclareConcurrency+100), release: make(chan struct{}), fail: fail}
 }
 
 func pingQueues(n int) []runtime.QueueConfig {
@@ -62,12 +62,13 @@ func pingQueues(n int) []runtime.QueueConfig {
 	return qs
 }
 
-// TestNewProducerDeclaresConcurrently declares 40 queues through a backend
-// whose declares wait until released: 16 are under way before any is
-// released, none more than 16 at once, and every queue takes jobs after.
+// TestNewProducerDeclaresConcurrently declares 40 queues more than
+// declareConcurrency through a backend whose declares wait until released:
+// declareConcurrency are under way before any is released, none more at
+// once, and every queue takes jobs after.
 func TestNewProducerDeclaresConcurrently(t *testing.T) {
 	b := gated(t, "")
-	qs := pingQueues(40)
+	qs := pingQueues(runtime.DeclareConcurrency + 40)
 	type result struct {
 		p   *runtime.Producer
 		err error
@@ -77,7 +78,7 @@ func TestNewProducerDeclaresConcurrently(t *testing.T) {
 		p, err := runtime.NewProducer(context.Background(), b, qs...)
 		done <- result{p, err}
 	}()
-	for range 16 {
+	for range runtime.DeclareConcurrency {
 		recvT(t, b.entered)
 	}
 	close(b.release)
@@ -85,8 +86,8 @@ func TestNewProducerDeclaresConcurrently(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("NewProducer: %v", r.err)
 	}
-	if b.most > 16 {
-		t.Errorf("%d declares at once, want at most 16", b.most)
+	if b.most > runtime.DeclareConcurrency {
+		t.Errorf("%d declares at once, want at most %d", b.most, runtime.DeclareConcurrency)
 	}
 	for _, q := range qs {
 		if _, err := runtime.Enqueue(context.Background(), r.p, q, ping{N: 1}); err != nil {

@@ -1,0 +1,4 @@
+package runtime
+
+// DeclareConcurrency is declareConcurrency, for tests.
+const DeclareConcurrency = declareConcurrency
