@@ -151,11 +151,11 @@
 // A broker that stops answering without closing anything holds no caller
 // past its context: channel opens, declares and consumer set-up wait on the
 // broker through their context, a consumer's cancel gives up once its
-// connection has answered nothing for a second, and a consumer whose channel
-// close gets no answer on its connection for a second drops the
-// connection's socket (a broker busy with thousands of consumers stopping
-// at once answers all along, if slowly); closing the backend waits at most
-// a second per connection.
+// connection has answered nothing for half a second, and a consumer whose
+// channel close gets no answer on its connection for half a second (or
+// whose cancel got none) drops the connection's socket (a broker busy with
+// thousands of consumers stopping at once answers all along, if slowly);
+// closing the backend waits at most a second per connection.
 //
 // The broker does not tell its consumer_timeout over AMQP: Consume logs a
 // warning, once per queue, when the queue's handler timeout is longer than

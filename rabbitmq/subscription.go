@@ -137,7 +137,10 @@ type subscription struct {
 	// stopping consumer of each delivery once stopping is set.
 	lastTag  atomic.Uint64
 	stopping atomic.Bool
-	got      chan struct{}
+	// silent is set when the broker answered nothing on the connection
+	// to Stop's cancel: Close then drops the connection at once.
+	silent atomic.Bool
+	got    chan struct{}
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -178,6 +181,9 @@ func (s *subscription) Stop() error {
 	defer s.acks.unhold()
 	s.awaitPrefetchSpent()
 	err := s.c.callAnswering(stopTimeout, func() error { return s.ch.Cancel(s.tag, false) })
+	if errors.Is(err, errNoAnswer) {
+		s.silent.Store(true) // Close need not wait for an answer again
+	}
 	if err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
 	}
@@ -226,8 +232,8 @@ func (s *subscription) awaitPrefetchSpent() {
 // broker answering thousands of consumers stopping at once is slower with
 // the last than that, but answers all along.
 const (
-	stopTimeout    = time.Second
-	closeChTimeout = time.Second
+	stopTimeout    = 500 * time.Millisecond
+	closeChTimeout = 500 * time.Millisecond
 )
 
 // Close closes the subscription's channel: every unsettled delivery goes
@@ -250,7 +256,10 @@ func (s *subscription) Close() error {
 	delete(s.b.subs, s)
 	s.b.mu.Unlock()
 	var err error
-	cerr := s.c.callAnswering(closeChTimeout, s.ch.Close)
+	cerr := errNoAnswer
+	if !s.silent.Load() {
+		cerr = s.c.callAnswering(closeChTimeout, s.ch.Close)
+	}
 	switch {
 	case errors.Is(cerr, errNoAnswer):
 		abort(s.conn)
