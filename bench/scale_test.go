@@ -170,19 +170,8 @@ type startResult struct {
 func startOnce(b *testing.B, prefix string, n int) startResult {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	queues := make([]runtime.QueueConfig, n)
-	var names []string
-	for i := range queues {
-		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		queues[i].Kind = runtime.KindOf[e2e.Job]()
-		names = append(names, queues[i].Name, queues[i].Name+".dead")
-	}
-	defer brokertest.DeleteQueues(amqpURL(), names...)
-	declarer := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
-	if _, err := runtime.NewProducer(ctx, declarer, queues...); err != nil {
-		b.Fatal(err)
-	}
-	declarer.Close()
+	queues, del := existingQueues(b, ctx, prefix, n, runtime.KindOf[e2e.Job]())
+	defer del()
 
 	warns := &warnCounter{}
 	before := goruntime.NumGoroutine()
@@ -241,19 +230,8 @@ func declareNew(b *testing.B, prefix string, n, maxPriority int) time.Duration {
 func declareExisting(b *testing.B, prefix string, n int) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	queues := make([]runtime.QueueConfig, n)
-	var names []string
-	for i := range queues {
-		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		names = append(names, queues[i].Name, queues[i].Name+".dead")
-	}
-	defer brokertest.DeleteQueues(amqpURL(), names...)
-	first := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
-	_, err := runtime.NewProducer(ctx, first, queues...)
-	first.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	queues, del := existingQueues(b, ctx, prefix, n, "")
+	defer del()
 	be := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
 	defer be.Close()
 	start := time.Now()
@@ -261,6 +239,29 @@ func declareExisting(b *testing.B, prefix string, n int) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Since(start)
+}
+
+// existingQueues declares n queues named prefix.0, prefix.1, ... of kind
+// (each with its dead-letter queue) on a backend of its own, and returns
+// their configs and a func that deletes them.
+func existingQueues(b *testing.B, ctx context.Context, prefix string, n int, kind string) ([]runtime.QueueConfig, func()) {
+	b.Helper()
+	queues := make([]runtime.QueueConfig, n)
+	var names []string
+	for i := range queues {
+		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
+		queues[i].Kind = kind
+		names = append(names, queues[i].Name, queues[i].Name+".dead")
+	}
+	del := func() { brokertest.DeleteQueues(amqpURL(), names...) }
+	declarer := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
+	_, err := runtime.NewProducer(ctx, declarer, queues...)
+	declarer.Close()
+	if err != nil {
+		del()
+		b.Fatal(err)
+	}
+	return queues, del
 }
 
 // warnCounter is a slog handler that counts records at warning level and

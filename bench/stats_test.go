@@ -2,14 +2,11 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
-	"github.com/queuey/queuey/runtime"
 )
 
 // BenchmarkQueueStats measures what queuey queues and each of the
@@ -22,21 +19,12 @@ func BenchmarkQueueStats(b *testing.B) {
 	const n = 2100
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	prefix := uniqueBenchName("stats", 0)
-	queues := make([]runtime.QueueConfig, n)
+	queues, del := existingQueues(b, ctx, uniqueBenchName("stats", 0), n, "")
+	defer del()
 	stats := make([]admin.Queue, n)
-	var names []string
-	for i := range queues {
-		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		stats[i] = admin.Queue{Name: queues[i].Name}
-		names = append(names, queues[i].Name, queues[i].Name+".dead")
+	for i, q := range queues {
+		stats[i] = admin.Queue{Name: q.Name}
 	}
-	defer brokertest.DeleteQueues(amqpURL(), names...)
-	declarer := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
-	if _, err := runtime.NewProducer(ctx, declarer, queues...); err != nil {
-		b.Fatal(err)
-	}
-	declarer.Close()
 	be := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
 	defer be.Close()
 	var total time.Duration
