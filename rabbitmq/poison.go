@@ -28,7 +28,9 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
 	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.b.pub.limits())
-	if err := s.b.publishDead(s.ctx, s.q.Name, msg); err != nil {
+	ctx, cancel := s.moveCtx()
+	defer cancel()
+	if err := s.b.publishDead(ctx, s.q.Name, msg); err != nil {
 		s.poisonFailed(m, dead, err)
 		return
 	}

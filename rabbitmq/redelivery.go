@@ -99,7 +99,9 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 		next.Headers[headerRedelivered] = "1"
 		msg, err := s.b.encodeCopy(next, codec.Options{Priority: m.Priority})
 		if err == nil {
-			err = s.b.pub.publish(s.ctx, s.q.Name, msg)
+			ctx, cancel := s.moveCtx()
+			err = s.b.pub.publish(ctx, s.q.Name, msg)
+			cancel()
 		}
 		s.settleMoved(m, env, err, "publish it again with its attempt raised")
 		return true
@@ -119,7 +121,9 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	delete(next.Headers, headerRedelivered)
 	msg, err := s.b.encodeDead(next, reason)
 	if err == nil {
-		err = s.b.publishDead(s.ctx, s.q.Name, msg)
+		ctx, cancel := s.moveCtx()
+		err = s.b.publishDead(ctx, s.q.Name, msg)
+		cancel()
 	}
 	s.settleMoved(m, env, err, "move it to the dead-letter queue")
 	return true

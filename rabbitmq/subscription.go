@@ -251,6 +251,11 @@ func (s *subscription) Close() error {
 	clear(s.timers)
 	s.mu.Unlock()
 	s.cancel()
+	// A message the loop is moving (a redelivery published again, a
+	// poison message to the dead letters) is settled before the acks are
+	// sent: its copy may be on the broker already, and the original going
+	// back with the channel would make it two.
+	<-s.done
 	s.acks.close() // done work is acked before the channel returns the rest
 	s.b.mu.Lock()
 	delete(s.b.subs, s)
@@ -267,9 +272,20 @@ func (s *subscription) Close() error {
 	case cerr != nil && !errors.Is(cerr, amqp.ErrClosed):
 		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
 	}
-	<-s.done
 	s.release()
 	return err
+}
+
+// moveTimeout bounds the publish of a message the loop moves (see
+// moveCtx).
+const moveTimeout = 2 * time.Second
+
+// moveCtx is the context of a publish that moves a message the loop took
+// (a redelivery published again with its attempt raised, a letter to the
+// dead letters): Close does not cut it short, since the copy may reach the
+// broker before its confirm does, but it ends after moveTimeout.
+func (s *subscription) moveCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(s.ctx), moveTimeout)
 }
 
 func (s *subscription) Err() error {
@@ -300,6 +316,9 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			if !ok {
 				s.ended(closes)
 				return
+			}
+			if s.ctx.Err() != nil {
+				return // closing: it goes back with the channel, untouched
 			}
 			s.lastTag.Store(m.DeliveryTag)
 			if s.stopping.Load() {
