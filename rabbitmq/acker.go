@@ -143,25 +143,22 @@ func (a *acker) nextLocked() (flush bool) {
 }
 
 // gathered is the gathering timer's: it sends what waits.
-func (a *acker) gathered() {
-	a.mu.Lock()
-	a.gathering = false
-	stop := a.held || a.closing
-	a.mu.Unlock()
-	if !stop {
-		a.flushAndArm(false)
-	}
-}
+func (a *acker) gathered() { a.fired(&a.gathering, false) }
 
 // straggled is the straggler timer's: it sends what waits, stragglers
 // too.
-func (a *acker) straggled() {
+func (a *acker) straggled() { a.fired(&a.straggling, true) }
+
+// fired is a timer's end: running, the timer's flag under a.mu, is
+// cleared, and what waits is flushed (force: stragglers too) unless acks
+// are held or closing.
+func (a *acker) fired(running *bool, force bool) {
 	a.mu.Lock()
-	a.straggling = false
+	*running = false
 	stop := a.held || a.closing
 	a.mu.Unlock()
 	if !stop {
-		a.flushAndArm(true)
+		a.flushAndArm(force)
 	}
 }
 
