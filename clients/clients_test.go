@@ -220,6 +220,12 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 	q := emails.ChargeCardQueue
 	q.Name = fmt.Sprintf("polyglot.%s.%s", lang.name, randomSuffix(t))
 	q.Delay = mode
+	// One handler at a time, so jobs run in the order the broker
+	// delivered them. With two, the operating system can hold one
+	// handler's thread off the CPU, job in hand, while the other runs
+	// hundreds of jobs: on a loaded machine that reads as an inversion
+	// the broker never made.
+	q.Concurrency = 1
 	t.Cleanup(func() {
 		brokertest.DeleteQueues(url, q.Name, q.Name+".dead", q.Name+".deferred.1000", q.Name+".deferred.2000")
 		if mode == runtime.DelayPlugin {
