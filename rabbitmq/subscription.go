@@ -231,9 +231,17 @@ func (s *subscription) awaitPrefetchSpent() {
 // channel close that gets no answer drops the connection's socket. A
 // broker answering thousands of consumers stopping at once is slower with
 // the last than that, but answers all along.
+//
+// A stop's bound is short: it is the first call of a shutdown, and a
+// broker gone silent then must cost the shutdown little (Close then drops
+// the connection at once, without a wait of its own). A close comes after
+// a stop the broker answered, or after the consumer ended; a broker busy
+// closing thousands of channels on a loaded machine has been seen silent
+// on one connection for over half a second, so a close waits longer before
+// it takes the broker for gone.
 const (
 	stopTimeout    = 500 * time.Millisecond
-	closeChTimeout = 500 * time.Millisecond
+	closeChTimeout = 2 * time.Second
 )
 
 // Close closes the subscription's channel: every unsettled delivery goes
