@@ -21,6 +21,9 @@ import (
 //   - publish/distinct: 1,000 persistent messages, each to a queue of its
 //     own (as 1,000 distinct delays are to 1,000 hold queues), 64
 //     unconfirmed at most; messages confirmed per second.
+//   - declare+publish/distinct: the same, the queues declared inside the
+//     clock first, as hold queues are (a TTL, a dead-letter route, an
+//     expiry): what defer/distinct cannot go below.
 //   - publish/one: the same 1,000 into one queue.
 //   - declare/1000/max_priority=0 and =10: 1,000 new durable queues
 //     declared over 64 channels at once; queues per second.
@@ -33,14 +36,19 @@ import (
 //
 // Queues are deleted afterwards, outside the clock.
 func BenchmarkScaleFloor(b *testing.B) {
-	b.Run("publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000) })
-	b.Run("publish/one", func(b *testing.B) { benchFloorPublish(b, 1) })
+	b.Run("publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, false) })
+	b.Run("declare+publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, true) })
+	b.Run("publish/one", func(b *testing.B) { benchFloorPublish(b, 1, false) })
 	for _, mp := range []int{0, 10} {
 		b.Run(fmt.Sprintf("declare/1000/max_priority=%d", mp), func(b *testing.B) {
 			reportRate(b, "floor-declare", 1000, "queues/s", func(b *testing.B, prefix string) time.Duration {
 				names := floorNames(prefix, 1000)
 				defer brokertest.DeleteQueues(amqpURL(), names...)
-				return floorDeclare(b, names, mp)
+				var args amqp.Table
+				if mp > 0 {
+					args = amqp.Table{"x-max-priority": int32(mp)}
+				}
+				return floorDeclare(b, names, args)
 			})
 		})
 	}
@@ -68,15 +76,12 @@ func floorDial(b *testing.B) *amqp.Connection {
 	return conn
 }
 
-// floorDeclare declares names, durable, over 64 channels at once.
-func floorDeclare(b *testing.B, names []string, maxPriority int) time.Duration {
+// floorDeclare declares names, durable, with args, over 64 channels at
+// once.
+func floorDeclare(b *testing.B, names []string, args amqp.Table) time.Duration {
 	b.Helper()
 	conn := floorDial(b)
 	defer conn.Close()
-	var args amqp.Table
-	if maxPriority > 0 {
-		args = amqp.Table{"x-max-priority": int32(maxPriority)}
-	}
 	start := time.Now()
 	var g errgroup.Group
 	const channels = 64
@@ -102,13 +107,22 @@ func floorDeclare(b *testing.B, names []string, maxPriority int) time.Duration {
 }
 
 // benchFloorPublish publishes 1,000 persistent messages, spread over
-// queues queues, confirmed, 64 in flight at most.
-func benchFloorPublish(b *testing.B, queues int) {
+// queues queues, confirmed, 64 in flight at most; with hold, the queues
+// are declared like hold queues, and inside the clock.
+func benchFloorPublish(b *testing.B, queues int, hold bool) {
 	const msgs, window = 1000, 64
 	reportRate(b, "floor-publish", msgs, "msgs/s", func(b *testing.B, prefix string) time.Duration {
 		names := floorNames(prefix, queues)
 		defer brokertest.DeleteQueues(amqpURL(), names...)
-		floorDeclare(b, names, 0)
+		var declared time.Duration
+		if hold {
+			declared = floorDeclare(b, names, amqp.Table{
+				"x-message-ttl": int32(time.Hour / time.Millisecond), "x-expires": int32(2 * time.Hour / time.Millisecond),
+				"x-dead-letter-exchange": "", "x-dead-letter-routing-key": prefix,
+			})
+		} else {
+			floorDeclare(b, names, nil)
+		}
 		conn := floorDial(b)
 		defer conn.Close()
 		ch, err := conn.Channel()
@@ -147,7 +161,7 @@ func benchFloorPublish(b *testing.B, queues int) {
 		if failed = cmp.Or(failed, confirmErr); failed != nil {
 			b.Fatal(failed)
 		}
-		return time.Since(start)
+		return declared + time.Since(start)
 	})
 }
 
@@ -158,7 +172,7 @@ func benchFloorStart(b *testing.B, n, perChannel int) {
 	var total time.Duration
 	for i := 0; b.Loop(); i++ {
 		names := floorNames(uniqueBenchName("floor-start", i), n)
-		floorDeclare(b, names, 0)
+		floorDeclare(b, names, nil)
 		total += floorStart(b, names, perChannel)
 		brokertest.DeleteQueues(amqpURL(), names...)
 	}
