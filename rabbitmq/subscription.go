@@ -142,6 +142,11 @@ type subscription struct {
 	silent atomic.Bool
 	got    chan struct{}
 
+	// ready is NotifyReady's fn, called after each delivery handed out
+	// and once out is closed (outClosed set first).
+	ready     atomic.Pointer[func()]
+	outClosed atomic.Bool
+
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	done   chan struct{} // loop ended
@@ -160,6 +165,29 @@ type subscription struct {
 }
 
 func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
+
+// NotifyReady implements runtime.ReadyNotifier: a worker's queue with
+// nothing to deliver waits on it, holding no goroutine, while the loop
+// holds the one it needs anyway.
+func (s *subscription) NotifyReady(fn func()) {
+	if fn == nil {
+		s.ready.Store(nil)
+		return
+	}
+	s.ready.Store(&fn)
+	// The loop looks for fn after it hands a delivery out or closes out;
+	// one handed out or closed before fn was stored is seen here.
+	if len(s.out) > 0 || s.outClosed.Load() {
+		s.fireReady()
+	}
+}
+
+// fireReady calls NotifyReady's fn, if one waits, once.
+func (s *subscription) fireReady() {
+	if fn := s.ready.Swap(nil); fn != nil {
+		(*fn)()
+	}
+}
 
 // Stop cancels the consumer (basic.cancel). Deliveries already handed out
 // can still be settled until Close.
@@ -312,6 +340,8 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			s.drain()
 		}
 		close(s.out)
+		s.outClosed.Store(true)
+		s.fireReady()
 	}()
 	for {
 		select {
@@ -350,6 +380,7 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 			d := &delivery{s: s, tag: m.DeliveryTag, env: env, priority: m.Priority, redelivered: s.redeliveryOf(&m, env)}
 			select {
 			case s.out <- d:
+				s.fireReady()
 			case <-s.ctx.Done():
 				return
 			case <-s.b.closed:

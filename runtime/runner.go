@@ -55,63 +55,109 @@ type queueRunner struct {
 	slots chan struct{}
 	// lingering counts the failed subscriptions whose handlers still run.
 	lingering sync.WaitGroup
+
+	done func(error) // called once when the runner ends
+	st   runState    // used by the runner's one running goroutine
 }
 
-// run consumes until ctx ends, subscribing again with backoff when a
-// subscription fails. It returns an error only when the backend was closed,
-// or the queue cannot be consumed (ErrCannotConsume): trying again would
-// not help.
-func (c *queueRunner) run(ctx context.Context) error {
+// start runs the queue's consumption until ctx ends, subscribing again
+// with backoff when a subscription fails, and then calls done: with an
+// error only when the backend was closed or the queue cannot be consumed
+// (ErrCannotConsume), as trying again would not help. It runs on one
+// goroutine at a time, not always the same: a queue with nothing to
+// deliver for a while parks, holding none (see park).
+func (c *queueRunner) start(ctx context.Context, done func(error)) {
 	c.slots = make(chan struct{}, c.queue.Concurrency)
-	defer c.lingering.Wait()
-	gate, err := c.watchPause(ctx)
-	if gate == nil {
-		return err
-	}
-	backoff := resubscribeMin
-	failing := false // the last subscribe failed too
-	for {
-		if !c.waitResumed(ctx, gate) {
-			return nil
+	c.done = done
+	go c.loop(ctx)
+}
+
+// runState is what a runner's loop keeps across its goroutines.
+type runState struct {
+	gate    *pauseGate
+	backoff time.Duration
+	failing bool         // the last subscribe failed too
+	cur     *consumption // the subscription being consumed, if any
+}
+
+// loop runs the runner until it ends, calling c.done, or parks.
+func (c *queueRunner) loop(ctx context.Context) {
+	if c.st.gate == nil {
+		gate, err := c.watchPause(ctx)
+		if gate == nil {
+			c.finish(err)
+			return
 		}
-		sub, err := c.w.backend.Consume(ctx, c.queue)
-		if err == nil {
-			if failing {
-				c.w.log.Info("queuey: consuming again", "queue", c.queue.Name)
+		c.st = runState{gate: gate, backoff: resubscribeMin}
+	}
+	rn, err := c.run(ctx)
+	if rn != nil {
+		c.park(ctx, rn)
+		return
+	}
+	c.finish(err)
+}
+
+func (c *queueRunner) finish(err error) {
+	c.lingering.Wait()
+	c.done(err)
+}
+
+// run consumes until ctx ends or the backend is gone, or the queue parks:
+// then it returns the subscription's ReadyNotifier to park on.
+func (c *queueRunner) run(ctx context.Context) (ReadyNotifier, error) {
+	st := &c.st
+	for {
+		var err error
+		if cur := st.cur; cur != nil {
+			if rn := c.consume(ctx, cur); rn != nil {
+				return rn, nil
 			}
-			failing = false
-			began := time.Now()
-			c.consume(ctx, sub, gate)
-			if gate.paused {
-				backoff = resubscribeMin
+			st.cur = nil
+			if st.gate.paused {
+				st.backoff = resubscribeMin
 				continue
 			}
-			err = sub.Err()
-			if ctx.Err() == nil && !errors.Is(err, ErrClosed) && time.Since(began) >= healthySubscription {
+			err = cur.sub.Err()
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) && time.Since(cur.began) >= healthySubscription {
 				// At once: the backend redials as soon as its broker
 				// takes connections again.
-				backoff = resubscribeMin
+				st.backoff = resubscribeMin
 				c.w.log.Warn("queuey: consumer stopped; subscribing again", "queue", c.queue.Name, "error", err)
+				continue
+			}
+		} else {
+			if !c.waitResumed(ctx, st.gate) {
+				return nil, nil
+			}
+			var sub Subscription
+			sub, err = c.w.backend.Consume(ctx, c.queue)
+			if err == nil {
+				if st.failing {
+					c.w.log.Info("queuey: consuming again", "queue", c.queue.Name)
+				}
+				st.failing = false
+				st.cur = c.newConsumption(ctx, sub, st.gate)
 				continue
 			}
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil, nil
 		}
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCannotConsume) {
-			return fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
+			return nil, fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
-		wait := jittered(backoff)
-		if !failing {
+		wait := jittered(st.backoff)
+		if !st.failing {
 			c.w.log.Error("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		} else {
 			c.w.log.Debug("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		}
-		failing = true
+		st.failing = true
 		if !sleepCtx(ctx, wait) {
-			return nil
+			return nil, nil
 		}
-		backoff = min(backoff*2, resubscribeMax)
+		st.backoff = min(st.backoff*2, resubscribeMax)
 	}
 }
 
@@ -191,8 +237,31 @@ func (g *settleGate) close() {
 	g.mu.Unlock()
 }
 
-// consume runs sub's deliveries through at most Concurrency handlers at
-// once until ctx ends, the queue is paused or sub fails, then shuts down. A
+// consumption is one subscription a runner consumes.
+type consumption struct {
+	sub            Subscription
+	h              *handlers
+	cancelHandlers context.CancelCauseFunc
+	began          time.Time
+}
+
+// newConsumption prepares the consumption of sub; consume runs it.
+func (c *queueRunner) newConsumption(ctx context.Context, sub Subscription, pause *pauseGate) *consumption {
+	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	h := &handlers{
+		c: c, ctx: ctx, base: base, gate: &settleGate{}, requeues: &timers{},
+		sub: sub, pause: pause, paused: make(chan struct{}),
+		slots: c.slots,
+		done:  make(chan struct{}),
+		park:  c.readyNotifier(sub, pause),
+	}
+	return &consumption{sub: sub, h: h, cancelHandlers: cancelHandlers, began: time.Now()}
+}
+
+// consume runs cur's deliveries through at most Concurrency handlers at
+// once until ctx ends, the queue is paused or the subscription fails, then
+// shuts down; or, when nothing came for parkAfter and no handler runs, it
+// returns the ReadyNotifier to park on, and is called again to go on. A
 // pause lets in-flight handlers finish however long they take (unless ctx
 // ends meanwhile); jobs delivered and not started go back to the queue.
 //
@@ -201,18 +270,13 @@ func (g *settleGate) close() {
 // linger for the next, with its slot, before it ends. So a busy queue's
 // goroutines (and the stacks they grew) serve many jobs each, taking them
 // straight from the subscription, and an idle queue holds no handler
-// goroutine once linger has passed, only the one running consume.
-func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *pauseGate) {
-	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
-	gate := &settleGate{}
-	requeues := &timers{}
-	h := &handlers{
-		c: c, ctx: ctx, base: base, gate: gate, requeues: requeues,
-		sub: sub, pause: pause, paused: make(chan struct{}),
-		slots: c.slots,
-		done:  make(chan struct{}),
-	}
+// goroutine once linger has passed, and no goroutine at all once parked.
+func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifier {
+	h, sub, gate, requeues, cancelHandlers := cur.h, cur.sub, cur.h.gate, cur.h.requeues, cur.cancelHandlers
 	why := h.dispatch()
+	if why == stopParked {
+		return h.park
+	}
 	finished := make(chan struct{})
 	go func() {
 		h.wg.Wait()
@@ -239,7 +303,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		select {
 		case <-finished:
 			closeSub()
-			return
+			return nil
 		default:
 		}
 		c.lingering.Add(1)
@@ -252,7 +316,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 			}
 			closeSub()
 		}()
-		return
+		return nil
 	case stopPaused:
 		c.w.log.Info("queuey: queue paused; jobs running finish, no new ones start", "queue", c.queue.Name)
 		h.stop(ctx)
@@ -266,6 +330,7 @@ func (c *queueRunner) consume(ctx context.Context, sub Subscription, pause *paus
 		c.awaitShutdown(finished, cancelHandlers)
 	}
 	closeSub()
+	return nil
 }
 
 // Why dispatch stopped taking deliveries.
@@ -273,6 +338,7 @@ const (
 	stopCtx    = iota // the worker is shutting down
 	stopPaused        // the queue was paused
 	stopEnded         // the subscription's deliveries ended
+	stopParked        // nothing came for parkAfter: the runner parks
 )
 
 // handlers runs the deliveries of one subscription, at most
@@ -287,8 +353,10 @@ type handlers struct {
 	pause    *pauseGate    // read by dispatch only
 	paused   chan struct{} // closed by dispatch when it reads that the queue is paused
 	slots    chan struct{} // one per handler goroutine (running or waiting for its next delivery), and one dispatch holds while it waits for a delivery
-	done     chan struct{} // closed when dispatch returns: waiting goroutines end
+	done     chan struct{} // closed when dispatch returns, but to park: waiting goroutines end
 	wg       sync.WaitGroup
+	park     ReadyNotifier // the subscription's, when the runner may park
+	idle     *time.Timer   // parkAfter, while take waits
 
 	mu        sync.Mutex
 	unstarted []Delivery // taken from the subscription after the stop began, never run
@@ -385,8 +453,12 @@ const linger = 250 * time.Millisecond
 // is taken first, so a delivery not started stays with the subscription,
 // which puts it back when it closes. It follows the queue's paused state
 // itself, meanwhile, so that a queue holds no goroutine for it.
-func (h *handlers) dispatch() int {
-	defer close(h.done)
+func (h *handlers) dispatch() (why int) {
+	defer func() {
+		if why != stopParked {
+			close(h.done)
+		}
+	}()
 	deliveries := h.sub.Deliveries()
 	for {
 		select {
@@ -399,10 +471,10 @@ func (h *handlers) dispatch() int {
 			continue
 		case h.slots <- struct{}{}:
 		}
-		d, why := h.take(deliveries)
-		if why != taken {
+		d, got := h.take(deliveries)
+		if got != taken {
 			<-h.slots
-			return why
+			return got
 		}
 		if h.ctx.Err() != nil {
 			h.keep(d)
@@ -418,8 +490,19 @@ func (h *handlers) dispatch() int {
 const taken = -1
 
 // take waits, holding a slot, for a delivery, and returns it and taken,
-// or why dispatch stops.
+// or why dispatch stops: stopParked when the runner may park and nothing
+// came for parkAfter while no handler ran.
 func (h *handlers) take(deliveries <-chan Delivery) (Delivery, int) {
+	var idle <-chan time.Time
+	if h.park != nil {
+		if h.idle == nil {
+			h.idle = time.NewTimer(parkAfter)
+		} else {
+			h.idle.Reset(parkAfter)
+		}
+		defer h.idle.Stop()
+		idle = h.idle.C
+	}
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -433,6 +516,11 @@ func (h *handlers) take(deliveries <-chan Delivery) (Delivery, int) {
 				return nil, stopEnded
 			}
 			return d, taken
+		case <-idle:
+			if len(h.slots) == 1 { // dispatch's own: no handler runs
+				return nil, stopParked
+			}
+			h.idle.Reset(parkAfter)
 		}
 	}
 }

@@ -82,6 +82,7 @@ type Worker struct {
 	// for tests that run a worker until nothing is left to do
 	// (testclock.Schedules).
 	idleSchedules atomic.Int32
+	parked        parkedQueues // queues with nothing to deliver, holding no goroutine
 
 	mu         sync.Mutex
 	middleware []Middleware // the first the outermost
@@ -276,10 +277,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	for _, r := range regs {
 		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware)}
-		wg.Go(func() {
-			if err := c.run(runCtx); err != nil {
+		wg.Add(1)
+		c.start(runCtx, func(err error) {
+			if err != nil {
 				fail(err)
 			}
+			wg.Done()
 		})
 	}
 	for _, p := range periodics {
@@ -290,6 +293,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	w.parked.wait()
 	if w.timedOut.Load() {
 		runErrs = append(runErrs, fmt.Errorf("%w (%v): unfinished jobs were left to be delivered again", ErrShutdownTimeout, w.shutdownTimeout))
 	}
