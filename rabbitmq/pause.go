@@ -427,15 +427,8 @@ func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amq
 // rebind binds again, with backoff, until it can; it returns nil notices
 // when the backend closes first.
 func (n *pauseNotices) rebind() (*amqp.Channel, func(), <-chan amqp.Delivery) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := n.b.untilClosed(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-n.b.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	backoff := 50 * time.Millisecond
 	for {
 		ch, release, notices, err := n.open(ctx)
@@ -504,15 +497,10 @@ func (n *pauseNotices) reads() {
 // watches that have one.
 func (n *pauseNotices) pass(p *pausePass) {
 	defer close(p.done)
-	ctx, cancel := context.WithTimeout(context.Background(), pausePassTimeout)
+	tctx, tcancel := context.WithTimeout(context.Background(), pausePassTimeout)
+	defer tcancel()
+	ctx, cancel := n.b.untilClosed(tctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.b.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	queues := slices.Collect(maps.Keys(p.queues))
 	paused, errs := n.read(ctx, queues)
 	p.errs = errs
@@ -605,4 +593,18 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 	}
 	wg.Wait()
 	return paused, errs
+}
+
+// untilClosed returns a context of parent that also ends when the backend
+// closes.
+func (b *Backend) untilClosed(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-b.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
