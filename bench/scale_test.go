@@ -210,13 +210,7 @@ func declareNew(b *testing.B, prefix string, n, maxPriority int) time.Duration {
 	defer cancel()
 	be := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
 	defer be.Close()
-	queues := make([]runtime.QueueConfig, n)
-	var names []string
-	for i := range queues {
-		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		queues[i].MaxPriority = maxPriority
-		names = append(names, queues[i].Name, queues[i].Name+".dead")
-	}
+	queues, names := scaleQueues(prefix, n, "", maxPriority)
 	defer brokertest.DeleteQueues(amqpURL(), names...)
 	start := time.Now()
 	if _, err := runtime.NewProducer(ctx, be, queues...); err != nil {
@@ -246,13 +240,7 @@ func declareExisting(b *testing.B, prefix string, n int) time.Duration {
 // their configs and a func that deletes them.
 func existingQueues(b *testing.B, ctx context.Context, prefix string, n int, kind string) ([]runtime.QueueConfig, func()) {
 	b.Helper()
-	queues := make([]runtime.QueueConfig, n)
-	var names []string
-	for i := range queues {
-		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
-		queues[i].Kind = kind
-		names = append(names, queues[i].Name, queues[i].Name+".dead")
-	}
+	queues, names := scaleQueues(prefix, n, kind, runtime.DefaultMaxPriority)
 	del := func() { brokertest.DeleteQueues(amqpURL(), names...) }
 	declarer := dialBroker(b, ctx, rabbitmq.Options{Logger: quietLogger()})
 	_, err := runtime.NewProducer(ctx, declarer, queues...)
@@ -262,6 +250,21 @@ func existingQueues(b *testing.B, ctx context.Context, prefix string, n int, kin
 		b.Fatal(err)
 	}
 	return queues, del
+}
+
+// scaleQueues returns the configs of n queues named prefix.0, prefix.1,
+// ... of kind and maxPriority, and their names with their dead-letter
+// queues'.
+func scaleQueues(prefix string, n int, kind string, maxPriority int) ([]runtime.QueueConfig, []string) {
+	queues := make([]runtime.QueueConfig, n)
+	names := make([]string, 0, 2*n)
+	for i := range queues {
+		queues[i] = runtime.DefaultQueueConfig(fmt.Sprintf("%s.%d", prefix, i))
+		queues[i].Kind = kind
+		queues[i].MaxPriority = maxPriority
+		names = append(names, queues[i].Name, queues[i].Name+".dead")
+	}
+	return queues, names
 }
 
 // warnCounter is a slog handler that counts records at warning level and
