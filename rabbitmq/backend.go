@@ -268,8 +268,17 @@ var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10)
 // checkNames refuses q, before anything is declared, when a broker name it
 // would need is longer than an AMQP short string: q itself, its dead-letter
 // queue, its longest hold queue name, or its delay exchange; or when its
-// delay exchange would be the pause notices' exchange.
+// delay exchange would be the pause notices' exchange; or when q's name is
+// one a hold queue of another queue is given ("orders.retry.1000"), which
+// would collide with it once that queue waits so long.
 func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
+	if h, ok := b.names.NamedLikeHold(q.Name); ok {
+		// Named by the rule hold queues are named by: queue h.Queue's
+		// waits of h.Delay would be published into it (or be refused by
+		// it, declared otherwise), whenever h.Queue exists.
+		return fmt.Errorf("%w: queue %q: that is the name of the hold queue of queue %q for its %s waits of %v; name the queue otherwise",
+			runtime.ErrInvalidConfig, clip(q.Name), clip(h.Queue), h.Kind, h.Delay)
+	}
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !b.opts.NoDeadLetterQueues {
 		names = append(names, struct{ what, name string }{"dead-letter queue name", b.names.Dead(q.Name).Name})
