@@ -64,28 +64,9 @@ func (p *passive) close() {
 	}
 }
 
-// management returns the management API client, or why there is none.
-func (b *Backend) management() (*mgmt.Client, error) {
-	if b.opts.ManagementURL == ManagementOff {
-		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", admin.ErrCannotList)
-	}
-	u := b.opts.ManagementURL
-	if u == "" {
-		var err error
-		if u, err = mgmt.URLFor(b.pubConn.url()); err != nil {
-			return nil, err
-		}
-	}
-	vhost := "/"
-	if p, err := amqp.ParseURI(b.pubConn.url()); err == nil && p.Vhost != "" {
-		vhost = p.Vhost
-	}
-	return mgmt.New(u, vhost)
-}
-
 // listQueues lists the broker's queues through the management API.
 func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
-	c, err := b.management()
+	c, err := b.management(ctx)
 	if err != nil {
 		return nil, err
 	}
