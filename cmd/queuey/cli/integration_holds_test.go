@@ -49,10 +49,21 @@ func TestBrokerDeleteKeepsLookalikes(t *testing.T) {
 	if _, err := ch.QueueDeclare(lookalike+".dead", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5 {
-		if err := ch.Publish("", lookalike, true, false, amqp.Publishing{Body: []byte{byte(i)}}); err != nil {
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(queue string, body []byte) {
+		t.Helper()
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctxT(t), "", queue, true, false, amqp.Publishing{Body: body})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if ok, err := c.WaitContext(ctxT(t)); !ok || err != nil {
+			t.Fatalf("publish to %s: confirmed %v, %v", queue, ok, err)
+		}
+	}
+	for i := range 5 {
+		publish(lookalike, []byte{byte(i)})
 	}
 	// Real hold queues of q: two deferrals, made by enqueues, and a retry
 	// hold declared as the backend declares one.
@@ -67,9 +78,7 @@ func TestBrokerDeleteKeepsLookalikes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Publish("", retryHold, true, false, amqp.Publishing{Body: []byte("held")}); err != nil {
-		t.Fatal(err)
-	}
+	publish(retryHold, []byte("held"))
 	if n := queueDepth(t, ch, lookalike); n != 5 {
 		t.Fatalf("look-alike holds %d, want 5", n)
 	}
