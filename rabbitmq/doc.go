@@ -168,8 +168,11 @@
 // built on. AMQP 0-9-1 can neither peek nor list queues: dead letters are read by an
 // exclusive consumer of the dead-letter queue that puts back what it
 // leaves in place, and in-flight counts and the hold queues of other
-// processes come from the management HTTP API (Options.ManagementURL).
-// docs/operating.md says what each read costs and how it keeps the order.
+// processes come from the management HTTP API (Options.ManagementURL),
+// read only once its cluster name is found to be the AMQP connection's
+// (CheckManagement). A hold queue is known by the arguments the API lists
+// for it, never by its name alone. docs/operating.md says what each read
+// costs and how it keeps the order.
 //
 // A backend with Options.DeadLetterIndex reads a classic dead-letter
 // queue whole on its first deep read (a page after a cursor, a letter by
