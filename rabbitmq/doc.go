@@ -48,7 +48,10 @@
 // those arguments is kept as it is, and Declare logs one warning with the
 // policy (rabbitmqctl set_policy) or the drain-and-delete that adds them;
 // so is a classic q.dead or hold queue under a quorum q, never
-// PRECONDITION_FAILED.
+// PRECONDITION_FAILED. A queue named as a hold queue of another is
+// ("q.retry.1000", with the Options' suffixes) is refused with
+// runtime.ErrInvalidConfig: it would be q's hold queue once q waits that
+// long.
 //
 // Declaring q over an existing queue with other arguments fails with
 // runtime.ErrQueueMismatch, naming the queue and the two ways out: drain and
