@@ -75,9 +75,8 @@ func (b *Backend) management(ctx context.Context) (*mgmt.Client, error) {
 	}
 	err = nil
 	if o.ClusterName != cluster {
-		err = fmt.Errorf("%w: the management API at %s serves cluster %q (node %q), but the AMQP URL %s reaches cluster %q: "+
-			"its lists would be another broker's; give the management API of cluster %q",
-			ErrManagementMismatch, c, o.ClusterName, o.Node, mgmt.Redact(amqpURL), cluster, cluster)
+		err = fmt.Errorf("%w: the management API at %s serves cluster %q (node %q), but the AMQP URL %s reaches cluster %q",
+			ErrManagementMismatch, c, o.ClusterName, o.Node, mgmt.Redact(amqpURL), cluster)
 	}
 	chk.url, chk.cluster, chk.err = u, cluster, err
 	if err != nil {

@@ -32,7 +32,7 @@ func OpenRabbitMQ(ctx context.Context, t Target) (Admin, func() error, error) {
 	defer cancel()
 	if err := b.CheckManagement(cctx); errors.Is(err, rabbitmq.ErrManagementMismatch) {
 		_ = b.Close()
-		return nil, nil, fail(ExitManagement, "%s; pass the management API of the broker --url reaches with --management-url or $%s", plain(err), ManagementURLEnv)
+		return nil, nil, fail(ExitManagement, "%s: pass that broker's management API with --management-url or $%s", plain(err), ManagementURLEnv)
 	}
 	return b, b.Close, nil
 }
