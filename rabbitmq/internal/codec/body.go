@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/runtime"
@@ -157,16 +158,16 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 	if err != nil {
 		return err
 	}
-	queue, err := r.String()
+	queue, err := readString(r, "queue", false)
 	if err != nil {
-		return fmt.Errorf("%w: queue: %v", ErrInvalid, err)
+		return err
 	}
 	if queue == "" {
 		return fmt.Errorf("%w: queue is empty", ErrInvalid)
 	}
-	lastError, err := r.String()
+	lastError, err := readString(r, "last error", true)
 	if err != nil {
-		return fmt.Errorf("%w: last error: %v", ErrInvalid, err)
+		return err
 	}
 	headers, err := decodeHeaders(r)
 	if err != nil {
@@ -202,15 +203,34 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 	}
 	h := make(map[string]string, min(n, maxHeadersHint))
 	for range n {
-		k, err := r.String()
+		k, err := readString(r, "header name", false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: header name: %v", ErrInvalid, err)
+			return nil, err
 		}
-		v, err := r.String()
+		v, err := readString(r, fmt.Sprintf("header %q", clip(k)), false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, k, err)
+			return nil, err
+		}
+		if _, dup := h[k]; dup {
+			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, clip(k))
 		}
 		h[k] = v
 	}
 	return h, nil
+}
+
+// readString reads a str holding UTF-8, or a nil (as "") when nilOK,
+// for the envelope field name.
+func readString(r *mpscan.Reader, name string, nilOK bool) (string, error) {
+	if c, err := r.Peek(); err == nil && c == 0xc0 && !nilOK {
+		return "", fmt.Errorf("%w: %s: nil, want a string", ErrInvalid, name)
+	}
+	s, err := r.String()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("%w: %s is not UTF-8", ErrInvalid, name)
+	}
+	return s, nil
 }
