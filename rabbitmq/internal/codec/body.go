@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -158,16 +159,16 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 	if err != nil {
 		return err
 	}
-	queue, err := readString(r, "queue", false)
+	queue, err := readString(r, false)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: queue: %v", ErrInvalid, err)
 	}
 	if queue == "" {
 		return fmt.Errorf("%w: queue is empty", ErrInvalid)
 	}
-	lastError, err := readString(r, "last error", true)
+	lastError, err := readString(r, true)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: last error: %v", ErrInvalid, err)
 	}
 	headers, err := decodeHeaders(r)
 	if err != nil {
@@ -203,13 +204,13 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 	}
 	h := make(map[string]string, min(n, maxHeadersHint))
 	for range n {
-		k, err := readString(r, "header name", false)
+		k, err := readString(r, false)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: header name: %v", ErrInvalid, err)
 		}
-		v, err := readString(r, fmt.Sprintf("header %q", clip(k)), false)
+		v, err := readString(r, false)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, clip(k), err)
 		}
 		if _, dup := h[k]; dup {
 			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, clip(k))
@@ -219,18 +220,25 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 	return h, nil
 }
 
-// readString reads a str holding UTF-8, or a nil (as "") when nilOK,
-// for the envelope field name.
-func readString(r *mpscan.Reader, name string, nilOK bool) (string, error) {
+// Why a string field is refused; static, so that reading a good one
+// allocates nothing but the string.
+var (
+	errNilString = errors.New("nil, want a string")
+	errNotUTF8   = errors.New("not UTF-8")
+)
+
+// readString reads a str holding UTF-8, or a nil (as "") when nilOK. Its
+// error says what is wrong, for the caller to name the field.
+func readString(r *mpscan.Reader, nilOK bool) (string, error) {
 	if c, err := r.Peek(); err == nil && c == 0xc0 && !nilOK {
-		return "", fmt.Errorf("%w: %s: nil, want a string", ErrInvalid, name)
+		return "", errNilString
 	}
 	s, err := r.String()
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return "", err
 	}
 	if !utf8.ValidString(s) {
-		return "", fmt.Errorf("%w: %s is not UTF-8", ErrInvalid, name)
+		return "", errNotUTF8
 	}
 	return s, nil
 }
