@@ -17,7 +17,7 @@ import (
 type RuleError struct {
 	Queue string // the queue the job came from
 	ID    string // the job's ID
-	Rule  string // what is wrong, such as "priority 9, above the queue's max_priority 3"
+	Rule  string // what is wrong, such as "priority 9, above the queue's max_priority=3"
 }
 
 func (e *RuleError) Error() string {
