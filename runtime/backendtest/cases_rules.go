@@ -85,3 +85,45 @@ func testQueueRulesAuthority(t *testing.T, f Features, nb func(*testing.T) runti
 	case <-time.After(200 * time.Millisecond): // a window for a stray run, not a synchronisation
 	}
 }
+
+// testPayloadIsOneValue: a job's payload is exactly one msgpack value of
+// the job's type, on every backend: one with bytes after its value, a nil
+// (which msgpack would decode into a zero job) and an empty one are
+// dead-lettered with a reason that says so, and the handler never runs
+// them; a good job behind them runs.
+func testPayloadIsOneValue(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) { q.Prefetch, q.Concurrency = 1, 1 })
+	good, err := msgpack.Marshal(&job{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, payload := range map[string][]byte{
+		"after": append(append([]byte(nil), good...), 0x01),
+		"nil":   {0xc0},
+		"empty": nil,
+	} {
+		env := &runtime.Envelope{ID: id, Queue: h.q.Name, Kind: h.q.Kind, Payload: payload, Attempt: 1, MaxAttempts: 5, EnqueuedAt: time.Now()}
+		if err := h.b.Publish(ctxT(t), env, 0); err != nil {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+	}
+	goodID := h.enqueue(job{N: 2})
+	runs := make(chan run, 4)
+	h.start(func(ctx context.Context, j job) error { runs <- runOf(ctx, j); return nil })
+	if r := recv(t, runs, "the good job"); r.Info.ID != goodID {
+		t.Fatalf("handler ran %s (%+v), want only %s", r.Info.ID, r, goodID)
+	}
+	want := map[string]string{
+		"after": "malformed msgpack: 1 bytes after the value: a payload is exactly one msgpack value",
+		"nil":   "nil, want a backendtest.job",
+		"empty": "malformed msgpack",
+	}
+	for _, dl := range h.deadLetters(3) {
+		wantContains(t, dl.Reason, fmt.Sprintf("decode %s payload: ", h.q.Kind)+want[dl.ID], "reason of "+dl.ID)
+	}
+	select {
+	case r := <-runs:
+		t.Errorf("handler ran job %s too", r.Info.ID)
+	case <-time.After(200 * time.Millisecond): // a window for a stray run, not a synchronisation
+	}
+}

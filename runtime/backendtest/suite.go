@@ -69,6 +69,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
 		{"ReservedHeaders", false, testReservedHeaders},
 		{"QueueRulesAuthority", false, testQueueRulesAuthority},
+		{"PayloadIsOneValue", false, testPayloadIsOneValue},
 		{"DeclareErrorNamesQueueOnce", false, testDeclareErrorNamesQueueOnce},
 	}
 	for _, c := range cases {
