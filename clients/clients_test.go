@@ -150,8 +150,8 @@ var (
 // msgpack and pip-installs clients/python into it, from a copy (a build
 // writes next to its source), with no package index.
 var installPython = once(func() string {
-	if err := exec.Command(pythonPath, "-c", "import pika, msgpack, venv").Run(); err != nil {
-		return fmt.Sprintf("%s cannot import pika, msgpack and venv (%v): run `make clients` (apt-get install python3-pika python3-msgpack python3-venv)", pythonPath, err)
+	if err := exec.Command(pythonPath, "-c", "import pika, msgpack, venv, ensurepip, setuptools").Run(); err != nil {
+		return fmt.Sprintf("%s cannot import pika, msgpack, venv and setuptools (%v): run `make clients` (apt-get install python3-pika python3-msgpack python3-venv python3-setuptools)", pythonPath, err)
 	}
 	src := filepath.Join(installRoot, "python-src")
 	if err := copyDir("python", src, "build", "__pycache__"); err != nil {
