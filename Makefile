@@ -64,7 +64,7 @@ chromium: ## make sure a headless Chromium is installed for the dashboard's brow
 	@./scripts/chromium.sh >/dev/null
 
 .PHONY: clients
-clients: ## make sure the Python and Node producers in clients/ can be tested (installs python3-pika and python3-msgpack, runs npm ci)
+clients: ## make sure the Python and Node packages in clients/ can be installed and tested (installs python3-pika, python3-msgpack, python3-venv and python3-setuptools, runs npm ci)
 	./scripts/clients.sh
 
 .PHONY: cluster
