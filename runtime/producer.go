@@ -108,9 +108,10 @@ func withTick(tick time.Time) EnqueueOption {
 	return func(o *enqueueOptions) { o.tick = tick.UTC().Format(time.RFC3339) }
 }
 
-// WithID sets the job's ID instead of a generated one. The caller keeps it
-// unique. An empty id is refused with ErrInvalidOption: leave WithID out
-// for a generated ID.
+// WithID sets the job's ID instead of a generated one. An id that
+// CheckJobID refuses (empty, over MaxJobIDLen bytes, not UTF-8) is refused
+// with ErrInvalidOption at enqueue, on every backend: leave WithID out for
+// a generated ID.
 func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) { o.id, o.hasID = id, true }
 }
@@ -331,6 +332,11 @@ func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
 	}
 	if o.hasID && o.id == "" {
 		return fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
+	}
+	if o.hasID {
+		if err := CheckJobID(o.id); err != nil {
+			return fmt.Errorf("queue %q: WithID: %w", q.Name, err)
+		}
 	}
 	for name := range o.headers {
 		if strings.HasPrefix(name, ReservedHeaderPrefix) {
