@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,14 @@ func TestMissingQueueGrace(t *testing.T) {
 		if hOther.snapshot()[id] != 1 {
 			t.Fatalf("job %q of another queue not handled", id)
 		}
+	}
+
+	st, err := outbox.StatsReader(pool).OutboxStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pending != 2 || st.Retrying != 2 || st.OldestAge <= 0 || len(st.Queues) != 1 || st.Queues[0].Queue != late.Name || !strings.Contains(st.Queues[0].LastError, "does not exist") {
+		t.Fatalf("stats %+v: want the 2 jobs of %q pending and retrying, with the error", st, late.Name)
 	}
 
 	declare(t, b, late)

@@ -7,37 +7,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuey/queuey/admin"
 )
 
-// Stats is what an outbox holds at one moment: its backlog and its dead
-// rows, in all and by queue.
-type Stats struct {
-	// Pending is the rows not yet published, Retrying among them.
-	Pending int64 `json:"pending"`
-	// Retrying is the rows the backend refused for now (a queue not
-	// declared yet, most often), which the relay tries again.
-	Retrying int64 `json:"retrying"`
-	// OldestAge is how long ago the oldest pending row was inserted, on
-	// the database's clock (a row becomes visible at its transaction's
-	// commit); zero when none is pending.
-	OldestAge time.Duration `json:"oldest_age_ns"`
-	// Dead is the rows in queuey_outbox_dead.
-	Dead int64 `json:"dead"`
-	// Queues are the same by queue, in name order: every queue with a
-	// pending or dead row.
-	Queues []QueueStats `json:"queues"`
-}
+// StatsReader returns an admin.OutboxReader of the outbox in pool, for
+// the dashboard and otelqueuey: each call of its OutboxStats is a
+// ReadStats.
+func StatsReader(pool *pgxpool.Pool) admin.OutboxReader { return statsReader{pool} }
 
-// QueueStats is what an outbox holds for one queue.
-type QueueStats struct {
-	Queue     string        `json:"queue"`
-	Pending   int64         `json:"pending"`
-	Retrying  int64         `json:"retrying"`
-	OldestAge time.Duration `json:"oldest_age_ns"`
-	Dead      int64         `json:"dead"`
-	// LastError is why the relay's latest try of one of the queue's
-	// retrying rows failed; empty when none is retrying.
-	LastError string `json:"last_error,omitempty"`
+type statsReader struct{ pool *pgxpool.Pool }
+
+func (s statsReader) OutboxStats(ctx context.Context) (admin.OutboxStats, error) {
+	return ReadStats(ctx, s.pool)
 }
 
 // statsByQueue reads the outbox and its dead table by queue, in one
@@ -56,20 +38,20 @@ FROM p FULL JOIN d ON p.queue = d.queue`
 
 // ReadStats returns what the outbox in pool holds. It reads both tables
 // whole: its cost grows with the backlog.
-func ReadStats(ctx context.Context, pool *pgxpool.Pool) (Stats, error) {
+func ReadStats(ctx context.Context, pool *pgxpool.Pool) (admin.OutboxStats, error) {
 	rows, err := pool.Query(ctx, statsByQueue)
 	if err != nil {
-		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+		return admin.OutboxStats{}, fmt.Errorf("outbox: stats: %w", err)
 	}
 	defer rows.Close()
-	var s Stats
+	var s admin.OutboxStats
 	for rows.Next() {
 		var (
-			q      QueueStats
+			q      admin.OutboxQueueStats
 			oldest float64
 		)
 		if err := rows.Scan(&q.Queue, &q.Pending, &q.Retrying, &oldest, &q.Dead, &q.LastError); err != nil {
-			return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+			return admin.OutboxStats{}, fmt.Errorf("outbox: stats: %w", err)
 		}
 		q.OldestAge = seconds(oldest)
 		s.Pending += q.Pending
@@ -79,9 +61,9 @@ func ReadStats(ctx context.Context, pool *pgxpool.Pool) (Stats, error) {
 		s.Queues = append(s.Queues, q)
 	}
 	if err := rows.Err(); err != nil {
-		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+		return admin.OutboxStats{}, fmt.Errorf("outbox: stats: %w", err)
 	}
-	slices.SortFunc(s.Queues, func(a, b QueueStats) int {
+	slices.SortFunc(s.Queues, func(a, b admin.OutboxQueueStats) int {
 		switch {
 		case a.Queue < b.Queue:
 			return -1

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/outbox"
 )
 
@@ -26,7 +27,7 @@ func (c *outboxStatusCmd) Run(r *run) error {
 	}
 	if r.g.JSON {
 		if s.Queues == nil {
-			s.Queues = []outbox.QueueStats{}
+			s.Queues = []admin.OutboxQueueStats{}
 		}
 		return r.printJSON(s)
 	}

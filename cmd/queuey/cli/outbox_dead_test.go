@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -57,7 +58,7 @@ func TestOutboxStatusAndDeadRows(t *testing.T) {
 		t.Fatalf("outbox status: exit %d, out %q, err %q", r.code, r.out, r.err)
 	}
 	r = runCLI(t, ctx, env, "--json", "outbox", "status", "--database-url", url)
-	var st outbox.Stats
+	var st admin.OutboxStats
 	if err := json.Unmarshal([]byte(r.out), &st); r.code != 0 || err != nil || st.Pending != 1 || st.Dead != 3 || len(st.Queues) != 2 {
 		t.Fatalf("outbox status --json: exit %d, %+v (%v), out %q", r.code, st, err, r.out)
 	}
