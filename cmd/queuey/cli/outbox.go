@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/dashboard"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
@@ -42,6 +43,20 @@ func (d database) pool(r *run) (*pgxpool.Pool, string, error) {
 		return nil, "", usagef("--database-url: %v", err)
 	}
 	return pool, dashboard.Redact(url), nil
+}
+
+// outboxPanel returns what the dashboard reads the outbox of d (or of
+// QUEUEY_DATABASE_URL) with, and closes it with; a nil reader when neither
+// names a database.
+func (d database) outboxPanel(r *run) (admin.OutboxReader, func(), error) {
+	if d.DatabaseURL == "" && r.env.Getenv(DatabaseURLEnv) == "" {
+		return nil, func() {}, nil
+	}
+	pool, _, err := d.pool(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outbox.StatsReader(pool), pool.Close, nil
 }
 
 type outboxMigrateCmd struct {

@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -119,4 +121,42 @@ func counts(t *testing.T, pool *pgxpool.Pool) (pending, dead int) {
 		t.Fatal(err)
 	}
 	return pending, dead
+}
+
+// TestDashboardOutboxPanel: queuey dashboard --database-url shows the
+// outbox's backlog and dead rows on the overview.
+func TestDashboardOutboxPanel(t *testing.T) {
+	ctx := ctxT(t)
+	url, _ := outboxSchema(t)
+	b, q, _ := memoryQueue(t)
+	env := memEnv(b)
+	if r := runCLI(t, ctx, env, "outbox", "migrate", "--database-url", url); r.code != 0 {
+		t.Fatalf("outbox migrate: exit %d, err %q", r.code, r.err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctx, outbox.Producer(outbox.PgxTx(tx)), q, job{To: "a@b.c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startDashboard(t, env, "dashboard", "--addr", "127.0.0.1:0", "--database-url", url)
+	defer stop()
+	resp, err := http.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `id="outbox"`) || !strings.Contains(string(body), "1 pending (0 retrying)") || !strings.Contains(string(body), `data-outbox-queue="q"`) {
+		t.Fatalf("GET / = %d, want the outbox panel with the pending job of q:\n%s", resp.StatusCode, body)
+	}
 }
