@@ -55,14 +55,18 @@ FROM queuey_outbox WHERE retry_at <= clock_timestamp() AND seq <> ALL($3::bigint
 // room. Rows set apart for another try thus neither crowd out new rows
 // nor wait for them to run out.
 func (r *relayRun) read(ctx context.Context, tx pgx.Tx) ([]row, error) {
-	rows, err := r.query(ctx, tx, nil, selectRetries, r.batch/4, runtime.MaxJobSize, []int64{})
+	quarter := r.batch / 4
+	rows, err := r.query(ctx, tx, nil, selectRetries, quarter, runtime.MaxJobSize, []int64{})
 	if err != nil {
 		return nil, err
 	}
+	retries := len(rows)
 	if rows, err = r.query(ctx, tx, rows, selectReady, r.batch-len(rows), runtime.MaxJobSize); err != nil {
 		return nil, err
 	}
-	if room := r.batch - len(rows); room > 0 {
+	// More due retries, when there is room and the first look may have
+	// left some.
+	if room := r.batch - len(rows); room > 0 && retries == quarter {
 		taken := make([]int64, len(rows))
 		for i, rw := range rows {
 			taken[i] = rw.seq
