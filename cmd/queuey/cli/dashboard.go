@@ -9,7 +9,7 @@ type dashboardCmd struct {
 	Addr     string   `name:"addr" default:"${dashboard_addr}" help:"Address to serve on. Loopback keeps the dashboard to this machine; any other address lets whoever reaches it re-drive and purge."`
 	ReadOnly bool     `name:"read-only" help:"Hide and refuse re-drive and purge."`
 	Packages []string `name:"pkg" placeholder:"PACKAGE" help:"Show only the queues of these Go packages' //queuey:queue annotations, configured from them (e.g. ./jobs/...; repeat --pkg for more). Without it, every queue the broker knows."`
-	database // the outbox whose backlog and dead rows a panel shows, if any
+	database          // the outbox whose backlog and dead rows a panel shows, if any
 }
 
 func (c *dashboardCmd) Run(r *run) error {
