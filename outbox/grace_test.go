@@ -2,10 +2,12 @@ package outbox_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
@@ -59,7 +61,10 @@ func TestMissingQueueGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pending != 2 || st.Retrying != 2 || st.OldestAge <= 0 || len(st.Queues) != 1 || st.Queues[0].Queue != late.Name || !strings.Contains(st.Queues[0].LastError, "does not exist") {
+	// (The last job of the other queue may still be pending: the
+	// relay deletes a row after the broker confirmed it.)
+	i := slices.IndexFunc(st.Queues, func(q admin.OutboxQueueStats) bool { return q.Queue == late.Name })
+	if st.Retrying != 2 || st.OldestAge <= 0 || i < 0 || st.Queues[i].Pending != 2 || st.Queues[i].Retrying != 2 || !strings.Contains(st.Queues[i].LastError, "does not exist") {
 		t.Fatalf("stats %+v: want the 2 jobs of %q pending and retrying, with the error", st, late.Name)
 	}
 
