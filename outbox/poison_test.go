@@ -43,6 +43,11 @@ var poisons = []poison{
 	{"headers_not_strings", `headers = '{"n": 1}'`, "want an object of strings"},
 	{"headers_reserved", `headers = '{"queuey-tick": "2026-01-01T00:00:00Z"}'`, "is reserved"},
 	{"header_name_300_bytes", `headers = jsonb_build_object(repeat('h', 300), 'v')`, "over 255"},
+	{"id_null", "id = NULL", "id is NULL"},
+	{"queue_null", "queue = NULL", "queue is NULL"},
+	{"priority_null", "priority = NULL", "priority is NULL"},
+	{"payload_null", "payload = NULL", "payload is NULL"},
+	{"enqueued_at_null", "enqueued_at = NULL", "enqueued_at is NULL"},
 	{"payload_over_broker_limit", `payload = payload || decode(repeat('00', 2000000), 'hex')`, "too large"},
 }
 
@@ -65,14 +70,20 @@ func dialPoison(tb testing.TB) *rabbitmq.Backend {
 	return b
 }
 
-// dropRules drops the schema's CHECK constraints from the outbox of pool,
-// as a table made by another tool, or rows written before them, would be.
+// dropRules drops the schema's CHECK and NOT NULL constraints from the
+// outbox of pool, as a table made by another tool, or rows written before
+// them, would be.
 func dropRules(tb testing.TB, pool *pgxpool.Pool) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	for _, c := range []string{"id", "priority", "max_attempts", "enqueued_at", "due_at"} {
 		if _, err := pool.Exec(ctx, "ALTER TABLE queuey_outbox DROP CONSTRAINT IF EXISTS queuey_outbox_"+c+"_rule"); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, c := range []string{"id", "queue", "kind", "priority", "max_attempts", "payload", "enqueued_at"} {
+		if _, err := pool.Exec(ctx, "ALTER TABLE queuey_outbox ALTER COLUMN "+c+" DROP NOT NULL"); err != nil {
 			tb.Fatal(err)
 		}
 	}
