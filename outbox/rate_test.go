@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,29 +51,59 @@ func TestPoisonRate(t *testing.T) {
 		}
 		start := time.Now()
 		stop := brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
-		deadAt := time.Duration(-1)
+		// The poison rows' way aside, watched apart from the load.
+		deadAt := make(chan time.Duration, 1)
+		watchCtx, stopWatch := context.WithCancel(context.Background())
+		var watch sync.WaitGroup
+		if poisoned {
+			watch.Go(func() {
+				for watchCtx.Err() == nil {
+					var dead int
+					if err := pool.QueryRow(watchCtx, "SELECT count(*) FROM queuey_outbox_dead").Scan(&dead); err == nil && dead == len(poisons) {
+						deadAt <- time.Since(start)
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+		}
+		// 100 jobs/s, each committed in a transaction of its own, from up
+		// to 8 at once, so that a slow commit does not slow the load.
+		var (
+			sent     atomic.Int64
+			inflight sync.WaitGroup
+		)
+		sem := make(chan struct{}, 8)
 		tick := time.NewTicker(10 * time.Millisecond)
-		sent := 0
 		for time.Since(start) < d {
 			<-tick.C
-			enqueue(t, pool, q, sent, true)
-			sent++
-			if _, dead := rowsLeft(t, pool); poisoned && deadAt < 0 && dead == len(poisons) {
-				deadAt = time.Since(start)
-			}
+			sem <- struct{}{}
+			i := int(sent.Add(1))
+			inflight.Go(func() {
+				defer func() { <-sem }()
+				enqueue(t, pool, q, i, true)
+			})
 		}
 		tick.Stop()
 		n := handled.Load()
 		elapsed := time.Since(start)
+		inflight.Wait()
+		stopWatch()
+		watch.Wait()
 		left, dead := rowsLeft(t, pool)
 		stop()
 		name := "clean outbox"
 		if poisoned {
 			name = "one poison row of each kind (" + strconv.Itoa(len(poisons)) + ")"
 		}
-		t.Logf("%s: %d of %d jobs handled in %v: %.1f jobs/s; %d rows left, %d dead", name, n, sent, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), left, dead)
+		t.Logf("%s: %d jobs handled in %v (%d enqueues begun): %.1f jobs/s; then %d rows left, %d dead", name, n, elapsed.Round(time.Millisecond), sent.Load(), float64(n)/elapsed.Seconds(), left, dead)
 		if poisoned {
-			t.Logf("poison rows all moved aside %v after the relay started", deadAt.Round(time.Millisecond))
+			select {
+			case at := <-deadAt:
+				t.Logf("the %d poison rows all moved aside %v after the relay started", len(poisons), at.Round(time.Millisecond))
+			default:
+				t.Errorf("the %d poison rows were not all moved aside: %d dead", len(poisons), dead)
+			}
 		}
 	}
 }
