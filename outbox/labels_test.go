@@ -111,6 +111,10 @@ func TestMigrateExisting(t *testing.T) {
 	if _, err := pool.Exec(ctx, insert, "no-attempts", q.Name, q.Kind, 0); err != nil {
 		t.Fatal(err)
 	}
+	err = (&outbox.Relay{Pool: pool, Backend: b, Logger: quiet()}).Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "older than this relay") || !strings.Contains(err.Error(), "Migrate") {
+		t.Errorf("a relay on the earlier schema: %v, want an error naming Migrate", err)
+	}
 	if err := outbox.Migrate(ctx, pool); err != nil {
 		t.Fatalf("Migrate over the earlier schema: %v", err)
 	}
