@@ -26,19 +26,21 @@ type OutboxStats struct {
 	OldestAge time.Duration `json:"oldest_age_ns"`
 	// Dead is the rows the relay could not publish, set aside.
 	Dead int64 `json:"dead"`
-	// Queues are the same by queue, in name order: every queue with a
-	// pending or dead row.
+	// Queues are the same by queue and kind, in that order: every pair
+	// with a pending or dead row.
 	Queues []OutboxQueueStats `json:"queues"`
 }
 
-// OutboxQueueStats is what an outbox holds for one queue.
+// OutboxQueueStats is what an outbox holds for one queue and kind (a
+// queue has one kind, unless rows were written wrong).
 type OutboxQueueStats struct {
 	Queue     string        `json:"queue"`
+	Kind      string        `json:"kind"`
 	Pending   int64         `json:"pending"`
 	Retrying  int64         `json:"retrying"`
 	OldestAge time.Duration `json:"oldest_age_ns"`
 	Dead      int64         `json:"dead"`
-	// LastError is why the relay's latest try of one of the queue's
-	// retrying rows failed; empty when none is retrying.
+	// LastError is why the relay's latest try of one of these retrying
+	// rows failed; empty when none is retrying.
 	LastError string `json:"last_error,omitempty"`
 }

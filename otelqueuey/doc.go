@@ -48,8 +48,8 @@
 //	queuey.job.queue_latency   first enqueue to start of the run, seconds (histogram)
 //	queuey.queue.depth         jobs ready on a queue (only with Config.Depth)
 //
-// With Config.Outbox, gauges of a transactional outbox, with the attribute
-// queue only (a row's kind is not read):
+// With Config.Outbox, gauges of a transactional outbox, with the
+// attributes queue and kind too:
 //
 //	queuey.outbox.pending      jobs committed and not yet published
 //	queuey.outbox.retrying     of them, jobs the backend refused for now (a queue not declared yet)

@@ -17,7 +17,7 @@ const outboxTimeout = 5 * time.Second
 
 // observeOutbox registers the outbox gauges, which read ob once whenever
 // metrics are collected: per queue, its pending, retrying and dead rows
-// and the age of its oldest pending row. A read that fails is reported to
+// and the age of its oldest pending row, by queue and kind. A read that fails is reported to
 // otel.Handle, and that collection has no outbox gauges.
 func (in *Instrumentation) observeOutbox(m metric.Meter, ob admin.OutboxReader) (metric.Registration, error) {
 	var errs []error
@@ -43,7 +43,7 @@ func (in *Instrumentation) observeOutbox(m metric.Meter, ob admin.OutboxReader) 
 			return nil
 		}
 		for _, q := range s.Queues {
-			at := metric.WithAttributes(attribute.String("queue", q.Queue))
+			at := metric.WithAttributes(attribute.String("queue", q.Queue), attribute.String("kind", q.Kind))
 			o.ObserveInt64(pending, q.Pending, at)
 			o.ObserveInt64(retrying, q.Retrying, at)
 			o.ObserveInt64(dead, q.Dead, at)

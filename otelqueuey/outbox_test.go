@@ -33,8 +33,8 @@ func (f *fakeOutbox) OutboxStats(context.Context) (admin.OutboxStats, error) {
 // reads.
 func TestOutboxGauges(t *testing.T) {
 	ob := &fakeOutbox{stats: admin.OutboxStats{Queues: []admin.OutboxQueueStats{
-		{Queue: "emails", Pending: 7, Retrying: 2, OldestAge: 1500 * time.Millisecond, Dead: 3},
-		{Queue: "late", Pending: 1, Retrying: 1, OldestAge: time.Minute},
+		{Queue: "emails", Kind: "emails.SendEmail", Pending: 7, Retrying: 2, OldestAge: 1500 * time.Millisecond, Dead: 3},
+		{Queue: "late", Kind: "late.Job", Pending: 1, Retrying: 1, OldestAge: time.Minute},
 	}}}
 	mp, handler, err := otelqueuey.NewPrometheus()
 	if err != nil {
@@ -47,12 +47,12 @@ func TestOutboxGauges(t *testing.T) {
 	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
 	for _, want := range []string{
-		`queuey_outbox_pending{queue="emails"} 7`,
-		`queuey_outbox_retrying{queue="emails"} 2`,
-		`queuey_outbox_dead{queue="emails"} 3`,
-		`queuey_outbox_oldest_age_seconds{queue="emails"} 1.5`,
-		`queuey_outbox_pending{queue="late"} 1`,
-		`queuey_outbox_oldest_age_seconds{queue="late"} 60`,
+		`queuey_outbox_pending{kind="emails.SendEmail",queue="emails"} 7`,
+		`queuey_outbox_retrying{kind="emails.SendEmail",queue="emails"} 2`,
+		`queuey_outbox_dead{kind="emails.SendEmail",queue="emails"} 3`,
+		`queuey_outbox_oldest_age_seconds{kind="emails.SendEmail",queue="emails"} 1.5`,
+		`queuey_outbox_pending{kind="late.Job",queue="late"} 1`,
+		`queuey_outbox_oldest_age_seconds{kind="late.Job",queue="late"} 60`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("scrape lacks %s:\n%s", want, body)

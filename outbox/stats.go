@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,16 +24,17 @@ func (s statsReader) OutboxStats(ctx context.Context) (admin.OutboxStats, error)
 // statsByQueue reads the outbox and its dead table by queue, in one
 // snapshot.
 const statsByQueue = `WITH p AS (
-	SELECT queue, count(*) AS pending, count(retry_at) AS retrying,
+	SELECT queue, kind, count(*) AS pending, count(retry_at) AS retrying,
 		extract(epoch FROM clock_timestamp()) - extract(epoch FROM min(inserted_at)) AS oldest,
 		(array_agg(last_error ORDER BY retry_at DESC) FILTER (WHERE last_error IS NOT NULL))[1] AS last_error
-	FROM queuey_outbox GROUP BY queue
+	FROM queuey_outbox GROUP BY queue, kind
 ), d AS (
-	SELECT queue, count(*) AS dead FROM queuey_outbox_dead GROUP BY queue
+	SELECT queue, kind, count(*) AS dead FROM queuey_outbox_dead GROUP BY queue, kind
 )
-SELECT coalesce(p.queue, d.queue), coalesce(p.pending, 0), coalesce(p.retrying, 0),
+SELECT coalesce(p.queue, d.queue, ''), coalesce(p.kind, d.kind, ''), coalesce(p.pending, 0), coalesce(p.retrying, 0),
 	coalesce(p.oldest, 0)::float8, coalesce(d.dead, 0), coalesce(p.last_error, '')
-FROM p FULL JOIN d ON p.queue = d.queue`
+FROM p FULL JOIN d ON p.queue = d.queue AND p.kind = d.kind
+ORDER BY 1, 2`
 
 // ReadStats returns what the outbox in pool holds. It reads both tables
 // whole: its cost grows with the backlog.
@@ -50,7 +50,7 @@ func ReadStats(ctx context.Context, pool *pgxpool.Pool) (admin.OutboxStats, erro
 			q      admin.OutboxQueueStats
 			oldest float64
 		)
-		if err := rows.Scan(&q.Queue, &q.Pending, &q.Retrying, &oldest, &q.Dead, &q.LastError); err != nil {
+		if err := rows.Scan(&q.Queue, &q.Kind, &q.Pending, &q.Retrying, &oldest, &q.Dead, &q.LastError); err != nil {
 			return admin.OutboxStats{}, fmt.Errorf("outbox: stats: %w", err)
 		}
 		q.OldestAge = seconds(oldest)
@@ -63,15 +63,6 @@ func ReadStats(ctx context.Context, pool *pgxpool.Pool) (admin.OutboxStats, erro
 	if err := rows.Err(); err != nil {
 		return admin.OutboxStats{}, fmt.Errorf("outbox: stats: %w", err)
 	}
-	slices.SortFunc(s.Queues, func(a, b admin.OutboxQueueStats) int {
-		switch {
-		case a.Queue < b.Queue:
-			return -1
-		case a.Queue > b.Queue:
-			return 1
-		}
-		return 0
-	})
 	return s, nil
 }
 

@@ -22,7 +22,7 @@ type outboxView struct {
 
 // outboxQueueView is one queue's row of the panel.
 type outboxQueueView struct {
-	Queue                   string
+	Queue, Kind             string
 	Pending, Retrying, Dead int64
 	Oldest, LastError       string
 }
@@ -46,7 +46,7 @@ func newOutboxView(st admin.OutboxStats) *outboxView {
 	v := &outboxView{Pending: st.Pending, Retrying: st.Retrying, Dead: st.Dead, Oldest: ageText(st.OldestAge)}
 	for _, q := range st.Queues {
 		v.Queues = append(v.Queues, outboxQueueView{
-			Queue: q.Queue, Pending: q.Pending, Retrying: q.Retrying, Dead: q.Dead,
+			Queue: q.Queue, Kind: q.Kind, Pending: q.Pending, Retrying: q.Retrying, Dead: q.Dead,
 			Oldest: ageText(q.OldestAge), LastError: q.LastError,
 		})
 	}

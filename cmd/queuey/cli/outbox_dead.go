@@ -38,10 +38,10 @@ func (c *outboxStatusCmd) Run(r *run) error {
 	}
 	rows := make([][]string, 0, len(s.Queues))
 	for _, q := range s.Queues {
-		rows = append(rows, []string{q.Queue, fmt.Sprint(q.Pending), fmt.Sprint(q.Retrying), age(q.OldestAge), fmt.Sprint(q.Dead), orDash(clip(q.LastError, 70))})
+		rows = append(rows, []string{q.Queue, orDash(q.Kind), fmt.Sprint(q.Pending), fmt.Sprint(q.Retrying), age(q.OldestAge), fmt.Sprint(q.Dead), orDash(clip(q.LastError, 70))})
 	}
 	fmt.Fprintln(r.env.Stdout)
-	table(r.env.Stdout, []string{"QUEUE", "PENDING", "RETRYING", "OLDEST", "DEAD", "LAST_ERROR"}, rows)
+	table(r.env.Stdout, []string{"QUEUE", "KIND", "PENDING", "RETRYING", "OLDEST", "DEAD", "LAST_ERROR"}, rows)
 	if s.Dead > 0 {
 		printf(r.env.Stdout, "\nsee them with queuey outbox dead ls; put them back with queuey outbox dead retry\n")
 	}
