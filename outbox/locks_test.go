@@ -12,9 +12,9 @@ import (
 
 // TestLongTransaction: a transaction that enqueues, then runs the trigger
 // early (SET CONSTRAINTS ALL IMMEDIATE, as Django's check_constraints()
-// does) and stays open, delays no other job: jobs committed after it,
-// one at a time and each waited for, are all handled while it is still
-// open; its own job is handled once it commits.
+// does) and stays open for seconds, delays no other job: jobs committed
+// meanwhile, one at a time and each waited for, are all handled while it
+// is still open; its own job is handled once it commits.
 func TestLongTransaction(t *testing.T) {
 	pool, _ := database(t)
 	b := dial(t)
@@ -54,15 +54,24 @@ func TestLongTransaction(t *testing.T) {
 
 	// Each job is committed once the one before is handled, so each
 	// finds the relay in another state: idle, in a spell, waiting for
-	// the producers that skipped.
-	const others = 10
-	for i := range others {
+	// the producers that skipped; for 3s at least, so that the
+	// transaction stays open for some time.
+	opened := time.Now()
+	others := 0
+	var slowest time.Duration
+	for i := 0; i < 10 || time.Since(opened) < 3*time.Second; i++ {
+		others++
 		id := enqueue(t, pool, q, i, true)
+		committed := time.Now()
 		h.waitDistinct(t, i+1)
 		if h.snapshot()[id] != 1 {
 			t.Fatalf("job %d (%q) not handled while the long transaction is open; handled %v", i, id, h.snapshot())
 		}
+		h.mu.Lock()
+		slowest = max(slowest, h.at[id].Sub(committed))
+		h.mu.Unlock()
 	}
+	t.Logf("%d jobs handled while the transaction was open for %v; the slowest %v after its commit", others, time.Since(opened).Round(time.Millisecond), slowest)
 	if h.snapshot()[longID] != 0 {
 		t.Fatalf("the open transaction's job %q was handled before it committed", longID)
 	}
