@@ -14,6 +14,8 @@
 // jobs, for monitoring. runtime.MemoryBackend and rabbitmq.Backend
 // implement all four. QueueAdmin purges a queue's ready jobs and deletes a
 // queue with its waits; rabbitmq.Backend implements it.
+// OutboxReader reads the backlog and dead rows of a transactional outbox;
+// outbox.StatsReader makes one.
 //
 // This package imports neither runtime nor a backend, so that backends can
 // implement its interfaces.

@@ -48,6 +48,14 @@
 //	queuey.job.queue_latency   first enqueue to start of the run, seconds (histogram)
 //	queuey.queue.depth         jobs ready on a queue (only with Config.Depth)
 //
+// With Config.Outbox, gauges of a transactional outbox, with the
+// attributes queue and kind too:
+//
+//	queuey.outbox.pending      jobs committed and not yet published
+//	queuey.outbox.retrying     of them, jobs the backend refused for now (a queue not declared yet)
+//	queuey.outbox.dead         jobs the relay could not publish, set aside
+//	queuey.outbox.oldest_age   age of the oldest pending job, seconds
+//
 // A failed run is counted twice, by design: once as failed and once as the
 // way it was settled (retried or dead_lettered). The counters and the
 // in-flight gauge are observable instruments over counts kept per queue

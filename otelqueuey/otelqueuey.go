@@ -2,6 +2,7 @@ package otelqueuey
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,11 @@ type Config struct {
 	// label of its depth (empty until a job of the queue is seen here
 	// when it has none).
 	DepthQueues []runtime.QueueConfig
+	// Outbox, when set, is read whenever metrics are collected: the
+	// queuey.outbox.* gauges of a transactional outbox's backlog and dead
+	// rows, by queue (outbox.StatsReader makes one of a database pool).
+	// Each collection is one read of the outbox's tables.
+	Outbox admin.OutboxReader
 }
 
 // Instrumentation traces and measures a Producer through
@@ -58,6 +64,7 @@ type Instrumentation struct {
 	system attribute.KeyValue
 	m      instruments
 	depth  metric.Registration // nil without Config.Depth
+	outbox metric.Registration // nil without Config.Outbox
 
 	attrs   sync.Map                 // jobKey -> *jobAttrs
 	byQueue sync.Map                 // queue name -> *jobAttrs of the first kind seen on it
@@ -104,16 +111,23 @@ func New(cfg Config) (*Instrumentation, error) {
 			return nil, fmt.Errorf("otelqueuey: %w", err)
 		}
 	}
+	if cfg.Outbox != nil {
+		if in.outbox, err = in.observeOutbox(meter, cfg.Outbox); err != nil {
+			return nil, fmt.Errorf("otelqueuey: %w", err)
+		}
+	}
 	return in, nil
 }
 
-// Close stops counting queue depth. Spans and counters keep working. Close
-// is safe to call twice.
+// Close stops counting queue depth and reading the outbox. Spans and
+// counters keep working. Close is safe to call twice.
 func (in *Instrumentation) Close() error {
-	if in.depth == nil {
-		return nil
+	var errs []error
+	for _, r := range []*metric.Registration{&in.depth, &in.outbox} {
+		if *r != nil {
+			errs = append(errs, (*r).Unregister())
+			*r = nil
+		}
 	}
-	err := in.depth.Unregister()
-	in.depth = nil
-	return err
+	return errors.Join(errs...)
 }

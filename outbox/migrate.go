@@ -12,8 +12,11 @@ import (
 var schema string
 
 // Migrate creates the outbox's tables and trigger (schema.sql) where they
-// are missing. It is idempotent and safe to call from several processes at
-// once; it changes nothing that exists already and writes nothing else to
+// are missing, and brings an outbox made by an earlier version up to date:
+// the columns the relay keeps its tries in, the CHECK rules (NOT VALID:
+// rows already there are not checked), the job ID no longer unique, the
+// trigger's function, two indexes. It is idempotent and safe to call from
+// several processes at once; it deletes no row and writes nothing else to
 // the database.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	// Without arguments, Exec sends the whole file as one simple query,

@@ -190,8 +190,9 @@ func TestTwoRelays(t *testing.T) {
 	}
 }
 
-// TestMissingQueue: a row for a queue that does not exist is moved to
-// queuey_outbox_dead with the reason, and the rows behind it are relayed.
+// TestMissingQueue: a row for a queue that still does not exist after the
+// relay's grace is moved to queuey_outbox_dead with the reason, and the
+// rows behind it are relayed meanwhile.
 func TestMissingQueue(t *testing.T) {
 	pool, _ := database(t)
 	b := dial(t)
@@ -206,7 +207,7 @@ func TestMissingQueue(t *testing.T) {
 	lost := enqueue(t, pool, missing, 2, true)
 	lostDelayed := enqueue(t, pool, missing, 3, true, runtime.WithDelay(time.Second))
 	after := enqueue(t, pool, q, 4, true)
-	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet(), MissingQueueGrace: 2 * time.Second})
 
 	h.waitDistinct(t, 2)
 	waitEmpty(t, pool)
@@ -229,8 +230,8 @@ func TestMissingQueue(t *testing.T) {
 		t.Fatalf("dead rows %+v, want %q and %q", deads, lost, lostDelayed)
 	}
 	for _, d := range deads {
-		if d.Queue != missing.Name || !strings.Contains(d.Reason, missing.Name) || !strings.Contains(d.Reason, "does not exist") {
-			t.Errorf("dead row %+v: want queue %q and a reason that says it does not exist", d, missing.Name)
+		if d.Queue != missing.Name || !strings.Contains(d.Reason, missing.Name) || !strings.Contains(d.Reason, "does not exist") || !strings.Contains(d.Reason, "MissingQueueGrace") {
+			t.Errorf("dead row %+v: want queue %q and a reason that says it does not exist and for how long it was tried", d, missing.Name)
 		}
 	}
 }

@@ -18,14 +18,18 @@ import (
 // outbox in tx, to be published by a Relay once tx commits; nothing is
 // published when tx rolls back. Generated EnqueueX and EnqueueManyX
 // functions take it unchanged, and every enqueue option works: the
-// job's ID is assigned at insert (or is WithID's), and WithDelay's delay
+// job's ID is assigned at insert (or is WithID's: a label, which two rows
+// may share), and WithDelay's delay
 // counts from the insert, on the database's clock, however long the
 // transaction or the relay takes. An enqueue fails when the insert does,
 // and then, as with any failed statement, PostgreSQL aborts tx.
 //
-// The producer declares no queue and does not check that the job's queue
-// exists: the relay does, when it publishes, and moves a job whose queue
-// does not exist to queuey_outbox_dead. Like tx, the producer is for one
+// An enqueue that the producer's checks refuse (an ID over
+// runtime.MaxJobIDLen bytes, say) fails before the insert and leaves tx
+// as it was. The producer declares no queue and does not check that the
+// job's queue exists: the relay does, when it publishes, tries a job whose
+// queue does not exist again for a while (Relay.MissingQueueGrace), then
+// moves it to queuey_outbox_dead. Like tx, the producer is for one
 // goroutine at a time; it lives as long as tx. Middleware added with Use
 // runs at insert, so headers it sets (trace context) travel with the
 // row.
@@ -132,6 +136,15 @@ func (b *inserter) statement(envs []*runtime.Envelope, delay time.Duration) (str
 	for i, env := range envs {
 		if env == nil {
 			return "", nil, errors.New("outbox: insert: nil envelope")
+		}
+		// The schema's rules, checked before the insert, so that a job
+		// they refuse fails its enqueue alone instead of aborting tx:
+		// middleware may have changed what the producer checked.
+		if err := runtime.CheckJobID(env.ID); err != nil {
+			return "", nil, fmt.Errorf("outbox: job onto %q: %w", env.Queue, err)
+		}
+		if env.MaxAttempts < 1 || env.MaxAttempts > runtime.MaxAttemptsLimit {
+			return "", nil, fmt.Errorf("%w: outbox: job %q onto %q: max attempts %d, want 1..%d", runtime.ErrInvalidOption, env.ID, env.Queue, env.MaxAttempts, runtime.MaxAttemptsLimit)
 		}
 		if i > 0 {
 			sql.WriteString(", ")

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +32,10 @@ const publishTimeout = 30 * time.Second
 // channel is what the outbox's trigger notifies on commit.
 const channel = "queuey_outbox"
 
+// DefaultMissingQueueGrace is how long a Relay keeps trying a job whose
+// queue does not exist when its MissingQueueGrace is zero.
+const DefaultMissingQueueGrace = 10 * time.Minute
+
 // Relay moves committed jobs from the outbox to a backend. Set its fields,
 // then call Run; its zero value needs only Pool and Backend. Several
 // relays, in one process or many, may run on one outbox at once: each row
@@ -52,6 +55,15 @@ type Relay struct {
 	// relays, so polling is the fallback for a lost listening
 	// connection); zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// MissingQueueGrace is how long the relay keeps trying a job whose
+	// queue does not exist, counted from its first try, before it moves
+	// the job to queuey_outbox_dead: in a deploy, producers often ship
+	// before the workers that declare their queues. The same bound holds
+	// for a job whose publish alone fails while the relay publishes
+	// others. Meanwhile the job waits apart (1s doubling to 15s between
+	// tries) and holds back no other row. Zero means
+	// DefaultMissingQueueGrace (10 minutes); it must not be negative.
+	MissingQueueGrace time.Duration
 	// Logger receives what the relay reports: a row moved aside, an error
 	// it backs off from. Nil means the Backend's logger.
 	Logger *slog.Logger
@@ -68,16 +80,19 @@ type Relay struct {
 
 // Run relays until ctx ends, then returns nil. It returns an error at
 // once when the relay's fields are invalid or the outbox's tables are
-// missing (Migrate makes them); errors of the database or the backend
-// after that are logged and retried with a backoff. Each round takes up
-// to BatchSize committed rows in a transaction, publishes them (one
-// PublishBatch where the backend has it), moves rows the backend refuses
-// for good (a missing queue, a job too large, an invalid row) to
-// queuey_outbox_dead with the reason, deletes the published ones and
-// commits; a round that publishes for longer than 30s fails and is
-// retried. A delayed job is published with what remains of its delay
-// then, counted from its insert; none when that has passed. Run may be
-// called several times, at once too: each call is a relay of its own.
+// missing or older than this relay (Migrate makes and updates them);
+// errors of the database or the backend after that are logged and
+// retried with a backoff. Each round takes up to BatchSize committed rows
+// in a transaction, publishes them (one PublishBatch where the backend
+// has it), moves the rows it cannot publish (a row that breaks the
+// outbox's rules, a job too large, a queue still missing after
+// MissingQueueGrace) to queuey_outbox_dead with the reason, sets apart
+// for a later try a job whose queue does not exist yet, deletes the
+// published ones and commits; a round that publishes for longer than 30s
+// fails and is retried. A delayed job is published with what remains of
+// its delay then, counted from its insert; none when that has passed. Run
+// may be called several times, at once too: each call is a relay of its
+// own.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.Pool == nil {
 		return errors.New("outbox: Relay.Pool is nil: set it to the database of the outbox")
@@ -91,6 +106,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	if r.PollInterval < 0 {
 		return fmt.Errorf("outbox: Relay.PollInterval %v: want 0 (for %v) or more", r.PollInterval, DefaultPollInterval)
 	}
+	if r.MissingQueueGrace < 0 {
+		return fmt.Errorf("outbox: Relay.MissingQueueGrace %v: want 0 (for %v) or more", r.MissingQueueGrace, DefaultMissingQueueGrace)
+	}
 	log := r.Logger
 	if log == nil {
 		log = r.Backend.Logger()
@@ -100,6 +118,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		log:   log.With("component", "outbox relay"),
 		batch: cmpOr(r.BatchSize, DefaultBatchSize),
 		poll:  cmpOr(r.PollInterval, DefaultPollInterval),
+		grace: cmpOr(r.MissingQueueGrace, DefaultMissingQueueGrace),
 		wake:  make(chan struct{}, 1),
 	}
 	if err := rl.checkSchema(ctx); err != nil {
@@ -134,6 +153,7 @@ type relayRun struct {
 	log   *slog.Logger
 	batch int
 	poll  time.Duration
+	grace time.Duration
 	wake  chan struct{} // a notification came, or listening (re)started
 
 	// The handshake with committing producers (schema.sql,
@@ -151,14 +171,17 @@ const (
 	classBusy   = 1364541185
 )
 
-// checkSchema returns an error when the outbox's table is missing, after
-// waiting out a database that does not answer, and sets the keys of the
-// advisory locks.
+// checkSchema returns an error when the outbox's table is missing or
+// lacks the columns this relay keeps its tries in, after waiting out a
+// database that does not answer, and sets the keys of the advisory locks.
 func (r *relayRun) checkSchema(ctx context.Context) error {
 	var b backoff
 	for {
 		var oid int64
 		err := r.Pool.QueryRow(ctx, "SELECT 'queuey_outbox'::regclass::oid::bigint").Scan(&oid)
+		if err == nil {
+			_, err = r.Pool.Exec(ctx, "SELECT inserted_at, attempts, failing_since, retry_at, last_error FROM queuey_outbox LIMIT 0")
+		}
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil:
@@ -167,6 +190,8 @@ func (r *relayRun) checkSchema(ctx context.Context) error {
 			return nil
 		case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
 			return fmt.Errorf("outbox: relay: %w (outbox.Migrate, or schema.sql applied by a migration tool, creates it)", err)
+		case errors.As(err, &pgErr) && pgErr.Code == "42703": // undefined_column
+			return fmt.Errorf("outbox: relay: the outbox's tables are older than this relay: %w (outbox.Migrate, queuey outbox migrate, or schema.sql applied by a migration tool, brings them up to date)", err)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
@@ -177,26 +202,42 @@ func (r *relayRun) checkSchema(ctx context.Context) error {
 	}
 }
 
+// mode is where the loop stands in the handshake with producers.
+type mode int
+
+const (
+	// spell: the relay works through rows, busy, so that committing
+	// producers need not notify.
+	spell mode = iota
+	// drain: a spell found nothing more; the relay is no longer busy and
+	// waits, without blocking, for the producers that skipped their
+	// notification during the spell, relaying meanwhile.
+	drain
+	// last: they are done; one more look, then idle.
+	last
+)
+
 // loop relays rounds until ctx ends: at once again after a round that
-// found rows, after a notification or the poll interval once idle, after a
-// backoff when a round failed. While it works through rows it is busy, so
-// that committing producers need not notify (schema.sql); once a round
-// finds nothing it ends being busy, waits for the producers that relied on
-// it, and looks once more before it waits.
+// found rows, after a notification, the poll interval or a job's next try
+// once idle, after a backoff when a round failed. While it works through
+// rows it is busy, so that committing producers need not notify
+// (schema.sql); once a round finds nothing it ends being busy, waits for
+// the producers that relied on it (trying their lock, never blocking on
+// it: a transaction that holds it for long delays only its own jobs), and
+// looks once more before it waits.
 func (r *relayRun) loop(ctx context.Context) error {
-	var b backoff
+	var b, d backoff
 	poll := time.NewTimer(r.poll)
 	defer poll.Stop()
-	lastLook := false // the round after a busy spell, not busy
+	m := spell
 	for {
-		if !lastLook {
+		if m == spell {
 			r.setBusy(ctx)
 		}
 		n, err := r.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		lastLook = false
 		if err != nil {
 			r.log.Error("outbox relay: round failed, backing off", "err", err)
 			if !b.wait(ctx) {
@@ -206,80 +247,56 @@ func (r *relayRun) loop(ctx context.Context) error {
 		}
 		b.reset()
 		if n > 0 {
-			continue // a busy spell ends with a round that finds nothing
+			if m == last {
+				m = spell
+			}
+			continue
 		}
-		if r.busy {
-			if err := r.endBusy(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.log.Warn("outbox relay: ending a busy spell failed; looking again", "err", err)
+		if m != last {
+			r.endBusy()
+			if r.producersDone(ctx) {
+				m, d = last, backoff{}
 				continue
 			}
-			lastLook = true
+			// A producer that skipped is still committing, or holds its
+			// lock for long (its transaction ran the trigger early and is
+			// open): look again soon, or at once when a notification
+			// comes, and try again.
+			m = drain
+			if !r.sleep(ctx, poll, min(d.next(drainFirst, drainMax), r.poll)) {
+				return nil
+			}
 			continue
 		}
 		if r.idle != nil {
 			r.idle()
 		}
-		poll.Reset(r.poll)
-		select {
-		case <-ctx.Done():
+		m = spell
+		if !r.sleep(ctx, poll, r.idleFor(ctx)) {
 			return nil
-		case <-r.wake:
-		case <-poll.C:
 		}
 	}
 }
 
-// setBusy takes "busy" (shared) on the relay's lock session, once
-// Run's first round, or one after a wake, starts. Without it the relay
-// still relays: producers then notify.
-func (r *relayRun) setBusy(ctx context.Context) {
-	if r.busy {
-		return
-	}
-	if r.lock == nil {
-		conn, err := r.Pool.Acquire(ctx)
-		if err != nil {
-			return
-		}
-		// The session is the relay's alone, and its locks with it: it
-		// is closed, never returned to the pool.
-		r.lock = conn.Hijack()
-	}
-	if _, err := r.lock.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", r.keyBusy); err != nil {
-		r.log.Warn("outbox relay: taking the busy lock failed; producers notify meanwhile", "err", err)
-		r.dropLock()
-		return
-	}
-	r.busy = true
-}
+// The waits of the drain: from drainFirst doubling to drainMax, so that a
+// producer's commit a few milliseconds long is seen at once, and a
+// transaction open for long costs a look every drainMax.
+const (
+	drainFirst = 2 * time.Millisecond
+	drainMax   = 200 * time.Millisecond
+)
 
-// endBusy drops "busy", then waits for the producers that skipped their
-// notification because the relay was busy, by taking "commit" and
-// dropping it.
-func (r *relayRun) endBusy(ctx context.Context) error {
-	r.busy = false
-	sql := fmt.Sprintf("SELECT pg_advisory_unlock_shared(%d); SELECT pg_advisory_lock(%d); SELECT pg_advisory_unlock(%d)",
-		r.keyBusy, r.keyCommit, r.keyCommit)
-	if _, err := r.lock.Exec(ctx, sql); err != nil {
-		r.dropLock()
-		return err
+// sleep waits d, or until a notification comes, and says false when ctx
+// ended first.
+func (r *relayRun) sleep(ctx context.Context, t *time.Timer, d time.Duration) bool {
+	t.Reset(d)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.wake:
+	case <-t.C:
 	}
-	return nil
-}
-
-// dropLock closes the lock session, which drops what it holds.
-func (r *relayRun) dropLock() {
-	r.busy = false
-	if r.lock == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = r.lock.Close(ctx)
-	r.lock = nil
+	return true
 }
 
 // listen wakes the loop on each notification of the outbox's channel, on
@@ -334,207 +351,25 @@ func (r *relayRun) poke() {
 	}
 }
 
-// row is one outbox row, as the relay reads it.
-type row struct {
-	seq     int64
-	env     *runtime.Envelope
-	delay   time.Duration
-	wait    runtime.QueueConfig // for a delayed job
-	invalid string              // why the row cannot be a job, if it cannot
-}
-
-// selectRows takes the oldest committed rows no other relay holds, with
-// the delay each has left on the database's clock.
-const selectRows = `SELECT seq, id, queue, kind, priority, max_attempts, headers, payload, enqueued_at,
-	coalesce(greatest(ceil(extract(epoch FROM due_at - clock_timestamp()) * 1000000), 0), 0)::bigint,
-	queue_type, delay_mode, delay_exchange
-FROM queuey_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`
-
-// round relays one batch and returns how many rows it took. An error
-// means rows are left for a later round.
-func (r *relayRun) round(ctx context.Context) (int, error) {
-	tx, err := r.Pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := r.read(ctx, tx)
-	if err != nil || len(rows) == 0 {
-		return 0, err
-	}
-	pctx, cancelPublish := context.WithTimeout(ctx, publishTimeout)
-	errs := r.publish(pctx, rows)
-	cancelPublish()
-
-	// What the backend has is deleted, even when ctx ended meanwhile:
-	// each row left would be published again.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	var (
-		done      []int64
-		transient error
-	)
-	for i, rw := range rows {
-		switch err := errs[i]; {
-		case err == nil:
-			done = append(done, rw.seq)
-		case permanent(err):
-			reason := err.Error()
-			if _, derr := tx.Exec(fctx, moveDead, rw.seq, reason); derr != nil {
-				return len(rows), fmt.Errorf("move job %q aside: %w", rw.env.ID, derr)
-			}
-			r.log.Warn("outbox relay: job refused, moved to queuey_outbox_dead",
-				"id", rw.env.ID, "queue", rw.env.Queue, "kind", rw.env.Kind, "reason", reason)
-		case transient == nil:
-			transient = fmt.Errorf("publish job %q onto %q: %w", rw.env.ID, rw.env.Queue, err)
-		}
-	}
-	if len(done) > 0 {
-		if _, err := tx.Exec(fctx, "DELETE FROM queuey_outbox WHERE seq = ANY($1)", done); err != nil {
-			return len(rows), fmt.Errorf("delete published rows: %w", err)
-		}
-	}
-	if err := tx.Commit(fctx); err != nil {
-		return len(rows), fmt.Errorf("commit: %w", err)
-	}
-	return len(rows), transient
-}
-
-// moveDead moves the row $1 to queuey_outbox_dead with reason $2.
-const moveDead = `WITH d AS (DELETE FROM queuey_outbox WHERE seq = $1 RETURNING *)
-INSERT INTO queuey_outbox_dead (seq, id, queue, kind, priority, max_attempts, headers, payload, enqueued_at, due_at, queue_type, delay_mode, delay_exchange, reason)
-SELECT seq, id, queue, kind, priority, max_attempts, headers, payload, enqueued_at, due_at, queue_type, delay_mode, delay_exchange, $2 FROM d`
-
-// read takes a batch of rows in tx.
-func (r *relayRun) read(ctx context.Context, tx pgx.Tx) ([]row, error) {
-	res, err := tx.Query(ctx, selectRows, r.batch)
-	if err != nil {
-		return nil, fmt.Errorf("select rows: %w", err)
-	}
-	defer res.Close()
-	var rows []row
-	for res.Next() {
-		var (
-			rw                                  row
-			env                                 runtime.Envelope
-			priority                            int16
-			maxAttempts                         int32
-			headers                             []byte
-			delayUS                             int64
-			queueType, delayMode, delayExchange *string
-		)
-		if err := res.Scan(&rw.seq, &env.ID, &env.Queue, &env.Kind, &priority, &maxAttempts, &headers, &env.Payload,
-			&env.EnqueuedAt, &delayUS, &queueType, &delayMode, &delayExchange); err != nil {
-			return nil, fmt.Errorf("read row: %w", err)
-		}
-		env.Attempt = 1
-		env.MaxAttempts = int(maxAttempts)
-		env.EnqueuedAt = env.EnqueuedAt.UTC()
-		if priority < 0 || priority > 255 {
-			rw.invalid = fmt.Sprintf("priority %d, want 0..255", priority)
-		}
-		env.Priority = uint8(priority)
-		if headers != nil {
-			if err := json.Unmarshal(headers, &env.Headers); err != nil {
-				rw.invalid = fmt.Sprintf("headers %s: want an object of strings: %v", headers, err)
-			}
-		}
-		rw.env = &env
-		rw.delay = time.Duration(delayUS) * time.Microsecond
-		if rw.delay > 0 {
-			rw.wait = runtime.QueueConfig{Name: env.Queue, Kind: env.Kind, MaxAttempts: env.MaxAttempts,
-				QueueType: runtime.QueueType(deref(queueType)), Delay: runtime.DelayMode(deref(delayMode)), DelayExchange: deref(delayExchange)}
-		}
-		rows = append(rows, rw)
-	}
-	if err := res.Err(); err != nil {
-		return nil, fmt.Errorf("read rows: %w", err)
-	}
-	return rows, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// publish publishes rows and returns one error per row: the jobs due now
-// in one batch where the backend has PublishBatch, the delayed ones one by
-// one.
-func (r *relayRun) publish(ctx context.Context, rows []row) []error {
-	errs := make([]error, len(rows))
-	now := make([]*runtime.Envelope, 0, len(rows))
-	idx := make([]int, 0, len(rows))
-	for i, rw := range rows {
-		switch {
-		case rw.invalid != "":
-			errs[i] = fmt.Errorf("%w: outbox row %d (job %q): %s", runtime.ErrInvalidOption, rw.seq, rw.env.ID, rw.invalid)
-		case rw.delay > 0:
-			errs[i] = r.publishDelayed(ctx, rw)
-		default:
-			now, idx = append(now, rw.env), append(idx, i)
-		}
-	}
-	if bp, ok := r.Backend.(runtime.BatchPublisher); ok && len(now) > 1 {
-		for j, err := range bp.PublishBatch(ctx, now) {
-			errs[idx[j]] = err
-		}
-		return errs
-	}
-	for j, env := range now {
-		errs[idx[j]] = r.Backend.Publish(ctx, env, 0)
-	}
-	return errs
-}
-
-// publishDelayed publishes rw after what is left of its delay, telling the
-// backend the queue's config first where it needs it (WaitTargeter).
-func (r *relayRun) publishDelayed(ctx context.Context, rw row) error {
-	if wt, ok := r.Backend.(runtime.WaitTargeter); ok {
-		r.mu.Lock()
-		known, ok := r.targeted[rw.wait.Name]
-		r.mu.Unlock()
-		if !ok || known != rw.wait {
-			if err := wt.TargetWaits(ctx, rw.wait); err != nil {
-				return err
-			}
-			r.mu.Lock()
-			if r.targeted == nil {
-				r.targeted = make(map[string]runtime.QueueConfig)
-			}
-			r.targeted[rw.wait.Name] = rw.wait
-			r.mu.Unlock()
-		}
-	}
-	return r.Backend.Publish(ctx, rw.env, rw.delay)
-}
-
-// permanent says whether publishing again cannot help: the backend
-// refused the job itself, not the moment.
-func permanent(err error) bool {
-	for _, target := range []error{
-		runtime.ErrUnknownQueue, runtime.ErrTooLarge, runtime.ErrInvalidOption, runtime.ErrInvalidConfig,
-		runtime.ErrDelayTooLong, runtime.ErrKindConflict, runtime.ErrQueueMismatch,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
-
 // backoff waits longer after each failure in a row: 100ms doubling to
 // 10s, with jitter.
 type backoff struct{ n int }
 
 func (b *backoff) reset() { b.n = 0 }
 
+// next returns first doubled once for each call before, up to most.
+func (b *backoff) next(first, most time.Duration) time.Duration {
+	d := first
+	for i := 0; i < b.n && d < most; i++ {
+		d *= 2
+	}
+	b.n++
+	return min(d, most)
+}
+
 // wait sleeps the next backoff, and says false when ctx ended first.
 func (b *backoff) wait(ctx context.Context) bool {
-	d := min(100*time.Millisecond<<min(b.n, 7), 10*time.Second)
-	b.n++
+	d := b.next(100*time.Millisecond, 10*time.Second)
 	d = d/2 + rand.N(d/2+1)
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -9,8 +9,9 @@ import (
 // the typed job plus everything the runtime needs to run, retry, defer and
 // dead-letter it.
 type Envelope struct {
-	// ID is unique per job, set at enqueue and kept across retries and
-	// deferrals.
+	// ID is the job's ID, set at enqueue (generated, or WithID's label,
+	// which no backend makes unique: see CheckJobID) and kept across
+	// retries and deferrals.
 	ID string
 	// Queue is the logical queue the job belongs to.
 	Queue string

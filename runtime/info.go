@@ -7,7 +7,7 @@ import (
 
 // Info describes the job a handler runs.
 type Info struct {
-	// ID is the job's unique ID.
+	// ID is the job's ID (see Envelope.ID).
 	ID string
 	// Queue is the queue the job was delivered from, whose config the
 	// worker runs it by.

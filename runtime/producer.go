@@ -113,8 +113,10 @@ func withTick(tick time.Time) EnqueueOption {
 // re-drives, for an idempotency key the handler checks (Info.ID) or for
 // tracing. It is never checked for uniqueness, on any backend or in the
 // outbox: two enqueues with one ID are two jobs, each run, and each a dead
-// letter of its own if it dies. An empty id is refused with
-// ErrInvalidOption: leave WithID out for a generated ID, which is unique.
+// letter of its own if it dies. An id that CheckJobID refuses (empty, over
+// MaxJobIDLen bytes, not UTF-8) is refused with ErrInvalidOption at
+// enqueue, on every backend: leave WithID out for a generated ID, which is
+// unique.
 func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) { o.id, o.hasID = id, true }
 }
@@ -335,6 +337,11 @@ func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
 	}
 	if o.hasID && o.id == "" {
 		return fmt.Errorf("%w: queue %q: WithID(\"\"): a job ID must not be empty; leave WithID out for a generated one", ErrInvalidOption, q.Name)
+	}
+	if o.hasID {
+		if err := CheckJobID(o.id); err != nil {
+			return fmt.Errorf("queue %q: WithID: %w", q.Name, err)
+		}
 	}
 	for name := range o.headers {
 		if strings.HasPrefix(name, ReservedHeaderPrefix) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -49,6 +50,10 @@ type Options struct {
 	// rebinding from reaching a dashboard bound to loopback. Serve sets it
 	// when it listens on loopback.
 	LoopbackOnly bool
+	// Outbox, when set, is read for a panel of the overview: a
+	// transactional outbox's backlog and dead rows, by queue
+	// (outbox.StatsReader makes one of a database pool).
+	Outbox admin.OutboxReader
 	// Logger receives errors of the Admin. Nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -19,13 +19,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failAdmin(w, r, "list queues", err)
 		return
 	}
-	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, "")})
+	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, ""), s.outboxPanel(r.Context())})
 }
 
 // overviewView is what the overview shows.
 type overviewView struct {
 	snapshot
 	Charts charts
+	Outbox *outboxView // nil without Options.Outbox
 }
 
 // charts renders the charts of all queues, or of queue when not empty.

@@ -26,6 +26,7 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"PriorityOrderAndFIFO", false, testPriorityOrder},
 		{"InfoAndOptions", false, testInfo},
 		{"EnqueueMany", false, testEnqueueMany},
+		{"JobIDRule", false, testJobIDRule},
 		{"RetryCountAndBackoff", true, testRetryBackoff},
 		{"RetryThenSuccess", true, testRetryThenSuccess},
 		{"PanicRetries", true, testPanicRetries},

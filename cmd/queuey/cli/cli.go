@@ -93,7 +93,7 @@ type grammar struct {
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
 	// Outbox relays an application's transactional outbox (package
 	// outbox) to the broker.
-	Outbox outboxCmd `cmd:"" help:"Relay jobs committed to a PostgreSQL outbox to the broker; create the outbox's tables."`
+	Outbox outboxCmd `cmd:"" help:"Relay jobs committed to a PostgreSQL outbox to the broker; show its backlog and dead rows, put them back; create its tables."`
 }
 
 type deadCmd struct {

@@ -9,6 +9,7 @@ type dashboardCmd struct {
 	Addr     string   `name:"addr" default:"${dashboard_addr}" help:"Address to serve on. Loopback keeps the dashboard to this machine; any other address lets whoever reaches it re-drive and purge."`
 	ReadOnly bool     `name:"read-only" help:"Hide and refuse re-drive and purge."`
 	Packages []string `name:"pkg" placeholder:"PACKAGE" help:"Show only the queues of these Go packages' //queuey:queue annotations, configured from them (e.g. ./jobs/...; repeat --pkg for more). Without it, every queue the broker knows."`
+	database          // the outbox whose backlog and dead rows a panel shows, if any
 }
 
 func (c *dashboardCmd) Run(r *run) error {
@@ -30,6 +31,12 @@ func (c *dashboardCmd) Run(r *run) error {
 		Configs:        configs,
 		OnlyConfigured: len(c.Packages) > 0,
 	}
+	ob, closeOutbox, err := c.outboxPanel(r)
+	if err != nil {
+		return err
+	}
+	defer closeOutbox()
+	opts.Outbox = ob
 	ln, loopback, err := dashboard.Listen(c.Addr)
 	if err != nil {
 		return usagef("--addr: %v", err)

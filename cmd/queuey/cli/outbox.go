@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/dashboard"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
@@ -18,10 +19,12 @@ const DatabaseURLEnv = "QUEUEY_DATABASE_URL"
 
 type outboxCmd struct {
 	Relay   outboxRelayCmd   `cmd:"" help:"Publish the jobs committed to the outbox to the broker, until interrupted."`
-	Migrate outboxMigrateCmd `cmd:"" help:"Create the outbox's tables and trigger in the database where they are missing."`
+	Migrate outboxMigrateCmd `cmd:"" help:"Create the outbox's tables and trigger in the database, or bring them up to date."`
+	Status  outboxStatusCmd  `cmd:"" help:"Show the outbox's backlog (pending and retrying rows, the oldest's age) and dead rows, in all and by queue."`
+	Dead    outboxDeadCmd    `cmd:"" help:"List, put back or delete the jobs the relay could not publish."`
 }
 
-// database is the flag both outbox commands take.
+// database is the flag every outbox command takes.
 type database struct {
 	DatabaseURL string `name:"database-url" placeholder:"URL" help:"PostgreSQL URL of the application's database, which holds the outbox (default: $QUEUEY_DATABASE_URL)."`
 }
@@ -40,6 +43,20 @@ func (d database) pool(r *run) (*pgxpool.Pool, string, error) {
 		return nil, "", usagef("--database-url: %v", err)
 	}
 	return pool, dashboard.Redact(url), nil
+}
+
+// outboxPanel returns what the dashboard reads the outbox of d (or of
+// QUEUEY_DATABASE_URL) with, and closes it with; a nil reader when neither
+// names a database.
+func (d database) outboxPanel(r *run) (admin.OutboxReader, func(), error) {
+	if d.DatabaseURL == "" && r.env.Getenv(DatabaseURLEnv) == "" {
+		return nil, func() {}, nil
+	}
+	pool, _, err := d.pool(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outbox.StatsReader(pool), pool.Close, nil
 }
 
 type outboxMigrateCmd struct {
@@ -61,8 +78,9 @@ func (c *outboxMigrateCmd) Run(r *run) error {
 
 type outboxRelayCmd struct {
 	database
-	BatchSize    int           `name:"batch-size" default:"100" help:"Rows taken, published and deleted in one transaction; a relay that dies repeats at most one batch."`
-	PollInterval time.Duration `name:"poll-interval" default:"1s" help:"How often to look for rows when no notification comes."`
+	BatchSize         int           `name:"batch-size" default:"100" help:"Rows taken, published and deleted in one transaction; a relay that dies repeats at most one batch."`
+	PollInterval      time.Duration `name:"poll-interval" default:"1s" help:"How often to look for rows when no notification comes."`
+	MissingQueueGrace time.Duration `name:"missing-queue-grace" default:"10m" help:"How long to keep trying a job whose queue does not exist (yet) before moving it to the dead rows."`
 }
 
 func (c *outboxRelayCmd) Run(r *run) error {
@@ -71,6 +89,9 @@ func (c *outboxRelayCmd) Run(r *run) error {
 	}
 	if c.PollInterval <= 0 {
 		return usagef("--poll-interval %v: want more than 0", c.PollInterval)
+	}
+	if c.MissingQueueGrace <= 0 {
+		return usagef("--missing-queue-grace %v: want more than 0", c.MissingQueueGrace)
 	}
 	pool, shown, err := c.pool(r)
 	if err != nil {
@@ -88,11 +109,12 @@ func (c *outboxRelayCmd) Run(r *run) error {
 	}
 	printf(r.env.Stdout, "queuey outbox relay: from %s to %s (Ctrl-C stops)\n", shown, dashboard.Redact(r.g.URL))
 	relay := &outbox.Relay{
-		Pool:         pool,
-		Backend:      backend,
-		BatchSize:    c.BatchSize,
-		PollInterval: c.PollInterval,
-		Logger:       slog.New(slog.NewTextHandler(r.env.Stderr, nil)),
+		Pool:              pool,
+		Backend:           backend,
+		BatchSize:         c.BatchSize,
+		PollInterval:      c.PollInterval,
+		MissingQueueGrace: c.MissingQueueGrace,
+		Logger:            slog.New(slog.NewTextHandler(r.env.Stderr, nil)),
 	}
 	return relay.Run(r.ctx)
 }

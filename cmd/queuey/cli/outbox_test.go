@@ -15,24 +15,32 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// TestOutboxRelay creates the outbox with queuey outbox migrate, commits a
-// job to it, and runs queuey outbox relay until the backend has the job.
-func TestOutboxRelay(t *testing.T) {
+// outboxSchema makes a schema of t's own, dropped when t ends, and
+// returns the database URL that works in it, and its name.
+func outboxSchema(t *testing.T) (url, schema string) {
+	t.Helper()
 	admin := pgtest.Require(t)
-	ctx := ctxT(t)
 	var buf [6]byte
 	_, _ = rand.Read(buf[:])
-	schema := "queuey_cli_test_" + hex.EncodeToString(buf[:])
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	schema = "queuey_cli_test_" + hex.EncodeToString(buf[:])
+	if _, err := admin.Exec(ctxT(t), "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	url := pgtest.URL()
+	url = pgtest.URL()
 	if strings.Contains(url, "?") {
 		url += "&search_path=" + schema
 	} else {
 		url += "?search_path=" + schema
 	}
+	return url, schema
+}
+
+// TestOutboxRelay creates the outbox with queuey outbox migrate, commits a
+// job to it, and runs queuey outbox relay until the backend has the job.
+func TestOutboxRelay(t *testing.T) {
+	ctx := ctxT(t)
+	url, schema := outboxSchema(t)
 
 	b, q, _ := memoryQueue(t)
 	env := memEnv(b)
