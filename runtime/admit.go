@@ -24,14 +24,6 @@ func (e *RuleError) Error() string {
 	return fmt.Sprintf("job %q on queue %q: %s: dead-lettered without running the handler", clipID(e.ID), e.Queue, e.Rule)
 }
 
-// clipID shortens a job ID for an error message.
-func clipID(id string) string {
-	if len(id) <= 80 {
-		return id
-	}
-	return id[:80] + "…"
-}
-
 // MaxTickAhead is how far ahead of the worker's clock the tick of a job
 // carrying HeaderTick may be: a schedule never fires a tick before its
 // time, so a later one was not fired by a scheduler whose clock is within
