@@ -35,8 +35,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	prefetch := q.WithDefaults().Prefetch
 	if q.Timeout > brokerConsumerTimeout {
 		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
-			"a job unacked that long makes the broker close its channel and deliver it again, so a run that long never succeeds unless the broker's consumer_timeout is raised "+
-			"(rabbitmq.conf; or the queue argument x-consumer-timeout on RabbitMQ 3.12 and later), or the job is split into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
+			"a job unacked that long makes the broker close its channel and deliver it again; the worker consumes again at once and settles the copy it gets with the run's outcome, "+
+			"but a copy another worker gets runs there again: raise the broker's consumer_timeout "+
+			"(rabbitmq.conf; or the queue argument x-consumer-timeout, or a consumer-timeout policy, on RabbitMQ 3.12 and later), or split the job into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
 			"queue", q.Name, "timeout", q.Timeout)
 	}
 	q = declared
@@ -109,6 +110,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		ctx:     sctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
+		endc:    make(chan struct{}),
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
 		acks:    newAcker(ch, q.Prefetch),
@@ -150,6 +152,7 @@ type subscription struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	done   chan struct{} // loop ended
+	endc   chan struct{} // closed with out
 
 	mu      sync.Mutex
 	stopped bool
@@ -165,6 +168,11 @@ type subscription struct {
 }
 
 func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
+
+// Ended implements runtime.EndNotifier.
+func (s *subscription) Ended() <-chan struct{} { return s.endc }
+
+var _ runtime.EndNotifier = (*subscription)(nil)
 
 // NotifyReady implements runtime.ReadyNotifier: a worker's queue with
 // nothing to deliver waits on it, holding no goroutine, while the loop
@@ -341,6 +349,7 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		}
 		close(s.out)
 		s.outClosed.Store(true)
+		close(s.endc)
 		s.fireReady()
 	}()
 	for {

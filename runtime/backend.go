@@ -69,6 +69,16 @@ type Subscription interface {
 	Err() error
 }
 
+// EndNotifier is for backend implementers: an optional capability of a
+// Subscription whose deliveries can end while every handler slot is
+// taken, as when the broker closes the channel under a long run. A worker
+// waiting for a free slot watches Ended, so that it consumes again at once
+// instead of when a handler returns.
+type EndNotifier interface {
+	// Ended is closed once Deliveries is closed, whatever the reason.
+	Ended() <-chan struct{}
+}
+
 // Delivery is for backend implementers: one job a Subscription hands to a
 // worker. Exactly one of the settling methods should succeed. Those that
 // publish (Retry, Defer, DeadLetter) publish first and settle second, and

@@ -48,6 +48,7 @@ type queueRunner struct {
 	handler HandlerFunc
 
 	settleFailures atomic.Int64 // settles failed in a row
+	orphans        orphanage    // runs whose subscription ended under them
 
 	// slots bounds the handlers running at once, across the queue's
 	// subscriptions: one that failed under running handlers leaves them
@@ -100,6 +101,7 @@ func (c *queueRunner) loop(ctx context.Context) {
 
 func (c *queueRunner) finish(err error) {
 	c.lingering.Wait()
+	c.orphans.abandon()
 	c.done(err)
 }
 
@@ -298,8 +300,10 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		// still running cannot settle their jobs on it, and the broker
 		// delivers those again; the queue must not go without a
 		// consumer until they return, however long they take. So run
-		// subscribes again at once, while they finish here; they keep
-		// their slots of the queue's concurrency meanwhile.
+		// subscribes again at once, while they finish here as orphans
+		// (see orphanage): they give their slots of the queue's
+		// concurrency back, and their jobs' copies wait for them.
+		h.orphanRuns()
 		select {
 		case <-finished:
 			closeSub()
@@ -359,8 +363,9 @@ type handlers struct {
 	idle     *time.Timer   // parkAfter, while take waits
 
 	mu        sync.Mutex
-	unstarted []Delivery // taken from the subscription after the stop began, never run
-	drained   bool       // stop has drained the subscription: keep releases at once
+	runs      map[*runSlot]struct{} // one per handler goroutine
+	unstarted []Delivery            // taken from the subscription after the stop began, never run
+	drained   bool                  // stop has drained the subscription: keep releases at once
 }
 
 // releaseTimeout bounds how long a stopping subscription waits for the
@@ -460,6 +465,10 @@ func (h *handlers) dispatch() (why int) {
 		}
 	}()
 	deliveries := h.sub.Deliveries()
+	var ended <-chan struct{} // watched while every slot is taken
+	if en, ok := h.sub.(EndNotifier); ok {
+		ended = en.Ended()
+	}
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -469,6 +478,8 @@ func (h *handlers) dispatch() (why int) {
 				return stopPaused
 			}
 			continue
+		case <-ended:
+			return stopEnded
 		case h.slots <- struct{}{}:
 		}
 		d, got := h.take(deliveries)
@@ -545,7 +556,8 @@ func (h *handlers) pausedNow(s, ok bool) bool {
 // subscription, without a hop through dispatch.
 func (h *handlers) run(d Delivery) {
 	defer h.wg.Done()
-	defer func() { <-h.slots }()
+	slot := h.newRunSlot()
+	defer h.dropRunSlot(slot)
 	deliveries := h.sub.Deliveries()
 	var wait *time.Timer
 	defer func() {
@@ -554,7 +566,7 @@ func (h *handlers) run(d Delivery) {
 		}
 	}()
 	for {
-		h.c.process(h.base, h.gate, h.requeues, d)
+		h.c.process(h.base, h.gate, h.requeues, slot, d)
 		var (
 			next Delivery
 			ok   bool
@@ -610,8 +622,10 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// process runs one delivery's handler and settles it by the outcome.
-func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, d Delivery) {
+// process runs one delivery's handler and settles it by the outcome. slot,
+// when not nil, is the handler goroutine's, through which the run may be
+// orphaned.
+func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, slot *runSlot, d Delivery) {
 	env := d.Envelope()
 	if env.MaxAttempts <= 0 {
 		env.MaxAttempts = c.queue.MaxAttempts
@@ -619,11 +633,25 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
+	if c.adopt(base, gate, d, env) {
+		return
+	}
 	var run observedRun
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
+	if slot != nil {
+		slot.begin(env)
+	}
 	err := c.call(ctx, env)
 	run.ran(err)
+	if slot != nil {
+		if r := slot.end(); r != nil {
+			// Its delivery is gone: the outcome settles the broker's
+			// copy when it comes.
+			c.orphans.finish(r, err, &run)
+			return
+		}
+	}
 	if !gate.enter() {
 		return
 	}
