@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/notes"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -134,6 +135,7 @@ type subscription struct {
 	tag     string
 	out     chan runtime.Delivery
 	acks    *acker
+	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
 
 	// lastTag is the delivery tag of the latest delivery; got tells a
 	// stopping consumer of each delivery once stopping is set.
@@ -399,6 +401,22 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		}
 	}
 }
+
+// deadLettered records that the loop dead-lettered env (nil for a message
+// that is not a valid envelope, whose message ID is id) for reason.
+func (s *subscription) deadLettered(env *runtime.Envelope, id, reason string) {
+	if env == nil {
+		env = &runtime.Envelope{ID: id, Queue: s.q.Name, Kind: s.q.Kind}
+	}
+	s.dead.Tell(runtime.DeadLetter{Env: env, Reason: reason}, runtime.MaxUnnotifiedDeadLetters)
+}
+
+// NotifyDeadLettered implements runtime.DeadLetterNotifier.
+func (s *subscription) NotifyDeadLettered(fn func(runtime.DeadLetter)) {
+	s.dead.Listen(fn)
+}
+
+var _ runtime.DeadLetterNotifier = (*subscription)(nil)
 
 // drain empties the buffer of decoded deliveries without blocking.
 func (s *subscription) drain() {

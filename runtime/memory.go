@@ -37,12 +37,32 @@ type MemoryBackend struct {
 	pauses memPauses
 	seq    uint64
 	closed bool
+	// told are the calls to subscriptions' dead-letter notes to make
+	// once mu is unlocked (see unlock).
+	told []func()
+}
+
+// unlock unlocks b.mu, then makes the calls queued in b.told.
+func (b *MemoryBackend) unlock() {
+	told := b.told
+	b.told = nil
+	b.mu.Unlock()
+	for _, fn := range told {
+		fn()
+	}
+}
+
+// tellLocked has sub tell of env, dead-lettered for reason, once b.mu is
+// unlocked.
+func (b *MemoryBackend) tellLocked(sub *memSub, env *Envelope, reason string) {
+	b.told = append(b.told, func() { sub.dead.Tell(DeadLetter{Env: env, Reason: reason}, MaxUnnotifiedDeadLetters) })
 }
 
 var (
 	_ Backend            = (*MemoryBackend)(nil)
 	_ admin.ReadyCounter = (*MemoryBackend)(nil)
 	_ Redelivery         = (*memDelivery)(nil)
+	_ DeadLetterNotifier = (*memSub)(nil)
 )
 
 // MemoryOption configures a MemoryBackend.
@@ -104,7 +124,7 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 	}
 	q = q.WithDefaults()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return ErrClosed
 	}
@@ -143,7 +163,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 		return err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
@@ -171,7 +191,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	var t testclock.Timer
 	t = b.clk.AfterFunc(d, func() {
 		b.mu.Lock()
-		defer b.mu.Unlock()
+		defer b.unlock()
 		if _, live := b.timers[t]; !live {
 			return
 		}
@@ -206,7 +226,7 @@ func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byt
 		m.prio = env.Priority
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return queueerr.Unknown(queue, "was not declared on this backend")
@@ -236,6 +256,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
 			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
 			q.dead = append(q.dead, memDead{reason: reason, body: m.raw, at: b.deadNow()})
+			b.tellLocked(sub, &Envelope{Queue: q.cfg.Name, Kind: q.cfg.Kind}, reason)
 			continue
 		}
 		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
@@ -259,6 +280,8 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
 				q.dead = append(q.dead, memDead{env: &dead, reason: reason, at: b.deadNow()})
+				told := dead
+				b.tellLocked(sub, &told, reason)
 				continue
 			}
 		}
@@ -283,7 +306,7 @@ func (q *memQueue) pickLocked() *memSub {
 func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscription, error) {
 	q = q.WithDefaults()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil, ErrClosed
 	}
@@ -302,7 +325,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 // ErrUnknownQueue.
 func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return 0, queueerr.Unknown(queue, "was not declared on this backend")
@@ -316,7 +339,7 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 // queueytest); an undeclared queue is not busy.
 func (b *MemoryBackend) Busy(queue string) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return false
@@ -336,7 +359,7 @@ func (b *MemoryBackend) Busy(queue string) bool {
 // Close is safe to call twice.
 func (b *MemoryBackend) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil
 	}

@@ -133,7 +133,7 @@ func (c *queueRunner) run(ctx context.Context) (ReadyNotifier, error) {
 				return nil, nil
 			}
 			var sub Subscription
-			sub, err = c.w.backend.Consume(ctx, c.queue)
+			sub, err = c.subscribe(ctx)
 			if err == nil {
 				if st.failing {
 					c.w.log.Info("queuey: consuming again", "queue", c.queue.Name)
