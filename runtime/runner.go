@@ -49,6 +49,7 @@ type queueRunner struct {
 
 	settleFailures atomic.Int64 // settles failed in a row
 	orphans        orphanage    // runs whose subscription ended under them
+	deferLog       deferLog     // rate of the info lines about deferrals
 
 	// slots bounds the handlers running at once, across the queue's
 	// subscriptions: one that failed under running handlers leaves them
@@ -762,10 +763,18 @@ func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envel
 		kindErr   *KindError
 	)
 	if errors.As(herr, &deferErr) && !IsPermanent(herr) {
-		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
+		next, cerr := c.nextDeferral(env, deferErr.Delay, herr)
+		if cerr != nil {
+			// Out of deferrals: dead-lettered without the count, so that
+			// a re-drive starts it afresh.
+			dead := env.Clone()
+			delete(dead.Headers, HeaderDeferrals)
+			return c.deadLetter(ctx, runCtx, d, dead, cerr, run)
+		}
+		err := d.Defer(ctx, next, deferErr.Delay)
 		if !refusedWait(err) {
 			if err == nil {
-				log.DebugContext(runCtx, "queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
+				c.loggedDeferral(runCtx, env, deferErr.Delay, deferrals(next))
 			}
 			return run.settled(err, OutcomeDeferred, deferErr.Delay, "")
 		}
