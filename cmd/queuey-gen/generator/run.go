@@ -38,10 +38,9 @@ With -schema, queuey-gen writes nothing either: it prints, as JSON on
 standard output, each job's queue name, kind, max_attempts, max_priority,
 queue type and delay mode (delay: the annotation's, or "queue" with
 delay_default true when the annotation leaves it to the workers' backend,
-whose default it is unless configured otherwise), and a JSON Schema of its
-payload: what a
-producer in another language needs to enqueue it in queuey's wire format
-(docs/wire-format.md).
+whose default it is unless configured otherwise), and a JSON Schema of
+its payload: what a producer in another language needs to enqueue it in
+queuey's wire format (docs/wire-format.md).
 
 	go tool queuey-gen -schema ./... > jobs.schema.json
 `
