@@ -37,6 +37,8 @@ type MemoryBackend struct {
 	pauses memPauses
 	seq    uint64
 	closed bool
+	// maxMessage is MemoryMaxMessageSize's, 0 for the default.
+	maxMessage int
 	// told are the calls to subscriptions' dead-letter notes to make
 	// once mu is unlocked (see unlock).
 	told []func()
@@ -145,14 +147,22 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 	return nil
 }
 
-// Publish stores env on its queue, at once or after delay.
+// Publish stores env on its queue, at once or after delay. A job larger
+// than the backend's max message size (MemoryMaxMessageSize) is refused
+// with ErrTooLarge, as a broker would refuse it.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
+	if err := b.checkSize(env); err != nil {
+		return err
+	}
 	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
 func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {
+	if err := b.checkSize(env); err != nil {
+		return err
+	}
 	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
 }
 
