@@ -6,7 +6,7 @@ GO            ?= go
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
 run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AMQP_URL is set in the environment)
@@ -64,7 +64,7 @@ chromium: ## make sure a headless Chromium is installed for the dashboard's brow
 	@./scripts/chromium.sh >/dev/null
 
 .PHONY: clients
-clients: ## make sure the Python and Node producers in clients/ can be tested (installs python3-pika and python3-msgpack, runs npm ci)
+clients: ## make sure the Python and Node packages in clients/ can be installed and tested (installs python3-pika, python3-msgpack, python3-venv and python3-setuptools, runs npm ci)
 	./scripts/clients.sh
 
 .PHONY: cluster
@@ -82,6 +82,14 @@ postgres: ## make sure a PostgreSQL answers at QUEUEY_DATABASE_URL, with its rol
 .PHONY: broker
 broker: ## make sure a RabbitMQ answers at QUEUEY_AMQP_URL (start or install it where needed)
 	./scripts/broker.sh
+
+.PHONY: broker4
+broker4: ## start RabbitMQ 4.0 (Debian trixie's, in a chroot made once with debootstrap) beside the main broker: AMQP 127.0.0.1:5673, management 15673, node rabbit4@localhost
+	./scripts/broker4.sh up
+
+.PHONY: broker4-down
+broker4-down: ## stop the RabbitMQ 4.0 node (the chroot stays for the next start)
+	./scripts/broker4.sh down
 
 .PHONY: bench-scale
 bench-scale: broker ## one worker at scale: distinct and shared deferrals, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues

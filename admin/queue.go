@@ -18,8 +18,31 @@ type QueueAdmin interface {
 	// queue, unless opts.Force. It returns each queue it deleted with the
 	// jobs that went with it, also when it fails midway. A queue that does
 	// not exist is runtime.ErrUnknownQueue. With opts.WithWaits, a backend
-	// that cannot list the hold queues (ErrCannotList) deletes nothing.
-	DeleteQueue(ctx context.Context, queue string, opts DeleteQueueOptions) ([]DeletedQueue, error)
+	// that cannot list the hold queues (ErrCannotList) deletes nothing. A
+	// hold queue or dead-letter queue of queue is known by what the backend
+	// declared it with, never by its name alone: a queue named like one
+	// that is not one is kept, and reported in DeleteResult.Kept.
+	DeleteQueue(ctx context.Context, queue string, opts DeleteQueueOptions) (DeleteResult, error)
+}
+
+// DeleteResult is what QueueAdmin.DeleteQueue did.
+type DeleteResult struct {
+	// Deleted are the queues deleted, in the order they were.
+	Deleted []DeletedQueue `json:"deleted"`
+	// Kept are queues named like the queue's dead-letter or hold queues
+	// that are not (another application's work queue, say), left as they
+	// are.
+	Kept []KeptQueue `json:"kept"`
+}
+
+// KeptQueue is a queue a delete left because it is not what its name
+// suggests.
+type KeptQueue struct {
+	Name string `json:"name"`
+	// Jobs counts its ready jobs when the delete looked.
+	Jobs int `json:"jobs"`
+	// Why says what it is instead.
+	Why string `json:"why"`
 }
 
 // DeleteQueueOptions says what QueueAdmin.DeleteQueue deletes besides the

@@ -1,11 +1,15 @@
-// Package clients_test runs the producers in other languages end to end:
-// a Python or Node program enqueues jobs through its client, on the wire
+// Package clients_test runs the producers in other languages end to end,
+// as installed packages: the Python one installed with pip into a
+// virtual environment of its own, the Node one with npm into a project of
+// its own, each from the repository's source, never imported from it. A
+// Python or Node program enqueues jobs through its package, on the wire
 // format of docs/wire-format.md, and a Go worker handles them.
 //
-// A language whose client cannot run here (no pika and msgpack for
-// /usr/bin/python3, no clients/node/node_modules: `make clients` installs
-// them) is skipped, unless CI or QUEUEY_REQUIRE_CLIENTS is set: then it
-// fails. A broker is needed as for every broker test (QUEUEY_AMQP_URL).
+// A language whose package cannot be installed here (no pika and msgpack
+// for /usr/bin/python3, no venv, no node or npm, or npm without the
+// packages' dependencies in its cache: `make clients` puts them there) is
+// skipped, unless CI or QUEUEY_REQUIRE_CLIENTS is set: then it fails. A
+// broker is needed as for every broker test (QUEUEY_AMQP_URL).
 package clients_test
 
 import (
@@ -30,6 +34,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/internal/brokertest"
@@ -37,68 +42,216 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// pythonPath is the Python the client runs on: Debian's, with
-// python3-pika and python3-msgpack.
+// pythonPath is the Python the package is installed for: Debian's, with
+// python3-pika and python3-msgpack, which the virtual environment sees
+// (--system-site-packages), so that installing needs no package registry.
 const pythonPath = "/usr/bin/python3"
+
+// installRoot holds the virtual environment and the Node project the
+// packages are installed into, for the whole test binary.
+var installRoot string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "queuey-clients-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	installRoot = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// vectorsDir is testdata/wire, which the packages' tests read.
+func vectorsDir() string {
+	d, _ := filepath.Abs(filepath.Join("..", "testdata", "wire"))
+	return d
+}
 
 // language is a client and how to run its producer program.
 type language struct {
 	name string
-	// ready returns "" when the client can run here, or why not.
-	ready func() string
+	// install installs the client's package once and returns "" when it
+	// can run here, or why not.
+	install func() string
 	// command runs testdata's producer of this language.
 	command func(ctx context.Context) *exec.Cmd
 	// window is how many enqueues the producer keeps in flight.
 	window int
-	// suite runs the client's own tests.
+	// suite runs the client's own tests against the installed package.
 	suite func(ctx context.Context) *exec.Cmd
+}
+
+// once runs install the first time it is called and returns its result
+// every time.
+func once(install func() string) func() string {
+	var (
+		o   sync.Once
+		why string
+	)
+	return func() string {
+		o.Do(func() { why = install() })
+		return why
+	}
+}
+
+// run runs name with args in dir, and returns "" or what went wrong with
+// its output.
+func run(dir, name string, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Sprintf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return ""
+}
+
+// copyDir copies the regular files under src to dst, skipping the
+// directories named in skip.
+func copyDir(src, dst string, skip ...string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			if slices.Contains(skip, d.Name()) {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
+
+var (
+	venv       = func() string { return filepath.Join(installRoot, "venv") }
+	nodeProj   = func() string { return filepath.Join(installRoot, "node") }
+	venvPython = func() string { return filepath.Join(venv(), "bin", "python") }
+)
+
+// installPython makes a virtual environment that sees Debian's pika and
+// msgpack and pip-installs clients/python into it, from a copy (a build
+// writes next to its source), with no package index.
+var installPython = once(func() string {
+	if err := exec.Command(pythonPath, "-c", "import pika, msgpack, venv, ensurepip, setuptools").Run(); err != nil {
+		return fmt.Sprintf("%s cannot import pika, msgpack, venv and setuptools (%v): run `make clients` (apt-get install python3-pika python3-msgpack python3-venv python3-setuptools)", pythonPath, err)
+	}
+	src := filepath.Join(installRoot, "python-src")
+	if err := copyDir("python", src, "build", "__pycache__"); err != nil {
+		return err.Error()
+	}
+	if why := run(installRoot, pythonPath, "-m", "venv", "--system-site-packages", venv()); why != "" {
+		return why
+	}
+	return run(installRoot, venvPython(), "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation", src)
+})
+
+// installNode packs clients/node as npm would publish it and installs the
+// tarball into a project of its own, with the tests and the producer
+// beside it.
+var installNode = once(func() string {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool + " is not installed: install Node.js 18 or later and npm, then run `make clients`"
+		}
+	}
+	dir := nodeProj()
+	if err := os.MkdirAll(filepath.Join(dir, "test"), 0o755); err != nil {
+		return err.Error()
+	}
+	src, _ := filepath.Abs("node")
+	if why := run(dir, "npm", "pack", "--silent", "--pack-destination", dir, src); why != "" {
+		return why
+	}
+	tgz, _ := filepath.Glob(filepath.Join(dir, "queuey-client-*.tgz"))
+	if len(tgz) != 1 {
+		return fmt.Sprintf("npm pack made %v, want one queuey-client tarball", tgz)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name": "queuey-client-check", "private": true}`), 0o644); err != nil {
+		return err.Error()
+	}
+	if why := run(dir, "npm", "install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", tgz[0]); why != "" {
+		return "installing the packed queuey-client (run `make clients` to fill npm's cache): " + why
+	}
+	for from, to := range map[string]string{
+		filepath.Join("node", "test", "queuey.test.js"): filepath.Join(dir, "test", "queuey.test.js"),
+		filepath.Join("testdata", "produce.js"):         filepath.Join(dir, "produce.js"),
+	} {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(to, b, 0o644)
+		}
+		if err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+})
+
+// withEnv returns cmd with the vectors' directory and the installed-only
+// check in its environment.
+func withEnv(cmd *exec.Cmd) *exec.Cmd {
+	cmd.Env = append(os.Environ(), "QUEUEY_WIRE_VECTORS="+vectorsDir(), "QUEUEY_REQUIRE_INSTALLED=1")
+	return cmd
 }
 
 var languages = []language{
 	{
-		name: "python",
-		ready: func() string {
-			if err := exec.Command(pythonPath, "-c", "import pika, msgpack").Run(); err != nil {
-				return fmt.Sprintf("%s cannot import pika and msgpack (%v): run `make clients` (apt-get install python3-pika python3-msgpack)", pythonPath, err)
-			}
-			return ""
-		},
+		name:    "python",
+		install: installPython,
 		command: func(ctx context.Context) *exec.Cmd {
-			return exec.CommandContext(ctx, pythonPath, filepath.Join("testdata", "produce.py"))
+			produce, _ := filepath.Abs(filepath.Join("testdata", "produce.py"))
+			cmd := exec.CommandContext(ctx, venvPython(), produce)
+			cmd.Dir = installRoot
+			return cmd
 		},
 		window: 1,
 		suite: func(ctx context.Context) *exec.Cmd {
-			return exec.CommandContext(ctx, pythonPath, "-m", "unittest", "discover", "-s", "python", "-v")
+			tests, _ := filepath.Abs(filepath.Join("python", "tests"))
+			cmd := exec.CommandContext(ctx, venvPython(), "-m", "unittest", "discover", "-s", tests, "-t", tests, "-v")
+			cmd.Dir = installRoot
+			return withEnv(cmd)
 		},
 	},
 	{
-		name: "node",
-		ready: func() string {
-			if _, err := exec.LookPath("node"); err != nil {
-				return "node is not installed: install Node.js 18 or later, then run `make clients`"
-			}
-			if _, err := os.Stat(filepath.Join("node", "node_modules", "amqplib")); err != nil {
-				return "clients/node/node_modules is missing: run `make clients` (npm ci in clients/node)"
-			}
-			return ""
-		},
+		name:    "node",
+		install: installNode,
 		command: func(ctx context.Context) *exec.Cmd {
-			return exec.CommandContext(ctx, "node", filepath.Join("testdata", "produce.js"))
+			cmd := exec.CommandContext(ctx, "node", "produce.js")
+			cmd.Dir = nodeProj()
+			return cmd
 		},
 		window: 64,
 		suite: func(ctx context.Context) *exec.Cmd {
-			cmd := exec.CommandContext(ctx, "node", "--test")
-			cmd.Dir = "node"
-			return cmd
+			cmd := exec.CommandContext(ctx, "node", "--test", "test/")
+			cmd.Dir = nodeProj()
+			return withEnv(cmd)
 		},
 	},
 }
 
-// requireClient skips t when lang's client cannot run here, or fails it
-// under CI or QUEUEY_REQUIRE_CLIENTS.
+// requireClient installs lang's package, or skips t when it cannot be
+// installed here, or fails it under CI or QUEUEY_REQUIRE_CLIENTS.
 func requireClient(t *testing.T, lang language) {
 	t.Helper()
-	why := lang.ready()
+	why := lang.install()
 	if why == "" {
 		return
 	}
@@ -113,7 +266,7 @@ type plan struct {
 	URL           string    `json:"url"`
 	Queue         string    `json:"queue"`
 	Kind          string    `json:"kind"`
-	MaxAttempts   int       `json:"max_attempts"`
+	MaxPriority   int       `json:"max_priority"`
 	QueueType     string    `json:"queue_type"`
 	DelayMode     string    `json:"delay_mode"`
 	DelayExchange string    `json:"delay_exchange,omitempty"`
@@ -246,7 +399,7 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 
 	jobs := jobsOf(n, true)
 	p := plan{
-		URL: url, Queue: q.Name, Kind: q.Kind, MaxAttempts: q.MaxAttempts, QueueType: string(q.QueueType),
+		URL: url, Queue: q.Name, Kind: q.Kind, MaxPriority: q.MaxPriority, QueueType: string(q.QueueType),
 		DelayMode: string(mode), GranularityMS: 1000, Window: lang.window, Jobs: jobs,
 		Invalid: true, InvalidKind: emails.SendEmailQueue.Kind,
 	}
@@ -311,6 +464,118 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 	}
 	checkPriorities(t, immediate, jobs, q.Prefetch)
 	checkDeadLetters(t, url, q)
+}
+
+// TestPolyglotQueueRules: the queue's config rules the jobs a producer in
+// another language enqueues. Onto a queue of max_attempts=3 and
+// max_priority=3, each producer, told neither, enqueues a job that always
+// fails, a good one, and one at priority 9, which its package takes (it
+// was told the default max_priority, 10): the failing job runs 3 times,
+// not the 5 the package writes in its body, each run told 3, and is
+// dead-lettered after attempt 3 of 3; the job of priority 9 never reaches
+// the handler and is dead-lettered with a reason that says why; the good
+// one runs once, told the queue it came from.
+func TestPolyglotQueueRules(t *testing.T) {
+	for _, lang := range languages {
+		t.Run(lang.name, func(t *testing.T) { runRules(t, lang) })
+	}
+}
+
+func runRules(t *testing.T, lang language) {
+	url := brokertest.Require(t)
+	requireClient(t, lang)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	q := emails.ChargeCardQueue
+	q.Name = fmt.Sprintf("polyglot.rules.%s.%s", lang.name, randomSuffix(t))
+	q.MaxAttempts, q.MaxPriority = 3, 3
+	q.RetryBase, q.RetryMax = time.Second, time.Second
+	q.Prefetch, q.Concurrency = 1, 1
+	t.Cleanup(func() { brokertest.DeleteQueues(url, q.Name, q.Name+".dead", q.Name+".retry.1000") })
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Declare(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	job := func(customer string, priority int) planJob {
+		return planJob{Payload: map[string]any{"CustomerID": customer, "Cents": 1, "Currency": "EUR"}, Priority: priority}
+	}
+	p := plan{
+		URL: url, Queue: q.Name, Kind: q.Kind, MaxPriority: runtime.DefaultMaxPriority, QueueType: string(q.QueueType),
+		DelayMode: string(runtime.DelayQueue), GranularityMS: 1000, Window: 1,
+		Jobs: []planJob{job("fails", 0), job("good", 2), job("priority-9", 9)},
+	}
+	ids, _ := produce(ctx, t, lang, p)
+
+	runs := make(chan runtime.Info, 10)
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(10*time.Second))
+	runtime.Handle(w, q, func(ctx context.Context, job emails.ChargeCard) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		runs <- info
+		if job.CustomerID == "fails" {
+			return errors.New("card declined")
+		}
+		return nil
+	})
+	stop := brokertest.Run(t, w)
+	defer stop()
+	got := map[string][]runtime.Info{}
+	for len(got[ids[0]]) < 3 || len(got[ids[1]]) < 1 {
+		select {
+		case info := <-runs:
+			got[info.ID] = append(got[info.ID], info)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("runs within 30s: %v", got)
+		}
+	}
+	letters := map[string]amqp.Delivery{}
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(letters) < 2 && time.Now().Before(deadline); {
+		m, ok, err := ch.Get(q.Name+".dead", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+			continue
+		}
+		letters[m.MessageId] = m
+	}
+	stop()
+	for id, infos := range got {
+		for _, info := range infos {
+			if info.MaxAttempts != 3 || info.Queue != q.Name {
+				t.Errorf("job %s told max attempts %d and queue %q, want 3 and %q", id, info.MaxAttempts, info.Queue, q.Name)
+			}
+		}
+	}
+	if n := len(got[ids[0]]); n != 3 {
+		t.Errorf("the failing job ran %d times, want the queue's 3", n)
+	}
+	if n := len(got[ids[1]]); n != 1 {
+		t.Errorf("the good job ran %d times, want once", n)
+	}
+	if n := len(got[ids[2]]); n != 0 {
+		t.Errorf("the job of priority 9 ran %d times, want never", n)
+	}
+	if m, ok := letters[ids[0]]; !ok || m.Headers["x-queuey-attempt"] != int64(3) || m.Headers["x-queuey-max-attempts"] != int64(3) {
+		t.Errorf("the failing job's dead letter: %v (found %v), want attempt 3 of 3", m.Headers, ok)
+	}
+	want := fmt.Sprintf("job %q on queue %q: priority 9, above the queue's max_priority=3", ids[2], q.Name)
+	if m, ok := letters[ids[2]]; !ok || !strings.HasPrefix(fmt.Sprint(m.Headers["x-queuey-dead-reason"]), want) {
+		t.Errorf("the job of priority 9: dead letter %v (found %v), want a reason starting %q", m.Headers["x-queuey-dead-reason"], ok, want)
+	}
 }
 
 // checkPriorities checks that the jobs enqueued at once ran by priority:

@@ -57,7 +57,7 @@ func (in *Instrumentation) lookup(queue, kind string) *jobAttrs {
 	if ja, ok := in.attrs.Load(k); ok {
 		return ja.(*jobAttrs)
 	}
-	in.queues.LoadOrStore(queue, struct{}{})
+	in.seeQueue(queue, kind)
 	common := []attribute.KeyValue{
 		in.system,
 		semconv.MessagingDestinationName(queue),

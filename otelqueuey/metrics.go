@@ -159,9 +159,19 @@ func (in *Instrumentation) observeCounts(m metric.Meter) (metric.Registration, e
 	}, insts...)
 }
 
+// seeQueue counts queue among those whose depth is observed, with kind as
+// its kind label: the first kind known for it, since a queue carries one
+// kind of job.
+func (in *Instrumentation) seeQueue(queue, kind string) {
+	if prev, loaded := in.queues.LoadOrStore(queue, kind); loaded && prev.(string) == "" && kind != "" {
+		in.queues.CompareAndSwap(queue, "", kind)
+	}
+}
+
 // observeDepth registers the queue depth gauge, which asks rc for every
-// queue seen so far whenever metrics are collected. A queue rc cannot count
-// is left out of that collection and reported to otel.Handle.
+// queue seen so far whenever metrics are collected, labelled with its
+// queue and kind like every other metric. A queue rc cannot count is left
+// out of that collection and reported to otel.Handle.
 func (in *Instrumentation) observeDepth(m metric.Meter, rc admin.ReadyCounter) (metric.Registration, error) {
 	g, err := m.Int64ObservableGauge("queuey.queue.depth", metric.WithDescription("Jobs ready on a queue: not handed to a consumer, not waiting."), metric.WithUnit("{job}"))
 	if err != nil {
@@ -170,14 +180,14 @@ func (in *Instrumentation) observeDepth(m metric.Meter, rc admin.ReadyCounter) (
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, depthTimeout)
 		defer cancel()
-		in.queues.Range(func(k, _ any) bool {
+		in.queues.Range(func(k, v any) bool {
 			q := k.(string)
 			n, err := rc.Ready(ctx, q)
 			if err != nil {
 				otel.Handle(err)
 				return ctx.Err() == nil
 			}
-			o.ObserveInt64(g, int64(n), metric.WithAttributes(attribute.String("queue", q)))
+			o.ObserveInt64(g, int64(n), metric.WithAttributes(attribute.String("queue", q), attribute.String("kind", v.(string))))
 			return true
 		})
 		return nil

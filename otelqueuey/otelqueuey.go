@@ -42,8 +42,10 @@ type Config struct {
 	// admin.ReadyCounter; on RabbitMQ each count is one passive declare.
 	Depth admin.ReadyCounter
 	// DepthQueues are queues to count from the start, before any of their
-	// jobs is enqueued or handled here.
-	DepthQueues []string
+	// jobs is enqueued or handled here. Each config's Kind is the kind
+	// label of its depth (empty until a job of the queue is seen here
+	// when it has none).
+	DepthQueues []runtime.QueueConfig
 }
 
 // Instrumentation traces and measures a Producer through
@@ -59,7 +61,7 @@ type Instrumentation struct {
 
 	attrs   sync.Map                 // jobKey -> *jobAttrs
 	byQueue sync.Map                 // queue name -> *jobAttrs of the first kind seen on it
-	queues  sync.Map                 // queue name -> struct{}, for the depth gauge
+	queues  sync.Map                 // queue name -> its kind ("" until known), for the depth gauge
 	first   atomic.Pointer[jobAttrs] // of the first queue and kind seen; see job
 }
 
@@ -96,7 +98,7 @@ func New(cfg Config) (*Instrumentation, error) {
 	}
 	if cfg.Depth != nil {
 		for _, q := range cfg.DepthQueues {
-			in.queues.Store(q, struct{}{})
+			in.seeQueue(q.Name, q.Kind)
 		}
 		if in.depth, err = in.observeDepth(meter, cfg.Depth); err != nil {
 			return nil, fmt.Errorf("otelqueuey: %w", err)

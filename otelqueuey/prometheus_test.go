@@ -76,8 +76,8 @@ func TestPrometheusScrape(t *testing.T) {
 		`# TYPE queuey_job_duration_seconds histogram`,
 		`queuey_job_duration_seconds_count{kind="otelqueuey_test.ping",queue="prom"} 2`,
 		`queuey_job_queue_latency_seconds_count{kind="otelqueuey_test.ping",queue="prom"} 2`,
-		`queuey_queue_depth{queue="prom"} 0`,
-		`queuey_queue_depth{queue="prom.waiting"} 2`,
+		`queuey_queue_depth{kind="otelqueuey_test.ping",queue="prom"} 0`,
+		`queuey_queue_depth{kind="otelqueuey_test.ping",queue="prom.waiting"} 2`,
 	} {
 		if !lines[want] {
 			t.Errorf("/metrics has no line %s", want)

@@ -22,7 +22,7 @@ type MessageCounts struct {
 // counters: without the API it fails with an error wrapping
 // admin.ErrCannotList.
 func (b *Backend) MessageCounts(ctx context.Context) (map[string]MessageCounts, error) {
-	c, err := b.management()
+	c, err := b.management(ctx)
 	if err != nil {
 		return nil, err
 	}

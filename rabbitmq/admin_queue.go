@@ -11,6 +11,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
 var _ admin.QueueAdmin = (*Backend)(nil)
@@ -37,27 +38,32 @@ func (b *Backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 // DeleteQueue deletes queue with queue.delete. Unless opts.Force, it
 // refuses when a passive declare just before finds consumers attached (a
 // quorum queue does not take queue.delete's if-unused flag; a consumer
-// that attaches in between is cancelled by the delete). With opts.WithWaits it deletes its dead-letter queue, its hold
-// queues (listed through the management API) and its pause marker, then
-// tells workers the queue is no longer paused.
-func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
-	var out []admin.DeletedQueue
+// that attaches in between is cancelled by the delete). With
+// opts.WithWaits it deletes its dead-letter queue, its hold queues and its
+// pause marker, then tells workers the queue is no longer paused. Hold
+// queues and the dead-letter queue are read from the management API's
+// list, with their arguments: a hold queue is one declared as this
+// backend declares them (topology.Names.IdentifyHold), and a dead-letter
+// queue one that dead-letters nowhere, as a work queue always does. A
+// queue named like either that is not one is kept and reported.
+func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) (admin.DeleteResult, error) {
+	var res admin.DeleteResult
 	// With its waits, the hold queues are listed before anything is
 	// deleted: a delete that cannot find them deletes nothing.
 	var listed []mgmt.Queue
 	if opts.WithWaits {
 		var err error
 		if listed, err = b.listQueues(ctx); err != nil {
-			return nil, fmt.Errorf("delete queue %q with its waits: its hold queues cannot be listed, so nothing was deleted: %w", queue, err)
+			return res, fmt.Errorf("delete queue %q with its waits: its hold queues cannot be listed, so nothing was deleted: %w", queue, err)
 		}
 	}
 	q, err := b.mustExist(ctx, "delete", queue)
 	if err != nil && !(opts.WithWaits && errors.Is(err, queueerr.ErrUnknownQueue)) {
-		return nil, err
+		return res, err
 	}
 	if err == nil {
 		if q.Consumers > 0 && !opts.Force {
-			return nil, fmt.Errorf("delete queue %q: %w: %d attached", queue, admin.ErrQueueInUse, q.Consumers)
+			return res, fmt.Errorf("delete queue %q: %w: %d attached", queue, admin.ErrQueueInUse, q.Consumers)
 		}
 		var n int
 		err := b.onChannel(ctx, func(ch *amqp.Channel) error {
@@ -66,23 +72,14 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 			return err
 		})
 		if err != nil {
-			return nil, brokerError(fmt.Sprintf("delete queue %q", queue), err)
+			return res, brokerError(fmt.Sprintf("delete queue %q", queue), err)
 		}
-		out = append(out, admin.DeletedQueue{Name: queue, Jobs: n})
+		res.Deleted = append(res.Deleted, admin.DeletedQueue{Name: queue, Jobs: n})
 	}
 	if !opts.WithWaits {
-		return out, nil
+		return res, nil
 	}
-	var others []string
-	if !b.opts.NoDeadLetterQueues {
-		others = append(others, b.names.Dead(queue).Name)
-	}
-	re := b.holdRE()
-	for _, q := range listed {
-		if m := re.FindStringSubmatch(q.Name); m != nil && m[1] == queue {
-			others = append(others, q.Name)
-		}
-	}
+	others, kept := b.waitsOf(queue, listed)
 	marker, merr := b.marker(queue)
 	if merr == nil {
 		others = append(others, marker)
@@ -90,14 +87,14 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 	for _, name := range slices.Compact(others) {
 		_, found, err := b.inspect(ctx, name)
 		if err != nil {
-			return out, fmt.Errorf("delete queue %q: %w", queue, err)
+			return res, fmt.Errorf("delete queue %q: %w", queue, err)
 		}
 		if !found {
 			continue
 		}
 		if name == b.names.Dead(queue).Name {
 			if err := b.announceTake(ctx, queue); err != nil {
-				return out, fmt.Errorf("delete queue %q: %w", queue, err)
+				return res, fmt.Errorf("delete queue %q: %w", queue, err)
 			}
 		}
 		var n int
@@ -106,16 +103,60 @@ func (b *Backend) DeleteQueue(ctx context.Context, queue string, opts admin.Dele
 			n, err = ch.QueueDelete(name, false, false, false)
 			return err
 		}); err != nil {
-			return out, brokerError(fmt.Sprintf("delete queue %q: delete %q", queue, name), err)
+			return res, brokerError(fmt.Sprintf("delete queue %q: delete %q", queue, name), err)
 		}
-		out = append(out, admin.DeletedQueue{Name: name, Jobs: n})
+		res.Deleted = append(res.Deleted, admin.DeletedQueue{Name: name, Jobs: n})
 		if name == marker {
 			if err := b.notify(ctx, "resume", queue); err != nil {
-				return out, err
+				return res, err
 			}
 		}
 	}
-	return out, nil
+	for _, k := range kept {
+		// The count the delete saw, exact: the list's lags.
+		if c, found, err := b.inspect(ctx, k.Name); err == nil && found {
+			k.Jobs = c.Messages
+		}
+		res.Kept = append(res.Kept, k)
+	}
+	return res, nil
+}
+
+// waitsOf returns, from the management API's list, the dead-letter queue
+// and the hold queues of queue, and the queues named like them that are
+// not them.
+func (b *Backend) waitsOf(queue string, listed []mgmt.Queue) (waits []string, kept []admin.KeptQueue) {
+	dead := b.names.Dead(queue).Name
+	for _, q := range listed {
+		switch {
+		case q.Name == dead && !b.opts.NoDeadLetterQueues:
+			if rk, ok := q.Arguments[topology.ArgDeadLetterRoutingKey]; ok {
+				kept = append(kept, admin.KeptQueue{Name: q.Name, Jobs: q.Ready, Why: fmt.Sprintf("not the dead-letter queue of %q: it dead-letters to %v, as a work queue does", queue, rk)})
+				continue
+			}
+			waits = append(waits, q.Name)
+		default:
+			if like, named := b.names.NamedLikeHold(q.Name); !named || like.Queue != queue {
+				continue
+			}
+			if _, ok, why := b.names.IdentifyHold(q.Name, q.Type, q.Arguments); !ok {
+				kept = append(kept, admin.KeptQueue{Name: q.Name, Jobs: q.Ready, Why: fmt.Sprintf("not a hold queue of %q: %s", queue, why)})
+				continue
+			}
+			waits = append(waits, q.Name)
+		}
+	}
+	// The dead-letter queue first, as before the hold queues.
+	slices.SortStableFunc(waits, func(a, c string) int {
+		switch {
+		case a == dead:
+			return -1
+		case c == dead:
+			return 1
+		}
+		return 0
+	})
+	return waits, kept
 }
 
 // mustExist returns queue as a passive declare finds it, or

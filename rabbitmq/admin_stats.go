@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -65,28 +64,9 @@ func (p *passive) close() {
 	}
 }
 
-// management returns the management API client, or why there is none.
-func (b *Backend) management() (*mgmt.Client, error) {
-	if b.opts.ManagementURL == ManagementOff {
-		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", admin.ErrCannotList)
-	}
-	u := b.opts.ManagementURL
-	if u == "" {
-		var err error
-		if u, err = mgmt.URLFor(b.pubConn.url()); err != nil {
-			return nil, err
-		}
-	}
-	vhost := "/"
-	if p, err := amqp.ParseURI(b.pubConn.url()); err == nil && p.Vhost != "" {
-		vhost = p.Vhost
-	}
-	return mgmt.New(u, vhost)
-}
-
 // listQueues lists the broker's queues through the management API.
 func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
-	c, err := b.management()
+	c, err := b.management(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -95,20 +75,6 @@ func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
 		return nil, fmt.Errorf("%w: %v", admin.ErrCannotList, err)
 	}
 	return qs, nil
-}
-
-// holdREs caches holdRE's expressions by their suffixes.
-var holdREs sync.Map // retry suffix + "\x00" + deferred suffix → *regexp.Regexp
-
-// holdRE matches hold queue names: the logical queue, a suffix, the TTL.
-func (b *Backend) holdRE() *regexp.Regexp {
-	key := b.opts.RetrySuffix + "\x00" + b.opts.DeferredSuffix
-	if re, ok := holdREs.Load(key); ok {
-		return re.(*regexp.Regexp)
-	}
-	re := regexp.MustCompile(`^(.+)(` + regexp.QuoteMeta(b.opts.RetrySuffix) + `|` + regexp.QuoteMeta(b.opts.DeferredSuffix) + `)\.(\d+)$`)
-	holdREs.Store(key, re)
-	return re
 }
 
 // Queues returns the logical queues on the broker: those with queuey's
@@ -127,7 +93,6 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return slices.Sorted(maps.Keys(names)), fmt.Errorf("queues: only those declared by this process are known: %w", err)
 	}
-	holds := b.holdRE()
 	exists := map[string]bool{}
 	for _, q := range qs {
 		exists[q.Name] = true
@@ -135,8 +100,8 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 	for _, q := range qs {
 		if base, ok := strings.CutSuffix(q.Name, b.opts.DeadSuffix); ok && base != "" {
 			names[base] = true
-		} else if m := holds.FindStringSubmatch(q.Name); m != nil && exists[m[1]] {
-			names[m[1]] = true
+		} else if h, ok, _ := b.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok && exists[h.Queue] {
+			names[h.Queue] = true
 		}
 	}
 	return slices.Sorted(maps.Keys(names)), nil
@@ -159,13 +124,12 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 // once.
 func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
 	listed, lerr := b.listQueues(ctx)
-	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]string{}, err: lerr}
+	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]holdRef{}, err: lerr}
 	if lerr == nil {
-		re := b.holdRE()
 		for _, q := range listed {
 			l.byName[q.Name] = q
-			if m := re.FindStringSubmatch(q.Name); m != nil {
-				l.holds[m[1]] = append(l.holds[m[1]], q.Name)
+			if h, ok, _ := b.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok {
+				l.holds[h.Queue] = append(l.holds[h.Queue], holdRef{q.Name, h})
 			}
 		}
 	}
@@ -229,11 +193,18 @@ const (
 )
 
 // listing is what the management API listed for QueueStats: the queues by
-// name and the hold queues of each logical queue, or why there is no list.
+// name and the hold queues of each logical queue (known by their
+// arguments), or why there is no list.
 type listing struct {
 	byName map[string]mgmt.Queue
-	holds  map[string][]string
+	holds  map[string][]holdRef
 	err    error
+}
+
+// holdRef is one hold queue and what it holds.
+type holdRef struct {
+	name string
+	topology.HoldInfo
 }
 
 // exists reports whether name may exist: listed, or no list to tell.
@@ -283,34 +254,29 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	if cfg.PluginDelay {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
-	var holds []string
+	var holds []holdRef
 	if l.err != nil {
 		st.Unacked = admin.NotSeen
 		st.Missing = append(st.Missing, "in flight: "+l.err.Error())
 		st.Missing = append(st.Missing, "deferred waits: their hold queues cannot be listed without the management API")
 		holds = b.retryHolds(cfg)
+		if len(holds) > 0 {
+			st.Missing = append(st.Missing, "retry waits: counted in the queues named as its hold queues would be, whose arguments (what tells a hold queue from another queue of that name) only the management API shows")
+		}
 	} else {
 		st.Unacked = l.byName[cfg.Name].Unacked
 		holds = l.holds[cfg.Name]
 	}
 	now := time.Now()
-	re := b.holdRE()
-	for _, name := range holds {
-		q, found, err := p.declare(ctx, name)
+	for _, h := range holds {
+		q, found, err := p.declare(ctx, h.name)
 		if err != nil {
 			return st, err
 		}
 		if !found || q.Messages == 0 {
 			continue
 		}
-		m := re.FindStringSubmatch(name)
-		ttl, _ := strconv.ParseInt(m[3], 10, 64)
-		kind := admin.HoldRetry
-		if m[2] == b.opts.DeferredSuffix {
-			kind = admin.HoldDeferred
-		}
-		d := time.Duration(ttl) * time.Millisecond
-		st.Holds = append(st.Holds, admin.HoldStats{Name: name, Kind: kind, Delay: d, Jobs: q.Messages, NextReleaseBy: now.Add(d)})
+		st.Holds = append(st.Holds, admin.HoldStats{Name: h.name, Kind: h.Kind, Delay: h.Delay, Jobs: q.Messages, NextReleaseBy: now.Add(h.Delay)})
 		st.Waiting += q.Messages
 	}
 	return st, nil
@@ -318,7 +284,7 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 
 // retryHolds names the retry hold queues q's retry schedule uses, when q
 // gives one.
-func (b *Backend) retryHolds(q admin.Queue) []string {
+func (b *Backend) retryHolds(q admin.Queue) []holdRef {
 	if q.MaxAttempts == 0 {
 		return nil
 	}
@@ -327,14 +293,16 @@ func (b *Backend) retryHolds(q admin.Queue) []string {
 		cfg.QueueType = runtime.QueueQuorum
 	}
 	seen := map[string]bool{}
-	var names []string
+	var holds []holdRef
 	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
 		h, err := b.holdQueue(cfg, admin.HoldRetry, cfg.RetryDelay(attempt))
 		if err != nil || seen[h.Name] {
 			continue
 		}
 		seen[h.Name] = true
-		names = append(names, h.Name)
+		info, _ := b.names.NamedLikeHold(h.Name)
+		info.Queue = q.Name // the name alone may cut it elsewhere
+		holds = append(holds, holdRef{h.Name, info})
 	}
-	return names
+	return holds
 }

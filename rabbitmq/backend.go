@@ -32,25 +32,26 @@ var (
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
 type Backend struct {
-	opts     Options
-	log      *slog.Logger
-	names    topology.Names
-	version  topology.Version
-	pubConn  *connection
-	conConn  *connection   // the first of cons: short-lived channels open here
-	cons     *consumePool  // consumers' channels, spread over connections
-	checks   chan struct{} // one per pause check in flight
-	notices  pauseNotices  // the binding every pause watch hears from
-	pub      *publisher
-	decl     *declarer
-	holds    singleflight.Group // hold-queue declares in flight, by name
-	warned   sync.Map           // keys of warnings given once
-	holdDecl holdDeclares       // which hold queues need a declare of their own
-	copyRead sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
-	index    deadIndex          // indexes of dead-letter queues (Options.DeadLetterIndex)
-	topoConn *connection        // dialled on first use; see pluginDelayer.declare
-	topo     *declarer
-	delayers map[runtime.DelayMode]delayer
+	opts      Options
+	log       *slog.Logger
+	names     topology.Names
+	version   topology.Version
+	pubConn   *connection
+	conConn   *connection   // the first of cons: short-lived channels open here
+	cons      *consumePool  // consumers' channels, spread over connections
+	checks    chan struct{} // one per pause check in flight
+	notices   pauseNotices  // the binding every pause watch hears from
+	pub       *publisher
+	decl      *declarer
+	holds     singleflight.Group // hold-queue declares in flight, by name
+	warned    sync.Map           // keys of warnings given once
+	holdDecl  holdDeclares       // which hold queues need a declare of their own
+	copyRead  sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
+	mgmtCheck mgmtCheck          // which management API serves this broker
+	index     deadIndex          // indexes of dead-letter queues (Options.DeadLetterIndex)
+	topoConn  *connection        // dialled on first use; see pluginDelayer.declare
+	topo      *declarer
+	delayers  map[runtime.DelayMode]delayer
 
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
@@ -268,8 +269,17 @@ var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10)
 // checkNames refuses q, before anything is declared, when a broker name it
 // would need is longer than an AMQP short string: q itself, its dead-letter
 // queue, its longest hold queue name, or its delay exchange; or when its
-// delay exchange would be the pause notices' exchange.
+// delay exchange would be the pause notices' exchange; or when q's name is
+// one a hold queue of another queue is given ("orders.retry.1000"), which
+// would collide with it once that queue waits so long.
 func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
+	if h, ok := b.names.NamedLikeHold(q.Name); ok {
+		// Named by the rule hold queues are named by: queue h.Queue's
+		// waits of h.Delay would be published into it (or be refused by
+		// it, declared otherwise), whenever h.Queue exists.
+		return fmt.Errorf("%w: queue %q: that is the name of the hold queue of queue %q for its %s waits of %v; name the queue otherwise",
+			runtime.ErrInvalidConfig, clip(q.Name), clip(h.Queue), h.Kind, h.Delay)
+	}
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !b.opts.NoDeadLetterQueues {
 		names = append(names, struct{ what, name string }{"dead-letter queue name", b.names.Dead(q.Name).Name})

@@ -434,13 +434,17 @@ func (c *connection) url() string {
 }
 
 // serverVersion returns the broker's "version" server property, or "".
-func (c *connection) serverVersion() string {
+func (c *connection) serverVersion() string { return c.serverProperty("version") }
+
+// serverProperty returns the broker's server property name, when it is a
+// string, or "".
+func (c *connection) serverProperty(name string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
 		return ""
 	}
-	v, _ := c.conn.Properties["version"].(string)
+	v, _ := c.conn.Properties[name].(string)
 	return v
 }
 

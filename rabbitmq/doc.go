@@ -48,7 +48,10 @@
 // those arguments is kept as it is, and Declare logs one warning with the
 // policy (rabbitmqctl set_policy) or the drain-and-delete that adds them;
 // so is a classic q.dead or hold queue under a quorum q, never
-// PRECONDITION_FAILED.
+// PRECONDITION_FAILED. A queue named as a hold queue of another is
+// ("q.retry.1000", with the Options' suffixes) is refused with
+// runtime.ErrInvalidConfig: it would be q's hold queue once q waits that
+// long.
 //
 // Declaring q over an existing queue with other arguments fails with
 // runtime.ErrQueueMismatch, naming the queue and the two ways out: drain and
@@ -168,8 +171,11 @@
 // built on. AMQP 0-9-1 can neither peek nor list queues: dead letters are read by an
 // exclusive consumer of the dead-letter queue that puts back what it
 // leaves in place, and in-flight counts and the hold queues of other
-// processes come from the management HTTP API (Options.ManagementURL).
-// docs/operating.md says what each read costs and how it keeps the order.
+// processes come from the management HTTP API (Options.ManagementURL),
+// read only once its cluster name is found to be the AMQP connection's
+// (CheckManagement). A hold queue is known by the arguments the API lists
+// for it, never by its name alone. docs/operating.md says what each read
+// costs and how it keeps the order.
 //
 // A backend with Options.DeadLetterIndex reads a classic dead-letter
 // queue whole on its first deep read (a page after a cursor, a letter by

@@ -84,3 +84,29 @@ func TestLongestQueueName(t *testing.T) {
 	}
 	requireNoQueues(t, tooLong.Name, tooLong.Name+".dead")
 }
+
+// TestDeclareRefusesHoldQueueNames: a work queue may not be named as a
+// hold queue of another queue is ("q.retry.1000", with the backend's
+// suffixes): once q waits that long, the two would be one broker queue.
+// Nothing is declared; a name that only looks close is taken.
+func TestDeclareRefusesHoldQueueNames(t *testing.T) {
+	b := dial(t, rabbitmq.Options{RetrySuffix: ".again"})
+	base := queueName(t, ".again.1000", ".again.1000.dead", ".deferred.20", ".deferred.20.dead", ".again.x", ".again.x.dead", ".again.0", ".again.0.dead")
+	for _, tc := range []struct {
+		suffix, says string
+	}{
+		{".again.1000", `the hold queue of queue "` + base + `" for its retry waits of 1s`},
+		{".deferred.20", `the hold queue of queue "` + base + `" for its deferred waits of 20ms`},
+	} {
+		err := b.Declare(ctxT(t), runtime.DefaultQueueConfig(base+tc.suffix))
+		if !errors.Is(err, runtime.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Declare(%q) = %v; want ErrInvalidConfig saying %q", base+tc.suffix, err, tc.says)
+		}
+		requireNoQueues(t, base+tc.suffix, base+tc.suffix+".dead")
+	}
+	for _, suffix := range []string{".again.x", ".again.0"} {
+		if err := b.Declare(ctxT(t), runtime.DefaultQueueConfig(base+suffix)); err != nil {
+			t.Errorf("Declare(%q) = %v; want it declared: no hold queue has that name", base+suffix, err)
+		}
+	}
+}

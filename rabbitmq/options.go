@@ -85,7 +85,9 @@ type Options struct {
 	// that the admin methods (Queues, QueueStats) use to list hold queues
 	// and count jobs in flight, which AMQP cannot. Empty means the AMQP
 	// URL's host on port 15672 with its credentials; ManagementOff uses
-	// none, and those methods say what they cannot see.
+	// none, and those methods say what they cannot see. An API whose
+	// cluster name is not the AMQP connection's is not read either
+	// (ErrManagementMismatch; see Backend.CheckManagement).
 	ManagementURL string
 	// ConnectionName is shown in the broker's management UI, suffixed with
 	// " publish", " consume" and, once a plugin-mode queue is declared,

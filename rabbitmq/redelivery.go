@@ -70,9 +70,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
-	if env.MaxAttempts <= 0 {
-		env.MaxAttempts = s.q.MaxAttempts
-	}
+	env.MaxAttempts = s.q.MaxAttempts // the queue's rule, whatever the job says
 	attempt := env.Attempt
 	if s.q.QueueType == runtime.QueueQuorum {
 		n := deliveryCount(m.Headers)

@@ -33,7 +33,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	}
 	// The queue's arguments are the declared ones; how much this consumer
 	// holds is the caller's, which may differ from the declaring producer's.
-	prefetch := q.WithDefaults().Prefetch
+	prefetch, attempts := q.WithDefaults().Prefetch, q.WithDefaults().MaxAttempts
 	if q.Timeout > brokerConsumerTimeout {
 		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
 			"a job unacked that long makes the broker close its channel and deliver it again; the worker consumes again at once and settles the copy it gets with the run's outcome, "+
@@ -43,6 +43,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	}
 	q = declared
 	q.Prefetch = prefetch
+	q.MaxAttempts = attempts // the consumer's rule for every job, whatever the job says
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}

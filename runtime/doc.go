@@ -43,6 +43,14 @@
 //   - a job whose envelope kind is not X's (another job type enqueued onto
 //     this queue name): dead-lettered at once with a KindError, and the
 //     handler does not run.
+//   - a job that breaks its queue's rules (its envelope names another
+//     queue, a priority above MaxPriority, a HeaderTick no schedule
+//     shaped): dead-lettered at once with a RuleError, and the handler
+//     does not run.
+//
+// The queue's config, as the worker registered it, rules every job,
+// whoever produced it: a job runs the queue's MaxAttempts, whatever its
+// envelope says, and Info.Queue is the queue it was delivered from.
 //
 // Retries, deferrals and dead letters are published before the delivery is
 // acked, and the ack is skipped when the publish fails: a job is never lost,

@@ -9,7 +9,8 @@ import (
 type Info struct {
 	// ID is the job's unique ID.
 	ID string
-	// Queue is the job's queue.
+	// Queue is the queue the job was delivered from, whose config the
+	// worker runs it by.
 	Queue string
 	// Attempt is the 1-based number of this run; a deferral does not
 	// change it.

@@ -280,9 +280,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			// Each return of an unsettled delivery is an attempt, as on
 			// RabbitMQ; past max_attempts the job is dead.
 			d.env.Attempt = max(d.env.Attempt, 1) + m.returns
-			if d.env.MaxAttempts <= 0 {
-				d.env.MaxAttempts = q.cfg.MaxAttempts
-			}
+			d.env.MaxAttempts = q.cfg.MaxAttempts // the queue's rule, whatever the job says
 			if d.env.Attempt > d.env.MaxAttempts {
 				dead := d.env
 				runs := dead.Attempt - 1

@@ -42,7 +42,14 @@ var errKeepsWaits = errors.New("the in-memory backend keeps a queue's dead lette
 // of a deleted queue. The result names the queue, then "QUEUE.dead" for
 // its dead letters and "QUEUE retry timers" / "QUEUE deferred timers" for
 // its waits, when asked to delete them.
-func (b *MemoryBackend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
+func (b *MemoryBackend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) (admin.DeleteResult, error) {
+	deleted, err := b.deleteQueue(ctx, queue, opts)
+	return admin.DeleteResult{Deleted: deleted}, err
+}
+
+// deleteQueue deletes queue as DeleteQueue does, and returns what it
+// deleted. Its waits are its own, never named like another queue.
+func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

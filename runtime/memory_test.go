@@ -81,14 +81,15 @@ func TestMemoryDeleteQueue(t *testing.T) {
 	if _, err := runtime.Enqueue(ctx, p, q, ping{}, runtime.WithDelay(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	deleted, err := b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{})
-	if err == nil || deleted != nil || !strings.Contains(err.Error(), "dead letters: 0, waits: 1; delete it with its waits") {
-		t.Fatalf("DeleteQueue without waits of a queue with a wait = %+v, %v; want a refusal naming the wait", deleted, err)
+	res, err := b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{})
+	if deleted := res.Deleted; err == nil || deleted != nil || !strings.Contains(err.Error(), "dead letters: 0, waits: 1; delete it with its waits") {
+		t.Fatalf("DeleteQueue without waits of a queue with a wait = %+v, %v; want a refusal naming the wait", res, err)
 	}
 	if n, err := b.Ready(ctx, q.Name); n != 2 || err != nil {
 		t.Fatalf("after a refused delete: Ready = %d, %v; want 2", n, err)
 	}
-	deleted, err = b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{WithWaits: true})
+	res, err = b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{WithWaits: true})
+	deleted := res.Deleted
 	want := []admin.DeletedQueue{{Name: "del", Jobs: 2}, {Name: "del.dead", Jobs: 0}, {Name: "del deferred timers", Jobs: 1}}
 	if err != nil || !slices.Equal(deleted, want) {
 		t.Fatalf("DeleteQueue with waits = %+v, %v; want %+v", deleted, err, want)
@@ -110,8 +111,8 @@ func TestMemoryDeleteQueue(t *testing.T) {
 	if _, err := b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{}); !errors.Is(err, admin.ErrQueueInUse) {
 		t.Fatalf("DeleteQueue with a consumer = %v, want ErrQueueInUse", err)
 	}
-	if deleted, err := b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{Force: true}); err != nil || len(deleted) != 1 {
-		t.Fatalf("forced DeleteQueue = %+v, %v; want the queue", deleted, err)
+	if res, err := b.DeleteQueue(ctx, q.Name, admin.DeleteQueueOptions{Force: true}); err != nil || len(res.Deleted) != 1 {
+		t.Fatalf("forced DeleteQueue = %+v, %v; want the queue", res, err)
 	}
 	select {
 	case _, open := <-sub.Deliveries():

@@ -141,9 +141,7 @@ func (c *queueRunner) subscribe(ctx context.Context) (Subscription, error) {
 // no handler.
 func (c *queueRunner) deadLettered(dl DeadLetter) {
 	env, reason := dl.Env, dl.Reason
-	if env.MaxAttempts <= 0 {
-		env.MaxAttempts = c.queue.MaxAttempts
-	}
+	env.MaxAttempts = c.queue.MaxAttempts // the queue's rule, as for a run
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}

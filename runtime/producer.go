@@ -108,9 +108,13 @@ func withTick(tick time.Time) EnqueueOption {
 	return func(o *enqueueOptions) { o.tick = tick.UTC().Format(time.RFC3339) }
 }
 
-// WithID sets the job's ID instead of a generated one. The caller keeps it
-// unique. An empty id is refused with ErrInvalidOption: leave WithID out
-// for a generated ID.
+// WithID sets the job's ID instead of a generated one: a label the caller
+// chooses, carried unchanged through retries, deferrals, dead letters and
+// re-drives, for an idempotency key the handler checks (Info.ID) or for
+// tracing. It is never checked for uniqueness, on any backend or in the
+// outbox: two enqueues with one ID are two jobs, each run, and each a dead
+// letter of its own if it dies. An empty id is refused with
+// ErrInvalidOption: leave WithID out for a generated ID, which is unique.
 func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) { o.id, o.hasID = id, true }
 }

@@ -628,9 +628,7 @@ func isClosed(c <-chan struct{}) bool {
 // orphaned.
 func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, slot *runSlot, d Delivery) {
 	env := d.Envelope()
-	if env.MaxAttempts <= 0 {
-		env.MaxAttempts = c.queue.MaxAttempts
-	}
+	env.MaxAttempts = c.queue.MaxAttempts // the queue's rule, whoever produced the job
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
@@ -696,7 +694,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
 	ctx := WithInfo(base, Info{
 		ID:          env.ID,
-		Queue:       env.Queue,
+		Queue:       c.queue.Name,
 		Attempt:     env.Attempt,
 		MaxAttempts: env.MaxAttempts,
 		EnqueuedAt:  env.EnqueuedAt,
@@ -742,6 +740,7 @@ func vetHandlerError(err error) (vetted error) {
 	_ = err.Error()
 	_ = errors.As(err, new(*DecodeError))
 	_ = errors.As(err, new(*KindError))
+	_ = errors.As(err, new(*RuleError))
 	return err
 }
 
@@ -761,6 +760,7 @@ func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envel
 		deferErr  *DeferError
 		decodeErr *DecodeError
 		kindErr   *KindError
+		ruleErr   *RuleError
 	)
 	if errors.As(herr, &deferErr) && !IsPermanent(herr) {
 		next, cerr := c.nextDeferral(env, deferErr.Delay, herr)
@@ -780,7 +780,7 @@ func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envel
 		}
 		herr = fmt.Errorf("defer for %v refused: %w", deferErr.Delay, err)
 	}
-	if errors.As(herr, &decodeErr) || errors.As(herr, &kindErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
+	if errors.As(herr, &decodeErr) || errors.As(herr, &kindErr) || errors.As(herr, &ruleErr) || IsPermanent(herr) || env.Attempt >= env.MaxAttempts {
 		return c.deadLetter(ctx, runCtx, d, env, herr, run)
 	}
 	delay := c.queue.RetryDelay(env.Attempt)

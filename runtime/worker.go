@@ -135,9 +135,11 @@ func (w *Worker) Use(mw ...Middleware) {
 
 // Register makes h the handler of q's jobs. Generated HandleX functions call
 // it. A bad config or a queue registered twice (naming both job types when
-// their kinds differ) is reported by Run. Each job's envelope kind is
-// checked against q.Kind before h runs: a job of another kind fails with a
-// KindError and is dead-lettered.
+// their kinds differ) is reported by Run. Each job is checked against q
+// before h runs: a job of another kind fails with a KindError, one that
+// breaks another of q's rules with a RuleError, and either is
+// dead-lettered (see RuleError). q's MaxAttempts is every job's, whatever
+// its envelope says.
 // Registering after Run has started is a programming error and panics, as
 // nothing could report it.
 func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
@@ -162,7 +164,7 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 		w.regErrs = append(w.regErrs, err)
 		return
 	}
-	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: checkKind(q, h)})
+	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: w.checkJob(q, h)})
 }
 
 // refuse records err, a registration that cannot be made, for Run to
@@ -318,21 +320,6 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// checkKind returns h behind a check that each job's envelope is of q's
-// kind: one of another kind fails with a KindError, which dead-letters it,
-// and h does not run.
-func checkKind(q QueueConfig, h HandlerFunc) HandlerFunc {
-	if q.Kind == "" {
-		return h
-	}
-	return func(ctx context.Context, env *Envelope) error {
-		if env.Kind != q.Kind {
-			return &KindError{Queue: q.Name, Got: env.Kind, Want: q.Kind}
-		}
-		return h(ctx, env)
 	}
 }
 

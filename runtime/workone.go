@@ -36,7 +36,13 @@ func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (worko
 	if i < 0 {
 		return workone.Settled{}, fmt.Errorf("%w: no handler for queue %q on this worker", ErrInvalidOption, queue)
 	}
-	c := &queueRunner{w: w, queue: reg.queue, handler: wrap(reg.handler, middleware)}
+	// The test kit's run n of max (queueytest.Attempt) stands for a queue
+	// of max attempts: deliveries take the queue's instead (process).
+	q := reg.queue
+	if env.MaxAttempts > 0 {
+		q.MaxAttempts = env.MaxAttempts
+	}
+	c := &queueRunner{w: w, queue: q, handler: wrap(reg.handler, middleware)}
 	d := &recordedDelivery{env: env.Clone()}
 	c.process(ctx, &settleGate{}, &timers{}, nil, d)
 	return d.settled, nil

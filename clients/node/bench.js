@@ -8,7 +8,7 @@
 
 const crypto = require('node:crypto');
 const amqp = require('amqplib');
-const queuey = require('./queuey.js');
+const queuey = require('queuey-client');
 
 async function main() {
   const n = Number(process.argv[2] || 5000);
@@ -21,7 +21,7 @@ async function main() {
   try {
     for (const [name, opts] of [
       ['enqueue', {}],
-      ['enqueue with a 60s delay', { delay: 60000 }],
+      ['enqueue with a 60s delay', { delayMs: 60000 }],
     ]) {
       for (const window of [1, 64]) {
         await queuey.enqueue(conn, queue, 'emails.ChargeCard', payload, opts); // warm up

@@ -5,8 +5,10 @@
 export const CONTENT_TYPE: 'application/vnd.queuey.envelope+msgpack';
 /** Job headers whose names start with this are queuey's own. */
 export const RESERVED_HEADER_PREFIX: 'queuey-';
-/** The annotation's default max_attempts. */
+/** The annotation's default max_attempts: what enqueue writes in the body. Workers run a job by their queue's max_attempts, whatever the body says. */
 export const DEFAULT_MAX_ATTEMPTS: 5;
+/** The annotation's default max_priority. */
+export const DEFAULT_MAX_PRIORITY: 10;
 /** The Go backend's default granularity, in milliseconds. */
 export const DEFAULT_GRANULARITY_MS: 1000;
 
@@ -41,17 +43,18 @@ export interface Envelope {
   headers?: Record<string, string> | null;
 }
 
+/** What enqueue takes; any other option is refused with InvalidJobError. */
 export interface EnqueueOptions {
-  /** 0..the queue's max_priority. Default 0. */
+  /** 0..maxPriority. Default 0. */
   priority?: number;
   /** A unique job ID, at most 255 bytes; a new UUIDv7 when left out. */
   jobId?: string;
   /** String job headers, such as traceparent; none may start with "queuey-". */
   headers?: Record<string, string>;
   /** Milliseconds to hold the job before its first run, rounded up to granularityMs. */
-  delay?: number;
-  /** The queue's max_attempts (its //queuey:queue annotation). Default 5. */
-  maxAttempts?: number;
+  delayMs?: number;
+  /** The queue's max_priority (its //queuey:queue annotation; 0 for no priorities). Default 10. A priority above it is refused. */
+  maxPriority?: number;
   /** The queue's queue_type. Default "classic". */
   queueType?: 'classic' | 'quorum';
   /** The queue's delay mode. Default "queue" (hold queues). */
@@ -85,7 +88,7 @@ export function encodeBody(env: Envelope): Buffer;
 /** The envelope a message carries, checked as a Go worker checks it. */
 export function decodeBody(
   body: Uint8Array,
-  properties: { contentType?: string; messageId?: string; type?: string },
+  properties: { contentType?: string; messageId?: string | Uint8Array; type?: string; expiration?: string },
 ): Required<Omit<Envelope, 'enqueuedAtNs'>> & { enqueuedAtNs: bigint };
 /** payload as msgpack: a Date as a timestamp, a Buffer as bin, a bigint as a 64-bit integer. */
 export function encodePayload(payload: object): Uint8Array;

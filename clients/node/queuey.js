@@ -11,11 +11,13 @@
 //   const queuey = require('queuey-client');
 //   const conn = await amqp.connect('amqp://guest:guest@127.0.0.1:5672/');
 //   const id = await queuey.enqueue(conn, 'emails.send_email', 'emails.SendEmail',
-//     { To: 'ada@example.com', Subject: 'Welcome' }, { delay: 30_000 });
+//     { To: 'ada@example.com', Subject: 'Welcome' }, { delayMs: 30_000 });
 //
 // The payload's keys are the Go struct's field names (or the names in its
 // msgpack tags): "To", not "to". Enqueues may run concurrently: each waits
-// for its own confirm, many in flight on one channel.
+// for its own confirm, many in flight on one channel. JavaScript has no
+// duration type, so a delay is delayMs, in milliseconds, the unit in its
+// name; an option enqueue does not know (such as delay) is refused.
 
 const crypto = require('node:crypto');
 const { encode: msgpackEncode } = require('@msgpack/msgpack');
@@ -24,8 +26,10 @@ const { encode: msgpackEncode } = require('@msgpack/msgpack');
 const CONTENT_TYPE = 'application/vnd.queuey.envelope+msgpack';
 /** Job headers whose names start with this are queuey's own. */
 const RESERVED_HEADER_PREFIX = 'queuey-';
-/** The annotation's default max_attempts. */
+/** The annotation's default max_attempts: what enqueue writes in the body. Workers run a job by their queue's max_attempts, whatever the body says. */
 const DEFAULT_MAX_ATTEMPTS = 5;
+/** The annotation's default max_priority. */
+const DEFAULT_MAX_PRIORITY = 10;
 /** The Go backend's default granularity, in milliseconds. */
 const DEFAULT_GRANULARITY_MS = 1000;
 /** runtime.MaxDeferral in nanoseconds, as a BigInt: (2^32-1) ms / 2. */
@@ -186,6 +190,8 @@ function encodeBody(env) {
   return Buffer.concat(parts);
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 // A reader of msgpack that trusts nothing: what decodeBody needs.
 class Reader {
   constructor(b) {
@@ -248,17 +254,25 @@ class Reader {
     if (c >= 0xd0 && c <= 0xd3) return this.sint(1 << (c - 0xd0));
     throw new InvalidEnvelopeError(`type 0x${c.toString(16)}, want an integer`);
   }
-  string() {
+  string(nilOk = false) {
     const c = this.u8();
     let n;
-    if (c === 0xc0) return '';
+    if (c === 0xc0) {
+      if (nilOk) return '';
+      throw new InvalidEnvelopeError('nil, want a string');
+    }
     if ((c & 0xe0) === 0xa0) n = c & 0x1f;
     else if (c === 0xd9) n = Number(this.uint(1));
     else if (c === 0xda) n = Number(this.uint(2));
     else if (c === 0xdb) n = Number(this.uint(4));
     else throw new InvalidEnvelopeError(`type 0x${c.toString(16)}, want a string`);
     this.need(n);
-    const s = this.b.toString('utf8', this.off, this.off + n);
+    let s;
+    try {
+      s = utf8.decode(this.b.subarray(this.off, this.off + n));
+    } catch {
+      throw new InvalidEnvelopeError('not UTF-8');
+    }
     this.off += n;
     return s;
   }
@@ -305,13 +319,23 @@ class Reader {
 }
 
 /**
- * The envelope a message carries, checked as a Go worker checks it: the
- * message's contentType, messageId and type (kind) properties, and its
- * body. Throws InvalidEnvelopeError saying what is wrong.
+ * The envelope a message carries, checked as a Go worker's decoder checks
+ * it: the message's contentType, messageId (a string, or a Buffer as it
+ * came), type (kind) and expiration properties, and its body. Throws
+ * InvalidEnvelopeError saying what is wrong. The payload is returned as
+ * it is: a worker checks it against the job's type.
  */
-function decodeBody(body, { contentType, messageId, type } = {}) {
+function decodeBody(body, { contentType, messageId, type, expiration } = {}) {
   if (contentType !== CONTENT_TYPE) throw new InvalidEnvelopeError(`content type ${JSON.stringify(contentType ?? '')}, want ${JSON.stringify(CONTENT_TYPE)}`);
-  if (!messageId) throw new InvalidEnvelopeError('empty message id');
+  if (!messageId || messageId.length === 0) throw new InvalidEnvelopeError('empty message id');
+  if (typeof messageId !== 'string') {
+    try {
+      messageId = utf8.decode(messageId);
+    } catch {
+      throw new InvalidEnvelopeError(`message id ${Buffer.from(messageId).toString('hex')} (hex) is not UTF-8`);
+    }
+  }
+  if (expiration) throw new InvalidEnvelopeError(`expiration ${JSON.stringify(String(expiration))} set: a job must not expire`);
   const r = new Reader(Buffer.from(body.buffer, body.byteOffset, body.length));
   const at = (name, f) => {
     try {
@@ -333,14 +357,16 @@ function decodeBody(body, { contentType, messageId, type } = {}) {
   const enqueuedAtNs = int('enqueued at', INT64_MIN, INT64_MAX);
   const queue = at('queue', () => r.string());
   if (queue === '') throw new InvalidEnvelopeError('queue is empty');
-  const lastError = at('last error', () => r.string());
+  const lastError = at('last error', () => r.string(true));
   const nh = at('headers', () => r.mapLen());
   let headers = null;
   if (nh !== null) {
     headers = {};
     for (let i = 0; i < nh; i++) {
       const k = at('header name', () => r.string());
-      headers[k] = at(`header ${JSON.stringify(k)}`, () => r.string());
+      const v = at(`header ${JSON.stringify(k)}`, () => r.string());
+      if (Object.hasOwn(headers, k)) throw new InvalidEnvelopeError(`header ${JSON.stringify(k)} appears twice: a name appears at most once`);
+      headers[k] = v;
     }
   }
   for (let i = BODY_FIELDS; i < n; i++) at(`field ${i + 1}`, () => r.skip());
@@ -550,18 +576,33 @@ async function passive(st, check, missing) {
  * Enqueue one job of kind (the Go type, "emails.SendEmail") onto queue and
  * resolve to its ID once the broker has confirmed it. See queuey.d.ts.
  */
+const ENQUEUE_OPTIONS = new Set(['priority', 'jobId', 'headers', 'delayMs', 'maxPriority', 'queueType', 'delayMode', 'delayExchange', 'granularityMs']);
+
 async function enqueue(target, queue, kind, payload, opts = {}) {
+  for (const name of Object.keys(opts ?? {})) {
+    if (ENQUEUE_OPTIONS.has(name)) continue;
+    if (name === 'delay') throw new InvalidJobError('unknown option "delay": give delayMs, the delay in milliseconds');
+    if (name === 'maxAttempts') throw new InvalidJobError('unknown option "maxAttempts": workers run a job by their queue\'s max_attempts, whatever a producer says');
+    throw new InvalidJobError(`unknown option ${JSON.stringify(name)}; want one of ${[...ENQUEUE_OPTIONS].join(', ')}`);
+  }
   const {
     priority = 0,
     jobId,
     headers,
-    delay,
-    maxAttempts = DEFAULT_MAX_ATTEMPTS,
+    delayMs: delay,
+    maxPriority = DEFAULT_MAX_PRIORITY,
     queueType = 'classic',
     delayMode = 'queue',
     delayExchange,
     granularityMs = DEFAULT_GRANULARITY_MS,
-  } = opts;
+  } = opts ?? {};
+  if (!Number.isInteger(maxPriority) || maxPriority < 0 || maxPriority > 255) {
+    throw new InvalidJobError(`maxPriority = ${maxPriority}, want the queue's max_priority, 0..255 (0: no priorities)`);
+  }
+  if (!Number.isInteger(priority) || priority < 0 || priority > maxPriority) {
+    if (maxPriority === 0) throw new InvalidJobError(`queue ${JSON.stringify(queue)}: priority ${priority}, want 0: the queue declares no priority (max_priority=0)`);
+    throw new InvalidJobError(`queue ${JSON.stringify(queue)}: priority ${priority}, want 0..${maxPriority} (the queue's max_priority)`);
+  }
   if (typeof kind !== 'string' || kind === '') {
     throw new InvalidJobError(`kind = ${JSON.stringify(kind)}: want the job's Go type, package.Type, as its generated XQueue.Kind says`);
   }
@@ -575,7 +616,7 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
       throw new InvalidJobError(`queue ${JSON.stringify(queue)}: header ${JSON.stringify(reserved[0])} is reserved: queuey sets the headers whose names start with ${JSON.stringify(RESERVED_HEADER_PREFIX)} itself; rename it`);
     }
   }
-  if (delay != null && (typeof delay !== 'number' || !(delay >= 0))) throw new InvalidJobError(`delay = ${delay}, want 0 or more milliseconds`);
+  if (delay != null && (typeof delay !== 'number' || !(delay >= 0))) throw new InvalidJobError(`delayMs = ${delay}, want 0 or more milliseconds`);
   const delayed = delay != null && delay > 0;
   if (delayed && delayMode !== 'queue' && delayMode !== 'plugin') throw new InvalidJobError(`delayMode = ${JSON.stringify(delayMode)}, want "queue" or "plugin"`);
   const nowMs = Date.now();
@@ -585,7 +626,7 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
     kind,
     payload: encodePayload(payload),
     attempt: 1,
-    maxAttempts,
+    maxAttempts: DEFAULT_MAX_ATTEMPTS,
     priority,
     enqueuedAtNs: BigInt(nowMs) * 1000000n,
     lastError: '',
@@ -684,6 +725,7 @@ module.exports = {
   CONTENT_TYPE,
   RESERVED_HEADER_PREFIX,
   DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_PRIORITY,
   DEFAULT_GRANULARITY_MS,
   QueueyError,
   UnroutableError,

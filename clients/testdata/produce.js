@@ -1,7 +1,8 @@
 'use strict';
-// Enqueues the jobs of a plan through clients/node/queuey.js, for the Go
-// test in clients/ (clients_test.go): the plan, JSON, on stdin; one JSON
-// line per job on stdout, {"i": index, "id": job ID}, then {"done": true}.
+// Enqueues the jobs of a plan through the queuey-client package, as
+// installed in the project it runs in, for the Go test in clients/
+// (clients_test.go): the plan, JSON, on stdin; one JSON line per job on
+// stdout, {"i": index, "id": job ID}, then {"done": true}.
 // Up to plan.window enqueues are in flight at once.
 //
 // Payload values written {"$int": "decimal"} are integers that JSON
@@ -9,12 +10,8 @@
 // in the plan it also publishes a job of another kind and a message that
 // is not an envelope at all.
 
-const path = require('node:path');
-const { createRequire } = require('node:module');
-const nodeDir = path.join(__dirname, '..', 'node');
-const requireNode = createRequire(path.join(nodeDir, 'queuey.js'));
-const amqp = requireNode('amqplib');
-const queuey = require(path.join(nodeDir, 'queuey.js'));
+const amqp = require('amqplib');
+const queuey = require('queuey-client');
 
 function fromJSON(v) {
   if (Array.isArray(v)) return v.map(fromJSON);
@@ -36,7 +33,7 @@ async function main() {
   const plan = await readStdin();
   const conn = await amqp.connect(plan.url);
   const opts = {
-    maxAttempts: plan.max_attempts,
+    maxPriority: plan.max_priority,
     queueType: plan.queue_type,
     delayMode: plan.delay_mode,
     delayExchange: plan.delay_exchange || undefined,
@@ -54,7 +51,7 @@ async function main() {
         ...opts,
         priority: job.priority || 0,
         headers: job.headers || undefined,
-        delay: job.delay_ms || undefined,
+        delayMs: job.delay_ms || undefined,
       });
       out.push(JSON.stringify({ i, id }));
     }

@@ -1,22 +1,21 @@
-"""Enqueues the jobs of a plan through clients/python/queuey.py, for the
-Go test in clients/ (clients_test.go): the plan, JSON, on stdin; one JSON
-line per job on stdout, {"i": index, "id": job ID}, then {"done": true}.
+"""Enqueues the jobs of a plan through the queuey package, as installed,
+for the Go test in clients/ (clients_test.go): the plan, JSON, on stdin;
+one JSON line per job on stdout, {"i": index, "id": job ID}, then
+{"done": true}.
 
 Payload values written {"$int": "decimal"} are integers that JSON numbers
 may not carry exactly. With "invalid" in the plan it also publishes a job
 of another kind and a message that is not an envelope at all.
 """
 
+import datetime
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import pika
 
-import pika  # noqa: E402
-
-import queuey  # noqa: E402
+import queuey
 
 
 def from_json(v):
@@ -33,7 +32,7 @@ def main():
     plan = json.load(sys.stdin)
     conn = pika.BlockingConnection(pika.URLParameters(plan["url"]))
     opts = dict(
-        max_attempts=plan["max_attempts"],
+        max_priority=plan["max_priority"],
         queue_type=plan["queue_type"],
         delay_mode=plan["delay_mode"],
         delay_exchange=plan.get("delay_exchange") or None,
@@ -46,7 +45,7 @@ def main():
             conn, plan["queue"], plan["kind"], from_json(job["payload"]),
             priority=job.get("priority") or None,
             headers=job.get("headers"),
-            delay=None if delay is None else delay / 1000,
+            delay=None if delay is None else datetime.timedelta(milliseconds=delay),
             **opts,
         )
         print(json.dumps({"i": i, "id": id_}), flush=False)

@@ -102,9 +102,7 @@ func instrument(out io.Writer, b runtime.Backend, obs observability) (*telemetry
 		stops = append(stops, srv.Shutdown, mp.Shutdown)
 		if rc, ok := b.(admin.ReadyCounter); ok {
 			cfg.Depth = rc
-			for _, q := range emails.Queues() {
-				cfg.DepthQueues = append(cfg.DepthQueues, q.Name)
-			}
+			cfg.DepthQueues = emails.Queues()
 		}
 	}
 	inst, err := otelqueuey.New(cfg)

@@ -16,18 +16,15 @@ import (
 const dialTimeout = 30 * time.Second
 
 // Dial returns a backend connected to node n, closed when tb ends. A nil
-// opts.Logger discards the backend's logs.
+// opts.Logger discards the backend's logs. The nodes run no management
+// plugin; the default management URL (port 15672 of the node's host) is
+// the main broker's, which the backend finds serves another cluster and
+// does not read.
 func Dial(tb testing.TB, n int, opts rabbitmq.Options) *rabbitmq.Backend {
 	tb.Helper()
 	Require(tb)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.ManagementURL == "" {
-		// The nodes run no management plugin, and the default (port
-		// 15672 of the node's host) is the main broker's, which knows
-		// none of the cluster's queues.
-		opts.ManagementURL = rabbitmq.ManagementOff
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()

@@ -18,6 +18,7 @@
 package mpfit
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -31,7 +32,9 @@ import (
 
 // Checker checks msgpack data against one Go type.
 type Checker struct {
-	root *node // nil when no number can land anywhere in the type
+	root     *node // nil when no number can land anywhere in the type
+	isStruct bool  // the type is a struct, which a nil would decode into as its zero value
+	typ      reflect.Type
 }
 
 // node is a part of a Go type that a number can land in.
@@ -62,24 +65,39 @@ func For(t reflect.Type) *Checker {
 	if c, ok := checkers.Load(t); ok {
 		return c.(*Checker)
 	}
-	c, _ := checkers.LoadOrStore(t, &Checker{root: compile(t)})
+	c, _ := checkers.LoadOrStore(t, &Checker{root: compile(t), isStruct: t.Kind() == reflect.Struct, typ: t})
 	return c.(*Checker)
 }
 
-// Check reads data, one msgpack value, and returns an *Error for the first
-// number in it that msgpack would not decode unchanged into the part of
-// the type it lands in. It checks data as mpscan.Check does on the way,
-// and returns mpscan.ErrMalformed for what that refuses, so that a
-// payload off the wire is read once before msgpack decodes it.
+// Check reads data, which must be exactly one msgpack value, and returns
+// an *Error for the first number in it that msgpack would not decode
+// unchanged into the part of the type it lands in. It checks data as
+// mpscan.Check does on the way, and returns mpscan.ErrMalformed for what
+// that refuses and for bytes after the value, so that a payload off the
+// wire is read once before msgpack decodes it. A nil for a struct type is
+// refused too: msgpack would decode it as the struct's zero value, a job
+// that nobody wrote.
 func (c *Checker) Check(data []byte) error {
+	r := mpscan.NewReader(data)
+	if c.isStruct && r.Nil() {
+		return fmt.Errorf("nil, want a %s (a map of its fields)", c.typ)
+	}
+	var err error
 	if c.root == nil {
-		return mpscan.Check(data)
+		err = r.Skip()
+	} else {
+		err = c.root.check(r, 0)
+		if e, ok := err.(*Error); ok && len(e.Path) > 0 && e.Path[0] == '.' {
+			e.Path = e.Path[1:]
+		}
 	}
-	err := c.root.check(mpscan.NewReader(data), 0)
-	if e, ok := err.(*Error); ok && len(e.Path) > 0 && e.Path[0] == '.' {
-		e.Path = e.Path[1:]
+	if err != nil {
+		return err
 	}
-	return err
+	if n := len(r.Rest()); n > 0 {
+		return fmt.Errorf("%w: %d bytes after the value: a payload is exactly one msgpack value", mpscan.ErrMalformed, n)
+	}
+	return nil
 }
 
 // Error is a number that does not fit where it would be decoded.

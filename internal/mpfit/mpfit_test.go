@@ -235,3 +235,38 @@ func BenchmarkScan(b *testing.B) {
 		}
 	}
 }
+
+// TestCheckOneValue: a payload is exactly one msgpack value: bytes after
+// it are refused, and so is nothing at all; a nil for a struct (which
+// msgpack would decode as its zero value) is refused, while a nil for a
+// pointer, a slice or a map decodes as nil and is taken.
+func TestCheckOneValue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		typ  reflect.Type
+		data []byte
+		want string // "" for none
+	}{
+		{"struct", reflect.TypeFor[list](), marshal(t, list{V: 1}), ""},
+		{"struct and a byte after", reflect.TypeFor[list](), append(marshal(t, list{V: 1}), 0x01), "1 bytes after the value"},
+		{"struct without numbers and bytes after", reflect.TypeFor[words](), append(marshal(t, words{S: "a"}), 0xc0, 0xc0), "2 bytes after the value"},
+		{"nothing", reflect.TypeFor[words](), nil, "malformed"},
+		{"nil for a struct", reflect.TypeFor[list](), []byte{0xc0}, "nil, want a mpfit.list"},
+		{"nil for a struct without numbers", reflect.TypeFor[words](), []byte{0xc0}, "nil, want a mpfit.words"},
+		{"nil for a pointer", reflect.TypeFor[*list](), []byte{0xc0}, ""},
+		{"nil for a slice", reflect.TypeFor[[]int](), []byte{0xc0}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := For(tc.typ).Check(tc.data)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Check: %v, want nil", err)
+			case tc.want != "" && (err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want))):
+				t.Fatalf("Check: %v, want an error containing %q", err, tc.want)
+			}
+			if trailing := bytes.Contains([]byte(tc.want), []byte("after")); trailing && !errors.Is(err, mpscan.ErrMalformed) {
+				t.Errorf("Check: %v, want it to wrap mpscan.ErrMalformed", err)
+			}
+		})
+	}
+}

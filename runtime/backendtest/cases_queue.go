@@ -42,7 +42,8 @@ func testAdminPurgeDeleteQueue(t *testing.T, f Features, nb func(*testing.T) run
 		t.Fatal(err)
 	}
 	eventually(t, "no consumer attached", func() bool { return h.stats().Consumers == 0 })
-	deleted, err := qa.DeleteQueue(ctxT(t), h.q.Name, admin.DeleteQueueOptions{WithWaits: true})
+	res, err := qa.DeleteQueue(ctxT(t), h.q.Name, admin.DeleteQueueOptions{WithWaits: true})
+	deleted := res.Deleted
 	if errors.Is(err, admin.ErrCannotList) {
 		// Hold queues cannot be found (RabbitMQ without its management
 		// API): nothing may be deleted then.
@@ -52,8 +53,8 @@ func testAdminPurgeDeleteQueue(t *testing.T, f Features, nb func(*testing.T) run
 		if st := h.stats(); st.Dead != 1 {
 			t.Fatalf("after a refused DeleteQueue: %d dead; want the 1 dead letter kept", st.Dead)
 		}
-		if deleted, err = qa.DeleteQueue(ctxT(t), h.q.Name, admin.DeleteQueueOptions{}); err != nil || len(deleted) != 1 {
-			t.Fatalf("DeleteQueue = %+v, %v; want the queue", deleted, err)
+		if res, err = qa.DeleteQueue(ctxT(t), h.q.Name, admin.DeleteQueueOptions{}); err != nil || len(res.Deleted) != 1 {
+			t.Fatalf("DeleteQueue = %+v, %v; want the queue", res, err)
 		}
 		return
 	}

@@ -68,6 +68,8 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"QueueNameLimits", true, testQueueNameLimits},
 		{"RetryMaxWithinLongestWait", true, testRetryMaxWithinLongestWait},
 		{"ReservedHeaders", false, testReservedHeaders},
+		{"QueueRulesAuthority", false, testQueueRulesAuthority},
+		{"PayloadIsOneValue", false, testPayloadIsOneValue},
 		{"DeclareErrorNamesQueueOnce", false, testDeclareErrorNamesQueueOnce},
 	}
 	for _, c := range cases {

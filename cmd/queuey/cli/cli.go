@@ -132,14 +132,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		env.Getenv = func(string) string { return "" }
 	}
 	var g grammar
-	parser, err := kong.New(&g,
-		kong.Name("queuey"),
-		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them, relay an outbox.\n\n"+confirmHelp+"\n\n"+exitCodesHelp),
-		kong.Writers(env.Stdout, env.Stderr),
-		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
-		kong.Exit(func(c int) { panic(exitRequest(c)) }),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
+	parser, err := newParser(&g, env)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "queuey: internal error:", err)
 		return ExitFailure
@@ -172,6 +165,18 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		return open(ctx, Target{URL: g.URL, ManagementURL: g.ManagementURL, IndexDeadLetters: true})
 	}}
 	return report(env, kctx.Run(r))
+}
+
+// newParser returns the parser of the command line into g.
+func newParser(g *grammar, env Env) (*kong.Kong, error) {
+	return kong.New(g,
+		kong.Name("queuey"),
+		kong.Description("Operate queuey queues on RabbitMQ: see every queue and dead letter, re-drive and purge them, relay an outbox.\n\n"+confirmHelp+"\n\n"+exitCodesHelp),
+		kong.Writers(env.Stdout, env.Stderr),
+		kong.Vars{"default_url": DefaultURL, "dashboard_addr": dashboard.DefaultAddr},
+		kong.Exit(func(c int) { panic(exitRequest(c)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
 }
 
 // resolve fills the URLs from the environment and the defaults, and

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -81,7 +82,16 @@ type deadPageJSON struct {
 
 type showCmd struct {
 	Queue string `arg:"" help:"The logical queue."`
-	ID    string `arg:"" help:"The job ID (as dead ls shows it)."`
+	ID    string `arg:"" help:"The job ID (as dead ls shows it). Every dead letter that carries it is shown, oldest first: an ID given with WithID is a label that several jobs may carry."`
+}
+
+// showJSON is what queuey --json dead show prints: every dead letter of
+// the queue that carries the ID, oldest first (one, or more when several
+// jobs were enqueued with it).
+type showJSON struct {
+	Queue   string                 `json:"queue"`
+	ID      string                 `json:"id"`
+	Letters []admin.DeadLetterInfo `json:"letters"`
 }
 
 func (c *showCmd) Run(r *run) error {
@@ -90,18 +100,58 @@ func (c *showCmd) Run(r *run) error {
 		return err
 	}
 	defer closeFn()
-	l, err := be.DeadLetter(r.ctx, c.Queue, c.ID)
-	if errors.Is(err, admin.ErrDeadLetterNotFound) {
-		return fail(ExitFailure, "no dead letter of %s has the ID %q", c.Queue, c.ID)
-	}
+	letters, err := lettersWithID(r, be, c.Queue, c.ID)
 	if err != nil {
 		return deadFailure(c.Queue, err)
 	}
-	l.EnqueuedAt = l.EnqueuedAt.UTC()
+	if len(letters) == 0 {
+		return fail(ExitFailure, "no dead letter of %s has the ID %q", c.Queue, c.ID)
+	}
+	for i := range letters {
+		letters[i].EnqueuedAt = letters[i].EnqueuedAt.UTC()
+	}
 	if r.g.JSON {
-		return r.printJSON(l)
+		return r.printJSON(showJSON{Queue: c.Queue, ID: c.ID, Letters: letters})
 	}
 	w := r.env.Stdout
+	if len(letters) > 1 {
+		printf(w, "%d dead letters of %s carry the ID %q (an ID is a label several jobs may carry); oldest first\n", len(letters), c.Queue, c.ID)
+	}
+	for i, l := range letters {
+		if len(letters) > 1 {
+			printf(w, "\n--- dead letter %d of %d with this ID ---\n", i+1, len(letters))
+		}
+		printLetter(w, l)
+	}
+	return nil
+}
+
+// lettersWithID returns every dead letter of queue that carries id, oldest
+// first: it reads the whole dead-letter queue, page by page, since any
+// letter may carry it.
+func lettersWithID(r *run, be Admin, queue, id string) ([]admin.DeadLetterInfo, error) {
+	var out []admin.DeadLetterInfo
+	after := ""
+	for {
+		list, err := be.DeadLetters(r.ctx, queue, admin.DeadLetterPage{After: after, Limit: admin.MaxDeadLetterLimit})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range list.Letters {
+			if l.ID == id {
+				out = append(out, l)
+			}
+		}
+		if list.Next == "" {
+			return out, nil
+		}
+		after = list.Next
+	}
+}
+
+// printLetter prints one dead letter, its fields then its payload (or
+// body, for a poison letter).
+func printLetter(w io.Writer, l admin.DeadLetterInfo) {
 	var rows [][]string
 	add := func(k, v string) { rows = append(rows, []string{k + ":", v}) }
 	add("id", l.ID)
@@ -125,7 +175,7 @@ func (c *showCmd) Run(r *run) error {
 		} else {
 			fmt.Fprint(w, hex.Dump(l.Body))
 		}
-		return nil
+		return
 	}
 	add("kind", l.Kind)
 	add("attempt", fmt.Sprintf("%d of %d", l.Attempt, l.MaxAttempts))
@@ -140,7 +190,7 @@ func (c *showCmd) Run(r *run) error {
 	table(w, nil, rows)
 	if l.PayloadError != "" {
 		printf(w, "payload: cannot decode: %s\n", l.PayloadError)
-		return nil
+		return
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, l.Payload, "", "  "); err != nil {
@@ -148,7 +198,6 @@ func (c *showCmd) Run(r *run) error {
 		pretty.WriteString(safe(string(l.Payload)))
 	}
 	fmt.Fprintf(w, "payload:\n%s\n", jsonSafe(pretty.Bytes()))
-	return nil
 }
 
 // selector is how redrive and purge pick letters. Each --id is one ID as
@@ -212,11 +261,28 @@ func (c *redriveCmd) Run(r *run) error {
 		return err
 	}
 	if r.g.JSON {
-		if jerr := r.printJSON(redriveJSON{Queue: c.Queue, Moved: nonNil(res.Moved), Refused: nonNil(res.Refused), NotFound: nonNil(res.NotFound)}); jerr != nil {
+		out := redriveJSON{Queue: c.Queue, Moved: nonNil(res.Moved), Refused: nonNil(res.Refused), NotFound: nonNil(res.NotFound)}
+		if len(c.IDs) > 0 {
+			out.MovedByID = countByID(c.IDs, res.Moved)
+		}
+		if jerr := r.printJSON(out); jerr != nil {
 			return jerr
 		}
 	} else {
-		printf(r.env.Stdout, "moved %s of %s back onto %s\n", plural(len(res.Moved), "dead letter"), c.Queue, c.Queue)
+		head := sprintf("moved %s of %s back onto %s", plural(len(res.Moved), "dead letter"), c.Queue, c.Queue)
+		if len(c.IDs) > 0 && len(res.Moved) > 0 {
+			// Per ID: an ID is a label several letters may carry.
+			n := countByID(c.IDs, res.Moved)
+			var parts []string
+			for _, id := range c.IDs {
+				if n[id] > 0 {
+					parts = append(parts, fmt.Sprintf("%d with ID %s", n[id], strconv.Quote(id)))
+					n[id] = 0 // once, however often it was asked for
+				}
+			}
+			head += ": " + strings.Join(parts, ", ")
+		}
+		fmt.Fprintln(r.env.Stdout, head)
 		for _, f := range res.Refused {
 			printf(r.env.Stdout, "refused %s: %s\n", f.ID, f.Reason)
 			if f.Reason == admin.PoisonRefusal {
@@ -255,12 +321,29 @@ func filterText(reason, kind string) string {
 	return sprintf("has a reason containing %q", reason)
 }
 
-// redriveJSON is what dead redrive prints with --json.
+// redriveJSON is what dead redrive prints with --json. With --id,
+// MovedByID counts the letters moved of each ID asked for (0 for one not
+// found or only refused): an ID is a label several letters may carry.
 type redriveJSON struct {
-	Queue    string                `json:"queue"`
-	Moved    []string              `json:"moved"`
-	Refused  []admin.RefusedLetter `json:"refused"`
-	NotFound []string              `json:"not_found"`
+	Queue     string                `json:"queue"`
+	Moved     []string              `json:"moved"`
+	MovedByID map[string]int        `json:"moved_by_id,omitempty"`
+	Refused   []admin.RefusedLetter `json:"refused"`
+	NotFound  []string              `json:"not_found"`
+}
+
+// countByID counts, for each of ids, how often moved holds it.
+func countByID(ids, moved []string) map[string]int {
+	n := make(map[string]int, len(ids))
+	for _, id := range ids {
+		n[id] = 0
+	}
+	for _, id := range moved {
+		if _, asked := n[id]; asked {
+			n[id]++
+		}
+	}
+	return n
 }
 
 // purgeDeadJSON is what dead purge prints with --json.

@@ -24,11 +24,11 @@ const (
 	ExitAuth        = 5 // the broker refused the user name or password
 	ExitVhost       = 6 // the URL's virtual host does not exist on the broker
 	ExitPermission  = 7 // the broker refused the user the virtual host or the operation
-	ExitManagement  = 8 // the management API, needed for what was asked, is missing, unreachable or refused the credentials
+	ExitManagement  = 8 // the management API, needed for what was asked, is missing, unreachable or refused the credentials; or it serves another broker
 )
 
 // exitCodesHelp is the table of exit codes that queuey --help shows.
-const exitCodesHelp = `Exit codes: 0 done; 1 failed (a queue, kind, reason or ID named matches nothing, a letter was refused); 2 usage; 3 bad --url or --management-url; 4 broker unreachable; 5 authentication refused; 6 virtual host missing; 7 permission refused; 8 management API missing or refused.`
+const exitCodesHelp = `Exit codes: 0 done; 1 failed (a queue, kind, reason or ID named matches nothing, a letter was refused); 2 usage; 3 bad --url or --management-url; 4 broker unreachable; 5 authentication refused; 6 virtual host missing; 7 permission refused; 8 management API missing or refused, or another broker's.`
 
 // failure is an error in the operator's words, with the exit code of its
 // class.

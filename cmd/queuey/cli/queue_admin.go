@@ -25,10 +25,12 @@ type purgeJSON struct {
 	Purged int    `json:"purged"`
 }
 
-// deleteJSON is what queues delete prints with --json.
+// deleteJSON is what queues delete prints with --json: what it deleted,
+// and the queues named like its waits that are not, which it kept.
 type deleteJSON struct {
 	Queue   string               `json:"queue"`
 	Deleted []admin.DeletedQueue `json:"deleted"`
+	Kept    []admin.KeptQueue    `json:"kept"`
 }
 
 // queueAdmin opens the backend for a purge or delete of queue, and reads
@@ -93,17 +95,18 @@ func (c *queueDeleteCmd) Run(r *run) error {
 	if err := r.confirm(c.Yes, "delete a queue", q); err != nil {
 		return err
 	}
-	deleted, err := qa.DeleteQueue(r.ctx, c.Queue, admin.DeleteQueueOptions{WithWaits: c.WithWaits, Force: c.Force})
+	res, err := qa.DeleteQueue(r.ctx, c.Queue, admin.DeleteQueueOptions{WithWaits: c.WithWaits, Force: c.Force})
+	deleted := res.Deleted
 	if r.g.JSON {
-		if deleted == nil {
-			deleted = []admin.DeletedQueue{}
-		}
-		if jerr := r.printJSON(deleteJSON{Queue: c.Queue, Deleted: deleted}); jerr != nil {
+		if jerr := r.printJSON(deleteJSON{Queue: c.Queue, Deleted: nonNil(deleted), Kept: nonNil(res.Kept)}); jerr != nil {
 			return jerr
 		}
 	} else {
 		for _, d := range deleted {
 			printf(r.env.Stdout, "deleted queue %s with %s\n", d.Name, plural(d.Jobs, "job"))
+		}
+		for _, k := range res.Kept {
+			printf(r.env.Stdout, "kept queue %s with %s: %s\n", k.Name, plural(k.Jobs, "job"), k.Why)
 		}
 	}
 	switch {

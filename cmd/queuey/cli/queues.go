@@ -8,10 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/tools/go/packages"
-
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/annotations"
 	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -326,37 +323,4 @@ func noteQueues(notes []queueNote, queue, note string) []queueNote {
 type queueNote struct {
 	queues []string
 	note   string
-}
-
-// annotatedQueues loads the packages of patterns (syntax only: nothing is
-// compiled) and returns the queues their //queuey:queue annotations
-// declare. Patterns that declare no queue at all are an error (exit 1):
-// a mistyped --pkg would otherwise show an empty list as if it were true.
-func annotatedQueues(dir string, patterns []string) ([]runtime.QueueConfig, error) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax, Dir: dir}, patterns...)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", strings.Join(patterns, " "), err)
-	}
-	var out []runtime.QueueConfig
-	var errs []error
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			errs = append(errs, fmt.Errorf("package %s: %v", p.PkgPath, e))
-		}
-		jobs, err := annotations.ParseFiles(p.Fset, p.Name, p.Syntax)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, j := range jobs {
-			out = append(out, j.Queue)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if len(out) == 0 {
-		return nil, fail(ExitFailure, "--pkg %s: no //queuey:queue annotation there", strings.Join(patterns, " "))
-	}
-	return out, nil
 }

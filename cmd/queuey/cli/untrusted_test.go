@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestUntrustedTextEscaped(t *testing.T) {
 	}
 
 	r = runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--id", evilID, "--yes")
-	if c, ok := raw(r.out + r.err); ok || r.code != cli.ExitOK || r.out != "moved 1 dead letter of q back onto q\n" {
+	if c, ok := raw(r.out + r.err); ok || r.code != cli.ExitOK || r.out != "moved 1 dead letter of q back onto q: 1 with ID "+strconv.Quote(evilID)+"\n" {
 		t.Errorf("dead redrive: exit %d, raw %U, stdout %q, stderr %q", r.code, c, r.out, r.err)
 	}
 
@@ -105,9 +106,12 @@ func TestUntrustedTextEscaped(t *testing.T) {
 		t.Errorf("dead ls --json decodes to %+v, %v; want the letter's text exactly", letters, err)
 	}
 	r = runCLI(t, ctxT(t), memEnv(b), "--json", "dead", "show", "q", evilID)
-	var letter admin.DeadLetterInfo
-	if c, ok := raw(r.out); ok || json.Unmarshal([]byte(r.out), &letter) != nil || letter.ID != evilID {
-		t.Errorf("dead show --json: raw %U, %+v; want the letter's ID exactly", c, letter)
+	var shown struct {
+		ID      string
+		Letters []admin.DeadLetterInfo
+	}
+	if c, ok := raw(r.out); ok || json.Unmarshal([]byte(r.out), &shown) != nil || shown.ID != evilID || len(shown.Letters) != 1 || shown.Letters[0].ID != evilID {
+		t.Errorf("dead show --json: raw %U, %+v; want the letter's ID exactly", c, shown)
 	}
 }
 

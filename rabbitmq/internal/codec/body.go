@@ -2,9 +2,11 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/runtime"
@@ -157,14 +159,14 @@ func decodeBody(body []byte, env *runtime.Envelope) error {
 	if err != nil {
 		return err
 	}
-	queue, err := r.String()
+	queue, err := readString(r, false)
 	if err != nil {
 		return fmt.Errorf("%w: queue: %v", ErrInvalid, err)
 	}
 	if queue == "" {
 		return fmt.Errorf("%w: queue is empty", ErrInvalid)
 	}
-	lastError, err := r.String()
+	lastError, err := readString(r, true)
 	if err != nil {
 		return fmt.Errorf("%w: last error: %v", ErrInvalid, err)
 	}
@@ -202,15 +204,41 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 	}
 	h := make(map[string]string, min(n, maxHeadersHint))
 	for range n {
-		k, err := r.String()
+		k, err := readString(r, false)
 		if err != nil {
 			return nil, fmt.Errorf("%w: header name: %v", ErrInvalid, err)
 		}
-		v, err := r.String()
+		v, err := readString(r, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, k, err)
+			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, clip(k), err)
+		}
+		if _, dup := h[k]; dup {
+			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, clip(k))
 		}
 		h[k] = v
 	}
 	return h, nil
+}
+
+// Why a string field is refused; static, so that reading a good one
+// allocates nothing but the string.
+var (
+	errNilString = errors.New("nil, want a string")
+	errNotUTF8   = errors.New("not UTF-8")
+)
+
+// readString reads a str holding UTF-8, or a nil (as "") when nilOK. Its
+// error says what is wrong, for the caller to name the field.
+func readString(r *mpscan.Reader, nilOK bool) (string, error) {
+	if c, err := r.Peek(); err == nil && c == 0xc0 && !nilOK {
+		return "", errNilString
+	}
+	s, err := r.String()
+	if err != nil {
+		return "", err
+	}
+	if !utf8.ValidString(s) {
+		return "", errNotUTF8
+	}
+	return s, nil
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -229,8 +230,11 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 }
 
 // Decode returns the envelope d carries, or an error wrapping ErrInvalid that
-// says what is wrong: a wrong content type, an empty message id, a body
-// that does not hold the envelope's fields. It never panics, whatever d holds. The
+// says what is wrong: a wrong content type, a message id that is empty or
+// not UTF-8, an expiration, a body that does not hold the envelope's
+// fields as docs/wire-format.md says (a string that is not UTF-8, a job
+// header name twice included). The payload is checked against the job's
+// type where it is decoded, by the worker. It never panics, whatever d holds. The
 // envelope's payload shares d.Body's memory.
 func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 	if d == nil {
@@ -241,6 +245,12 @@ func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 	}
 	if d.MessageId == "" {
 		return nil, fmt.Errorf("%w: empty message id", ErrInvalid)
+	}
+	if !utf8.ValidString(d.MessageId) {
+		return nil, fmt.Errorf("%w: message id %q is not UTF-8", ErrInvalid, clip(d.MessageId))
+	}
+	if d.Expiration != "" {
+		return nil, fmt.Errorf("%w: expiration %q set: a job must not expire (the broker would drop it, or dead-letter it with no reason)", ErrInvalid, clip(d.Expiration))
 	}
 	env := &runtime.Envelope{ID: d.MessageId, Kind: d.Type}
 	if err := decodeBody(d.Body, env); err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -66,10 +67,12 @@ type (
 	vectorProps struct {
 		ContentType  string `json:"content_type"`
 		MessageID    string `json:"message_id"`
+		MessageIDHex string `json:"message_id_hex,omitempty"` // in place of message_id, when it is not UTF-8 (JSON cannot hold it)
 		Type         string `json:"type"`
 		Timestamp    *int64 `json:"timestamp,omitempty"`
 		DeliveryMode uint8  `json:"delivery_mode"`
 		Priority     uint8  `json:"priority"`
+		Expiration   string `json:"expiration,omitempty"`
 	}
 	vectorEnvelope struct {
 		ID           string            `json:"id"`
@@ -304,6 +307,14 @@ func invalidCases() []struct {
 		{"header_not_string", "a job header whose value is an integer", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x81, 0xa1, 'a', 0x01)},
 		{"headers_as_array", "headers as an array", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x90)},
 		{"truncated", "an array that claims 7 fields and holds 5", ok, []byte{0x97, 1, 5, 0, 0, 0xa1, 'q'}},
+		{"message_id_not_utf8", "a message id that is not UTF-8 (given in message_id_hex)", with(func(p *vectorProps) { p.MessageID = "job-\xff\xfe" }), fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0xc0)},
+		{"expiration", "an expiration property: a job must not expire", with(func(p *vectorProps) { p.Expiration = "60000" }), fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0xc0)},
+		{"queue_not_utf8", "a queue that is not UTF-8", ok, fields(0x97, 1, 5, 0, 0, 0xa2, 'q', 0xff, 0xa0, 0xc0)},
+		{"last_error_not_utf8", "a last error that is not UTF-8", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa1, 0xc3, 0xc0)},
+		{"header_twice", "a job header name twice", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x82, 0xa1, 'a', 0xa1, 'x', 0xa1, 'a', 0xa1, 'y')},
+		{"header_value_nil", "a job header whose value is nil", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x81, 0xa1, 'a', 0xc0)},
+		{"header_name_nil", "a job header whose name is nil", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x81, 0xc0, 0xa1, 'a')},
+		{"header_not_utf8", "a job header value that is not UTF-8", ok, fields(0x97, 1, 5, 0, 0, 0xa1, 'q', 0xa0, 0x81, 0xa1, 'a', 0xa1, 0x80)},
 	}
 }
 
@@ -337,13 +348,16 @@ func TestVectors(t *testing.T) {
 		want[c.name+".json"] = marshalVector(t, c.name, c.description, pub, hold, msg, c.env, false, c.delay)
 	}
 	for _, c := range decodeOnly() {
-		msg := amqp.Publishing{ContentType: ContentType, MessageId: c.env.ID, Type: c.env.Kind, DeliveryMode: amqp.Persistent, Timestamp: c.env.EnqueuedAt, Body: c.body}
+		msg := amqp.Publishing{ContentType: ContentType, MessageId: c.env.ID, Type: c.env.Kind, DeliveryMode: amqp.Persistent, Priority: c.env.Priority, Timestamp: c.env.EnqueuedAt, Body: c.body}
 		want[c.name+".json"] = marshalVector(t, c.name, c.description, vectorPublish{RoutingKey: c.env.Queue, Mandatory: true}, nil, msg, c.env, true, nil)
 	}
 	for _, c := range invalidCases() {
-		_, err := Decode(&amqp.Delivery{ContentType: c.props.ContentType, MessageId: c.props.MessageID, Type: c.props.Type, DeliveryMode: c.props.DeliveryMode, Body: c.body})
+		_, err := Decode(&amqp.Delivery{ContentType: c.props.ContentType, MessageId: c.props.MessageID, Type: c.props.Type, DeliveryMode: c.props.DeliveryMode, Expiration: c.props.Expiration, Body: c.body})
 		if err == nil {
 			t.Fatalf("invalid/%s: Decode accepted it", c.name)
+		}
+		if !utf8.ValidString(c.props.MessageID) {
+			c.props.MessageIDHex, c.props.MessageID = hex.EncodeToString([]byte(c.props.MessageID)), ""
 		}
 		want[filepath.Join("invalid", c.name+".json")] = indentJSON(t, invalidVector{Name: c.name, Description: c.description, Properties: c.props, BodyHex: hex.EncodeToString(c.body), Reason: err.Error()})
 	}
@@ -555,7 +569,15 @@ func checkInvalid(t *testing.T, name string, file []byte) {
 	if err != nil {
 		t.Fatalf("%s: body_hex: %v", name, err)
 	}
-	_, err = Decode(&amqp.Delivery{ContentType: v.Properties.ContentType, MessageId: v.Properties.MessageID, Type: v.Properties.Type, Body: body})
+	id := v.Properties.MessageID
+	if v.Properties.MessageIDHex != "" {
+		b, err := hex.DecodeString(v.Properties.MessageIDHex)
+		if err != nil {
+			t.Fatalf("%s: message_id_hex: %v", name, err)
+		}
+		id = string(b)
+	}
+	_, err = Decode(&amqp.Delivery{ContentType: v.Properties.ContentType, MessageId: id, Type: v.Properties.Type, Expiration: v.Properties.Expiration, Body: body})
 	if err == nil || err.Error() != v.Reason {
 		t.Errorf("%s: Decode = %v, want %q", name, err, v.Reason)
 	}

@@ -96,6 +96,23 @@ func (c *Client) Queues(ctx context.Context) ([]Queue, error) {
 	return qs, nil
 }
 
+// Overview is what the API's /api/overview says of the broker that
+// serves it.
+type Overview struct {
+	// ClusterName is the cluster's name: the same on every node, and the
+	// cluster_name an AMQP connection to any of them is told.
+	ClusterName string `json:"cluster_name"`
+	// Node is the node that answered.
+	Node string `json:"node"`
+}
+
+// Overview reads /api/overview.
+func (c *Client) Overview(ctx context.Context) (Overview, error) {
+	var o Overview
+	err := c.get(ctx, strings.TrimSuffix(c.base.String(), "/")+"/api/overview", &o)
+	return o, err
+}
+
 func (c *Client) get(ctx context.Context, u string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -119,7 +136,8 @@ func (c *Client) get(ctx context.Context, u string, into any) error {
 		return fmt.Errorf("%w at %s: %s%s: %s", ErrUnreachable, c, resp.Status, what, body)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
-		return fmt.Errorf("management API %s: decode the queue list: %w", c, err)
+		path, _, _ := strings.Cut(strings.TrimPrefix(u, strings.TrimSuffix(c.base.String(), "/")), "?")
+		return fmt.Errorf("management API %s: decode %s: %w", c, path, err)
 	}
 	return nil
 }

@@ -91,16 +91,20 @@ func QuorumRungs(granularity time.Duration) []time.Duration {
 // runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong; a delay of
 // zero or less has no hold queue and is an error too.
 func (n Names) QuorumHold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
-	return n.hold(name, kind, delay, granularity, QuorumRung, func(ttl int64) amqp.Table {
-		return amqp.Table{
-			ArgQueueType:            string(runtime.QueueQuorum),
-			ArgMessageTTL:           int32(ttl),
-			ArgDeadLetterExchange:   "",
-			ArgDeadLetterRoutingKey: name,
-			ArgDeadLetterStrategy:   AtLeastOnce,
-			ArgOverflow:             RejectPublish,
-		}
-	})
+	return n.hold(name, kind, delay, granularity, QuorumRung, func(ttl int64) amqp.Table { return quorumHoldArgs(name, ttl) })
+}
+
+// quorumHoldArgs are the arguments of a quorum hold queue of logical queue
+// name whose TTL is ttl milliseconds.
+func quorumHoldArgs(name string, ttl int64) amqp.Table {
+	return amqp.Table{
+		ArgQueueType:            string(runtime.QueueQuorum),
+		ArgMessageTTL:           int32(ttl),
+		ArgDeadLetterExchange:   "",
+		ArgDeadLetterRoutingKey: name,
+		ArgDeadLetterStrategy:   AtLeastOnce,
+		ArgOverflow:             RejectPublish,
+	}
 }
 
 // QuorumHolds returns the names of every hold queue, of both kinds, a

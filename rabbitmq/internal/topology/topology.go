@@ -165,15 +165,19 @@ func (n Names) Dead(name string) Queue {
 // A delay above runtime.MaxDeferral after rounding is runtime.ErrDelayTooLong;
 // a delay of zero or less has no hold queue and is an error too.
 func (n Names) Hold(name string, kind admin.HoldKind, delay, granularity time.Duration) (Queue, time.Duration, error) {
-	return n.hold(name, kind, delay, granularity, waits.Round, func(ttl int64) amqp.Table {
-		return amqp.Table{
-			ArgQueueType:            string(runtime.QueueClassic),
-			ArgMessageTTL:           int32(ttl),
-			ArgDeadLetterExchange:   "",
-			ArgDeadLetterRoutingKey: name,
-			ArgExpires:              HoldExpires(ttl),
-		}
-	})
+	return n.hold(name, kind, delay, granularity, waits.Round, func(ttl int64) amqp.Table { return classicHoldArgs(name, ttl) })
+}
+
+// classicHoldArgs are the arguments of a classic hold queue of logical
+// queue name whose TTL is ttl milliseconds.
+func classicHoldArgs(name string, ttl int64) amqp.Table {
+	return amqp.Table{
+		ArgQueueType:            string(runtime.QueueClassic),
+		ArgMessageTTL:           int32(ttl),
+		ArgDeadLetterExchange:   "",
+		ArgDeadLetterRoutingKey: name,
+		ArgExpires:              HoldExpires(ttl),
+	}
 }
 
 // HoldMargin is the least time by which a classic hold queue's lease

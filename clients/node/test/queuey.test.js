@@ -1,9 +1,11 @@
 'use strict';
-// Tests of queuey.js: the wire format's test vectors (no broker needed),
-// and enqueues against the broker at QUEUEY_AMQP_URL (skipped when none
-// answers, unless CI or QUEUEY_REQUIRE_BROKER is set).
+// Tests of the queuey-client package, as a project that installed it
+// requires it: the wire format's test vectors (no broker needed), and
+// enqueues against the broker at QUEUEY_AMQP_URL (skipped when none
+// answers, unless CI or QUEUEY_REQUIRE_BROKER is set). The vectors are read
+// from QUEUEY_WIRE_VECTORS, by default the repository's testdata/wire.
 //
-//   cd clients/node && node --test
+//   cd clients/node && npm test     (the package requires itself by name)
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -13,9 +15,9 @@ const path = require('node:path');
 const crypto = require('node:crypto');
 const { decode: msgpackDecode } = require('@msgpack/msgpack');
 const amqp = require('amqplib');
-const queuey = require('./queuey.js');
+const queuey = require('queuey-client');
 
-const WIRE = path.join(__dirname, '..', '..', 'testdata', 'wire');
+const WIRE = process.env.QUEUEY_WIRE_VECTORS || path.join(__dirname, '..', '..', '..', 'testdata', 'wire');
 
 function load(dir) {
   const files = fs
@@ -125,8 +127,9 @@ test('vectors: delays', () => {
 test('vectors: invalid messages are refused', () => {
   for (const vec of load(path.join(WIRE, 'invalid'))) {
     const p = vec.properties;
+    const messageId = p.message_id_hex ? Buffer.from(p.message_id_hex, 'hex') : p.message_id;
     assert.throws(
-      () => queuey.decodeBody(Buffer.from(vec.body_hex, 'hex'), { contentType: p.content_type, messageId: p.message_id, type: p.type }),
+      () => queuey.decodeBody(Buffer.from(vec.body_hex, 'hex'), { contentType: p.content_type, messageId, type: p.type, expiration: p.expiration }),
       queuey.InvalidEnvelopeError,
       vec.name,
     );
@@ -172,6 +175,25 @@ test('jobs that break the rules are refused before anything is published', async
   await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { headers: { 'queuey-tick': 'x' } }), queuey.InvalidJobError);
   await assert.rejects(queuey.enqueue(null, 'q', 'p.T', [1, 2]), queuey.InvalidJobError);
   await assert.rejects(queuey.enqueue(null, 'q', '', {}), queuey.InvalidJobError);
+});
+
+test('a delay is delayMs, in milliseconds; an option enqueue does not know is refused', async () => {
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { delay: 30 }), /unknown option "delay": give delayMs/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { maxAttempts: 3 }), /unknown option "maxAttempts"/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { priorty: 3 }), /unknown option "priorty"/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { delayMs: '30s' }), /delayMs = 30s, want 0 or more milliseconds/);
+});
+
+test('a priority above the queue\'s max_priority is refused, as Go\'s producer refuses it', async () => {
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { priority: 9, maxPriority: 3 }), /priority 9, want 0\.\.3 \(the queue's max_priority\)/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { priority: 11 }), /priority 11, want 0\.\.10/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { priority: 1, maxPriority: 0 }), /declares no priority/);
+});
+
+test('the package under test is the installed one', () => {
+  const file = require.resolve('queuey-client');
+  const installed = file.includes(`${path.sep}node_modules${path.sep}queuey-client${path.sep}`);
+  if (process.env.QUEUEY_REQUIRE_INSTALLED) assert.ok(installed, `queuey-client resolves to ${file}, not to an installed package`);
 });
 
 // --- against the broker ---
@@ -240,7 +262,7 @@ test('enqueue against the broker', async (t) => {
 test('a delayed enqueue waits in the hold queue the Go backend uses', async (t) => {
   await withBroker(t, async ({ conn, admin, queue, created, get }) => {
     const start = Date.now();
-    const id = await queuey.enqueue(conn, queue, 'emails.SendEmail', { To: 'a' }, { delay: 200, granularityMs: 100 });
+    const id = await queuey.enqueue(conn, queue, 'emails.SendEmail', { To: 'a' }, { delayMs: 200, granularityMs: 100 });
     const hold = queuey.holdQueue(queue, 200, { granularityMs: 100 });
     created.push(hold.name);
     const m = await get(queue);
@@ -266,7 +288,7 @@ test('many enqueues in flight at once, and an unroutable one among them', async 
     );
     assert.ok(results[1].reason instanceof queuey.UnroutableError, String(results[1].reason));
     for (let i = 0; i < 202; i++) await get(queue);
-    await assert.rejects(queuey.enqueue(conn, `${queue}.missing`, 'p.T', {}, { delay: 1000 }), queuey.UnroutableError);
+    await assert.rejects(queuey.enqueue(conn, `${queue}.missing`, 'p.T', {}, { delayMs: 1000 }), queuey.UnroutableError);
     // The connection goes on, on a new channel.
     await queuey.enqueue(conn, queue, 'p.T', {});
     await get(queue);
@@ -278,7 +300,7 @@ test('a hold queue declared with other arguments fails the enqueue, and the next
     const hold = `${queue}.deferred.1000`;
     created.push(hold);
     await admin.assertQueue(hold, { durable: true, arguments: { 'x-message-ttl': 5 } });
-    await assert.rejects(queuey.enqueue(conn, queue, 'p.T', {}, { delay: 1000 }), (e) => e instanceof queuey.QueueyError && !(e instanceof queuey.UnroutableError) && /PRECONDITION_FAILED/.test(e.message));
+    await assert.rejects(queuey.enqueue(conn, queue, 'p.T', {}, { delayMs: 1000 }), (e) => e instanceof queuey.QueueyError && !(e instanceof queuey.UnroutableError) && /PRECONDITION_FAILED/.test(e.message));
     await queuey.enqueue(conn, queue, 'p.T', {});
     await get(queue);
   });

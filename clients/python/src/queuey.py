@@ -6,16 +6,19 @@ envelope's fields in a msgpack array followed by the msgpack payload, and
 delays held in the same hold queues (or the same plugin exchange) the Go
 backend uses.
 
-    import pika, queuey
+    import datetime, pika, queuey
 
     conn = pika.BlockingConnection(pika.URLParameters("amqp://guest:guest@127.0.0.1:5672/"))
     job_id = queuey.enqueue(conn, "emails.send_email", "emails.SendEmail",
                             {"To": "ada@example.com", "Subject": "Welcome"},
-                            delay=30)
+                            delay=datetime.timedelta(seconds=30))
 
 The payload's keys are the Go struct's field names (or the names in its
 msgpack tags): "To", not "to". A dataclass is sent as a map of its fields;
 a field may name its key with metadata={"msgpack": "CustomerID"}.
+
+A delay is a datetime.timedelta, Python's duration, as a Go
+time.Duration is Go's: a bare number, which has no unit, is refused.
 
 It needs pika (1.x) and msgpack (1.x): Debian's python3-pika and
 python3-msgpack.
@@ -25,8 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import decimal
-import math
 import os
 import struct
 import threading
@@ -43,6 +44,7 @@ __all__ = [
     "CONTENT_TYPE",
     "RESERVED_HEADER_PREFIX",
     "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_PRIORITY",
     "Envelope",
     "QueueyError",
     "UnroutableError",
@@ -64,8 +66,12 @@ CONTENT_TYPE = "application/vnd.queuey.envelope+msgpack"
 RESERVED_HEADER_PREFIX = "queuey-"
 #: AMQP headers whose names start with this are queuey's own.
 RESERVED_AMQP_HEADER_PREFIX = "x-queuey-"
-#: The annotation's default max_attempts.
+#: The annotation's default max_attempts: what enqueue writes in the
+#: body. Workers run a job by their queue's max_attempts, whatever the
+#: body says.
 DEFAULT_MAX_ATTEMPTS = 5
+#: The annotation's default max_priority.
+DEFAULT_MAX_PRIORITY = 10
 #: The Go backend's default granularity, in milliseconds.
 DEFAULT_GRANULARITY_MS = 1000
 #: runtime.MaxDeferral in nanoseconds: (2^32-1) ms / 2.
@@ -215,14 +221,24 @@ def _check_envelope(env: Envelope) -> None:
         raise InvalidJobError("payload must be one msgpack value, as bytes")
 
 
-def decode_body(body: bytes, *, content_type: Optional[str], message_id: Optional[str], kind: Optional[str]) -> Envelope:
-    """The envelope a message carries, checked as a Go worker checks it:
-    content_type, message_id and kind are its properties, body its body.
-    Raises InvalidEnvelopeError saying what is wrong."""
+def decode_body(body: bytes, *, content_type: Optional[str], message_id: Union[None, str, bytes], kind: Optional[str],
+                expiration: Optional[str] = None) -> Envelope:
+    """The envelope a message carries, checked as a Go worker's decoder
+    checks it: content_type, message_id (str, or bytes as they came),
+    kind and expiration are its properties, body its body. Raises
+    InvalidEnvelopeError saying what is wrong. The payload is returned
+    as it is: a worker checks it against the job's type."""
     if content_type != CONTENT_TYPE:
         raise InvalidEnvelopeError(f"content type {content_type or ''!r}, want {CONTENT_TYPE!r}")
     if not message_id:
         raise InvalidEnvelopeError("empty message id")
+    if isinstance(message_id, (bytes, bytearray)):
+        try:
+            message_id = bytes(message_id).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidEnvelopeError(f"message id {bytes(message_id)!r} is not UTF-8") from None
+    if expiration:
+        raise InvalidEnvelopeError(f"expiration {expiration!r} set: a job must not expire")
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(body), 1))
     unpacker.feed(body)
     try:
@@ -246,9 +262,9 @@ def decode_body(body: bytes, *, content_type: Optional[str], message_id: Optiona
             raise InvalidEnvelopeError(f"{name} = {v}, want {lo}..{hi}")
         return v
 
-    def string(name: str) -> str:
+    def string(name: str, nil_ok: bool = False) -> str:
         v = value(name)
-        if v is None:
+        if v is None and nil_ok:
             return ""
         if not isinstance(v, str):
             raise InvalidEnvelopeError(f"{name}: {type(v).__name__}, want a string")
@@ -261,7 +277,7 @@ def decode_body(body: bytes, *, content_type: Optional[str], message_id: Optiona
     queue = string("queue")
     if queue == "":
         raise InvalidEnvelopeError("queue is empty")
-    last_error = string("last error")
+    last_error = string("last error", nil_ok=True)
     try:
         nh = None if _peek(body, unpacker.tell()) == 0xC0 else unpacker.read_map_header()
     except Exception as e:  # noqa: BLE001
@@ -273,7 +289,10 @@ def decode_body(body: bytes, *, content_type: Optional[str], message_id: Optiona
         headers = {}
         for _ in range(nh):
             k = string("header name")
-            headers[k] = string(f"header {k!r}")
+            v = string(f"header {k!r}")
+            if k in headers:
+                raise InvalidEnvelopeError(f"header {k!r} appears twice: a name appears at most once")
+            headers[k] = v
     for i in range(BODY_FIELDS, n):
         value(f"field {i + 1}")
     return Envelope(
@@ -336,15 +355,13 @@ def new_id() -> str:
     return str(uuid.UUID(bytes=bytes(b)))
 
 
-def _delay_ns(delay: Union[int, float, datetime.timedelta]) -> int:
-    """delay, in seconds or a timedelta, in nanoseconds, rounded up."""
-    if isinstance(delay, datetime.timedelta):
-        return (delay // datetime.timedelta(microseconds=1)) * 1000
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or (isinstance(delay, float) and not math.isfinite(delay)):
-        raise InvalidJobError(f"delay = {delay!r}, want seconds (int or float) or a timedelta")
-    if isinstance(delay, int):
-        return delay * 1_000_000_000
-    return math.ceil(decimal.Decimal(repr(delay)) * 1_000_000_000)
+def _delay_ns(delay: datetime.timedelta) -> int:
+    """delay, a timedelta, in nanoseconds."""
+    if not isinstance(delay, datetime.timedelta):
+        raise InvalidJobError(
+            f"delay = {delay!r}: want a datetime.timedelta, such as timedelta(seconds=30); "
+            "a bare number has no unit")
+    return (delay // datetime.timedelta(microseconds=1)) * 1000
 
 
 def _round(delay_ns: int, granularity_ms: int) -> int:
@@ -376,7 +393,7 @@ def quorum_rung(ttl_ms: int, granularity_ms: int = DEFAULT_GRANULARITY_MS) -> in
     return min(_ladder_up(u), top) * granularity_ms
 
 
-def hold_queue(queue: str, delay: Union[int, float, datetime.timedelta], *, queue_type: str = "classic",
+def hold_queue(queue: str, delay: datetime.timedelta, *, queue_type: str = "classic",
                granularity_ms: int = DEFAULT_GRANULARITY_MS) -> tuple:
     """The hold queue a delayed enqueue onto queue goes through: (name,
     arguments, ttl_ms), exactly as the Go backend declares it."""
@@ -451,8 +468,8 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
             priority: Optional[int] = None,
             job_id: Optional[str] = None,
             headers: Optional[Mapping[str, str]] = None,
-            delay: Union[None, int, float, datetime.timedelta] = None,
-            max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+            delay: Optional[datetime.timedelta] = None,
+            max_priority: int = DEFAULT_MAX_PRIORITY,
             queue_type: str = "classic",
             delay_mode: str = "queue",
             delay_exchange: Optional[str] = None,
@@ -461,13 +478,15 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     and return its ID once the broker has confirmed it.
 
     payload is a dict or a dataclass whose keys are the Go struct's field
-    names. priority is 0..the queue's max_priority; job_id a unique ID
-    (a UUIDv7 when None); headers string job headers (none starting with
-    "queuey-"); delay, in seconds or a timedelta, holds the job that long
-    first (rounded up to granularity_ms, the workers' granularity).
-    max_attempts, queue_type ("classic" or "quorum"), delay_mode ("queue"
-    or "plugin") and delay_exchange must be the queue's, as its
-    //queuey:queue annotation and the workers' rabbitmq.Options say.
+    names. priority is 0..max_priority; job_id a unique ID (a UUIDv7 when
+    None); headers string job headers (none starting with "queuey-");
+    delay, a datetime.timedelta, holds the job that long first (rounded up
+    to granularity_ms, the workers' granularity). max_priority (0 for a
+    queue declared without priorities), queue_type ("classic" or
+    "quorum"), delay_mode ("queue" or "plugin") and delay_exchange must
+    be the queue's, as its //queuey:queue annotation and the workers'
+    rabbitmq.Options say. The workers run the job by their queue's
+    max_attempts.
 
     Raises UnroutableError when the queue (or a hold queue) does not
     exist, NackedError when the broker refuses the job, InvalidJobError
@@ -477,6 +496,12 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     """
     if priority is None:
         priority = 0
+    if not isinstance(max_priority, int) or isinstance(max_priority, bool) or not 0 <= max_priority <= 255:
+        raise InvalidJobError(f"max_priority = {max_priority!r}, want the queue's max_priority, 0..255 (0: no priorities)")
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= max_priority:
+        if max_priority == 0:
+            raise InvalidJobError(f"queue {queue!r}: priority {priority!r}, want 0: the queue declares no priority (max_priority=0)")
+        raise InvalidJobError(f"queue {queue!r}: priority {priority!r}, want 0..{max_priority} (the queue's max_priority)")
     if not isinstance(kind, str) or not kind:
         raise InvalidJobError(f"kind = {kind!r}: want the job's Go type, package.Type, as its generated XQueue.Kind says")
     if headers is not None:
@@ -491,7 +516,7 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
         kind=kind,
         payload=encode_payload(payload),
         attempt=1,
-        max_attempts=max_attempts,
+        max_attempts=DEFAULT_MAX_ATTEMPTS,
         priority=priority,
         enqueued_at_ns=now,
         headers=headers,

@@ -1,8 +1,11 @@
-"""Tests of queuey.py: the wire format's test vectors (no broker needed),
-and an end-to-end enqueue against the broker at QUEUEY_AMQP_URL (skipped
-when none answers, unless CI or QUEUEY_REQUIRE_BROKER is set).
+"""Tests of the queuey package, as installed: the wire format's test
+vectors (no broker needed), and enqueues against the broker at
+QUEUEY_AMQP_URL (skipped when none answers, unless CI or
+QUEUEY_REQUIRE_BROKER is set). The vectors are read from
+QUEUEY_WIRE_VECTORS, by default the repository's testdata/wire.
 
-    /usr/bin/python3 -m unittest discover -s clients/python -v
+    python3 -m venv --system-site-packages /tmp/q && /tmp/q/bin/pip install --no-index --no-build-isolation ./clients/python
+    /tmp/q/bin/python -m unittest discover -s clients/python/tests -v
 """
 
 import base64
@@ -18,14 +21,12 @@ import unittest
 import urllib.parse
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import msgpack
+import pika
 
-import msgpack  # noqa: E402
-import pika  # noqa: E402
+import queuey
 
-import queuey  # noqa: E402
-
-WIRE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "wire")
+WIRE = os.environ.get("QUEUEY_WIRE_VECTORS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "testdata", "wire")
 
 
 def load(pattern):
@@ -128,8 +129,10 @@ class Vectors(unittest.TestCase):
         for vec in load("invalid/*.json"):
             with self.subTest(vec["name"]):
                 p = vec["properties"]
+                message_id = bytes.fromhex(p["message_id_hex"]) if p.get("message_id_hex") else p["message_id"]
                 with self.assertRaises(queuey.InvalidEnvelopeError):
-                    queuey.decode_body(bytes.fromhex(vec["body_hex"]), content_type=p["content_type"], message_id=p["message_id"], kind=p["type"])
+                    queuey.decode_body(bytes.fromhex(vec["body_hex"]), content_type=p["content_type"], message_id=message_id,
+                                       kind=p["type"], expiration=p.get("expiration"))
 
 
 class Units(unittest.TestCase):
@@ -144,8 +147,35 @@ class Units(unittest.TestCase):
         with self.assertRaises(queuey.InvalidJobError):
             queuey._round((longest + 1) * 1_000_000, 1000)
         self.assertEqual(queuey._round(1, 1000), 1000)
-        self.assertEqual(queuey._round(queuey._delay_ns(1.5), 1000), 2000)
-        self.assertEqual(queuey._round(queuey._delay_ns(0.1), 1), 100)
+        self.assertEqual(queuey._round(queuey._delay_ns(datetime.timedelta(seconds=1.5)), 1000), 2000)
+        self.assertEqual(queuey._round(queuey._delay_ns(datetime.timedelta(milliseconds=100)), 1), 100)
+
+    def test_delay_is_a_timedelta(self):
+        # A number has no unit: seconds in one language, milliseconds in
+        # another. Only a timedelta is taken, nothing is published.
+        for delay in [30, 1.5, "30s", True]:
+            with self.subTest(delay=delay):
+                with self.assertRaisesRegex(queuey.InvalidJobError, "want a datetime.timedelta"):
+                    queuey.enqueue(None, "q", "p.T", {}, delay=delay)
+                with self.assertRaisesRegex(queuey.InvalidJobError, "want a datetime.timedelta"):
+                    queuey.hold_queue("q", delay)
+
+    def test_priority_within_max_priority(self):
+        # As Go's producer: a priority above the queue's max_priority is
+        # refused before anything is published.
+        with self.assertRaisesRegex(queuey.InvalidJobError, r"priority 9, want 0\.\.3 \(the queue's max_priority\)"):
+            queuey.enqueue(None, "q", "p.T", {}, priority=9, max_priority=3)
+        with self.assertRaisesRegex(queuey.InvalidJobError, r"priority 11, want 0\.\.10"):
+            queuey.enqueue(None, "q", "p.T", {}, priority=11)
+        with self.assertRaisesRegex(queuey.InvalidJobError, "declares no priority"):
+            queuey.enqueue(None, "q", "p.T", {}, priority=1, max_priority=0)
+        with self.assertRaises(TypeError):
+            queuey.enqueue(None, "q", "p.T", {}, max_attempts=3)  # the queue's, not the producer's
+
+    def test_installed(self):
+        # The package under test is the installed one, not the source.
+        src = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+        self.assertFalse(os.path.realpath(queuey.__file__).startswith(src + os.sep), queuey.__file__)
 
     def test_new_id(self):
         a, b = queuey.new_id(), queuey.new_id()
@@ -234,7 +264,7 @@ class Broker(unittest.TestCase):
 
     def test_delay(self):
         start = time.monotonic()
-        id_ = queuey.enqueue(self.conn, self.queue, "emails.SendEmail", {"To": "a"}, delay=0.2, granularity_ms=100)
+        id_ = queuey.enqueue(self.conn, self.queue, "emails.SendEmail", {"To": "a"}, delay=datetime.timedelta(milliseconds=200), granularity_ms=100)
         hold = f"{self.queue}.deferred.200"
         self.created.append(hold)
         props, _ = self.get(self.queue)
@@ -242,14 +272,14 @@ class Broker(unittest.TestCase):
         self.assertEqual(props.message_id, id_)
         # The hold queue exists with the Go backend's arguments: a declare
         # with them is accepted.
-        _, args, _ = queuey.hold_queue(self.queue, 0.2, granularity_ms=100)
+        _, args, _ = queuey.hold_queue(self.queue, datetime.timedelta(milliseconds=200), granularity_ms=100)
         self.admin.queue_declare(hold, durable=True, arguments=args)
 
     def test_unroutable(self):
         with self.assertRaises(queuey.UnroutableError):
             queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {})
         with self.assertRaises(queuey.UnroutableError):
-            queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {}, delay=1)
+            queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {}, delay=datetime.timedelta(seconds=1))
         # The connection goes on.
         queuey.enqueue(self.conn, self.queue, "p.T", {})
         self.get(self.queue)
@@ -259,7 +289,7 @@ class Broker(unittest.TestCase):
         self.created.append(hold)
         self.admin.queue_declare(hold, durable=True, arguments={"x-message-ttl": 5})
         with self.assertRaises(queuey.QueueyError) as cm:
-            queuey.enqueue(self.conn, self.queue, "p.T", {}, delay=1)
+            queuey.enqueue(self.conn, self.queue, "p.T", {}, delay=datetime.timedelta(seconds=1))
         self.assertNotIsInstance(cm.exception, queuey.UnroutableError)
         self.assertIn("PRECONDITION_FAILED", str(cm.exception))
         # The connection goes on, on a new channel.
