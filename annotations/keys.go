@@ -64,6 +64,12 @@ var keySpecs = map[string]keySpec{
 			q.Name = v
 			return names.Queue(v)
 		},
+		why: func(v string) string {
+			if strings.HasPrefix(v, names.ReservedPrefix) {
+				return "it starts with " + names.ReservedPrefix + ", the prefix the broker keeps for its own queues and refuses to declare"
+			}
+			return ""
+		},
 	},
 	KeyPrefetch: intKey(1, runtime.PrefetchLimit, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
 	KeyConcurrency: {

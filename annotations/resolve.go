@@ -110,7 +110,7 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		given[s.key] = s
 		if !spec.apply(&q, s.value) {
 			msg := fmt.Sprintf("bad %s=%s: want %s", s.key, s.value, spec.accepted)
-			if spec.why != nil {
+			if spec.why != nil && spec.why(s.value) != "" {
 				msg = fmt.Sprintf("bad %s=%s: %s; want %s", s.key, s.value, spec.why(s.value), spec.accepted)
 			}
 			if sug := suggest(s.value, spec.enum); sug != "" {
@@ -122,7 +122,7 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 	}
 
 	if _, ok := given[KeyName]; !ok && !names.Queue(q.Name) {
-		p.errorf(c.Pos(), KeyName, "the default queue name %q of %s is not %s; set name=", q.Name, typeName, acceptedName)
+		p.errorf(c.Pos(), KeyName, "the default queue name %q of %s is not %s; set name=", q.Name, typeName, names.QueueRuleFor(q.Name))
 	}
 
 	// Every key left out, or given a bad value (which sets nothing), takes

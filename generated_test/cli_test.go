@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,5 +205,62 @@ func TestCheck(t *testing.T) {
 	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte("package shop\n"))
 	if code, msg := run(t, "-check"); code != 1 || !strings.Contains(msg, generator.OutputName+": stale: its package has no //queuey:queue jobs any more") {
 		t.Errorf("-check with no jobs left: exit %d, stderr %q; want 1 and the file named stale", code, msg)
+	}
+}
+
+// TestDiagnosticPaths: a diagnostic names its file relative to the
+// directory queuey-gen runs in when the file is under it, and by absolute
+// path otherwise; under go generate, which runs it in the package's
+// directory whatever directory it was run from, by absolute path, so that
+// the path is found from where go generate ran.
+func TestDiagnosticPaths(t *testing.T) {
+	bad := strings.Replace(shopJobs, "prefetch=3", "prefetch=3 max_attempt=2", 1)
+	const pos = "jobs.go:5:27: "
+	dir := cliModule(t, bad)
+	mod := filepath.Dir(dir)
+	outside := filepath.Join(mod, "tools") // in the module, beside the package
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, wd string
+		args     []string
+		gen      bool // as go generate runs it
+		want     string
+	}{
+		{"package directory", dir, nil, false, pos},
+		{"module root", mod, []string{"./..."}, false, filepath.Join("shop", pos)},
+		{"beside", outside, []string{"../shop"}, false, filepath.Join(dir, pos)},
+		{"go generate", dir, nil, true, filepath.Join(dir, pos)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(c.wd)
+			if c.gen {
+				t.Setenv("GOFILE", "jobs.go")
+				t.Setenv("GOPACKAGE", "shop")
+			}
+			code, out := run(t, c.args...)
+			if code != 1 || !strings.HasPrefix(out, c.want) {
+				t.Fatalf("exit %d:\n%s\nwant exit 1 and a first line that starts with %q", code, out, c.want)
+			}
+		})
+	}
+}
+
+// TestGoGenerateDiagnosticPath runs go generate ./... from the module's
+// root over a bad annotation: the error names the file by an absolute
+// path, found from there, not relative to the package's directory.
+func TestGoGenerateDiagnosticPath(t *testing.T) {
+	mod, env := tempmod.New(t, tempmod.Root(t), "example.com/golden")
+	dir := filepath.Join(mod, "shop")
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(strings.Replace(shopJobs, "prefetch=3", "prefetch=3 max_attempt=2", 1)))
+	cmd := exec.Command("go", "generate", "./...")
+	cmd.Dir, cmd.Env = mod, env
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("go generate succeeded over a bad annotation:\n%s", out)
+	}
+	if want := filepath.Join(dir, "jobs.go") + ":5:27: "; !strings.Contains(string(out), "\n"+want) && !strings.HasPrefix(string(out), want) {
+		t.Fatalf("go generate said:\n%s\nwant a line that starts with %q", out, want)
 	}
 }

@@ -18,6 +18,9 @@ type Line struct {
 	Notes []Line
 }
 
+//queuey:queue max_attempts=2 delay=plugin
+type Refund struct{ ID string }
+
 //queuey:queue prefetch=3 max_priority=0 max_attempts=7 queue_type=quorum
 type ShipOrder struct {
 	ID      string ` + "`msgpack:\"id\"`" + `
@@ -46,12 +49,14 @@ func TestSchema(t *testing.T) {
 	}
 	var got struct {
 		Jobs []struct {
-			Queue       string `json:"queue"`
-			Kind        string `json:"kind"`
-			QueueType   string `json:"queue_type"`
-			MaxAttempts int    `json:"max_attempts"`
-			MaxPriority int    `json:"max_priority"`
-			Payload     struct {
+			Queue        string  `json:"queue"`
+			Kind         string  `json:"kind"`
+			QueueType    string  `json:"queue_type"`
+			MaxAttempts  int     `json:"max_attempts"`
+			MaxPriority  int     `json:"max_priority"`
+			Delay        *string `json:"delay"`
+			DelayDefault bool    `json:"delay_default"`
+			Payload      struct {
 				Schema     string                     `json:"$schema"`
 				Properties map[string]json.RawMessage `json:"properties"`
 				Defs       map[string]json.RawMessage `json:"$defs"`
@@ -61,10 +66,17 @@ func TestSchema(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
 	}
-	if len(got.Jobs) != 1 {
-		t.Fatalf("%d jobs, want 1:\n%s", len(got.Jobs), stdout.String())
+	if len(got.Jobs) != 2 {
+		t.Fatalf("%d jobs, want 2:\n%s", len(got.Jobs), stdout.String())
 	}
-	j := got.Jobs[0]
+	// The delay mode: the annotation's, or the default one, said so.
+	if r := got.Jobs[0]; r.Queue != "shop.refund" || r.Delay == nil || *r.Delay != "plugin" || r.DelayDefault {
+		t.Errorf("job %s: delay %v (default %v), want plugin from its annotation", r.Queue, r.Delay, r.DelayDefault)
+	}
+	j := got.Jobs[1]
+	if j.Delay == nil || *j.Delay != "queue" || !j.DelayDefault {
+		t.Errorf("job %s: delay %v (default %v), want queue, the default", j.Queue, j.Delay, j.DelayDefault)
+	}
 	if j.Queue != "shop.ship_order" || j.Kind != "shop.ShipOrder" || j.MaxAttempts != 7 || j.MaxPriority != 0 || j.QueueType != "quorum" || j.Payload.Schema == "" {
 		t.Errorf("job %+v, want max_attempts 7, max_priority 0, quorum, a $schema", j)
 	}

@@ -31,8 +31,14 @@ const (
 
 // Outcome is what became of one run of a job.
 type Outcome struct {
-	ID      string
-	Queue   string
+	// ID is the job's ID: the one Enqueue returned (or WithID gave),
+	// kept across its retries and deferrals.
+	ID string
+	// Queue is the name of the queue the job ran from.
+	Queue string
+	// Kind is the job's kind, its Go type as %T prints it
+	// ("emails.SendEmail"): runtime.KindOf of the job type, the
+	// QueueConfig's Kind.
 	Kind    string
 	Attempt int // the 1-based run
 	Result  Result

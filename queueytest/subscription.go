@@ -21,6 +21,16 @@ type subscription struct {
 
 func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
 
+// NotifyDeadLettered passes fn on to the memory backend's subscription, so
+// that a worker's observers hear of the poison it moves aside.
+func (s *subscription) NotifyDeadLettered(fn func(runtime.DeadLetter)) {
+	if dn, ok := s.Subscription.(runtime.DeadLetterNotifier); ok {
+		dn.NotifyDeadLettered(fn)
+	}
+}
+
+var _ runtime.DeadLetterNotifier = (*subscription)(nil)
+
 func (s *subscription) forward() {
 	defer close(s.out)
 	for d := range s.Subscription.Deliveries() {

@@ -24,6 +24,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 			return
 		}
 		s.acks.settled(m.DeliveryTag)
+		s.deadLettered(nil, m.MessageId, reason)
 		return
 	}
 	dead := s.b.names.Dead(s.q.Name).Name
@@ -42,7 +43,9 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	s.b.log.Error("queuey: invalid message moved to dead-letter queue", attrs...)
 	if err := s.acks.ack(m.DeliveryTag); err != nil {
 		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
+		return // it comes back, and is moved and told of again
 	}
+	s.deadLettered(nil, m.MessageId, reason)
 }
 
 // Headers that keep the properties of an invalid message that cannot

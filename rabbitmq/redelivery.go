@@ -110,6 +110,8 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	if s.b.opts.NoDeadLetterQueues {
 		if err := m.Reject(false); err == nil {
 			s.acks.settled(m.DeliveryTag)
+			env.Attempt, env.LastError = runs, reason
+			s.deadLettered(env, "", reason)
 		}
 		return true
 	}
@@ -123,21 +125,26 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 		err = s.b.publishDead(ctx, s.q.Name, msg)
 		cancel()
 	}
-	s.settleMoved(m, env, err, "move it to the dead-letter queue")
+	if s.settleMoved(m, env, err, "move it to the dead-letter queue") {
+		s.deadLettered(next, "", reason)
+	}
 	return true
 }
 
 // settleMoved acks m once its new copy is published (err nil), or puts it
 // back on the queue after a backoff when that failed.
-func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) {
+// It reports whether m was acked.
+func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) bool {
 	if err == nil {
 		if aerr := s.acks.ack(m.DeliveryTag); aerr != nil {
 			s.b.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
+			return false
 		}
-		return
+		return true
 	}
 	s.b.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
 	s.requeueAfter(m, redeliveryBackoff)
+	return false
 }
 
 // deliveryCount reads x-delivery-count, whatever integer type it came as.

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -276,15 +278,19 @@ func TestSecondSettleRefused(t *testing.T) {
 // TestResubscribesUnderRunningHandler: when the consuming channel dies
 // under a handler that goes on running (as when the broker's
 // consumer_timeout closes it under a long job), the worker consumes the
-// queue again at once, not once the handler returns, and the job the
-// broker delivers again runs on the new consumer.
+// queue again at once, not once the handler returns; the copy of the job
+// the broker delivers again does not run while the first run goes on, and
+// the first run's outcome settles it (TestConsumerTimeoutKeepsQueueConsumed
+// does the same through the broker's consumer_timeout).
 func TestResubscribesUnderRunningHandler(t *testing.T) {
 	b := dial(t, rabbitmq.Options{})
-	q, p := jobQueue(t, b)
+	q, p := jobQueue(t, b, ".deferred.2000")
 	runs := make(chan int, 10)
 	release := make(chan struct{})
 	var first atomic.Bool
-	runWorker(t, b, q, func(ctx context.Context, j job) error {
+	seen := make(outcomes, 100)
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(10*time.Second), runtime.WithObserver(seen))
+	runtime.Handle(w, q, func(ctx context.Context, j job) error {
 		runs <- j.N
 		if first.CompareAndSwap(false, true) {
 			select { // the long job: it outlives its channel
@@ -294,18 +300,34 @@ func TestResubscribesUnderRunningHandler(t *testing.T) {
 		}
 		return nil
 	})
-	t.Cleanup(func() { close(release) })
-	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
+	brokertest.Run(t, w)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	long, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
 	within(t, runs, "the long job's first run")
 	for _, c := range rabbitmq.ConsumeConnections(b) {
 		c.Close()
 	}
-	// The broker delivers the long job again, to the new consumer, while
-	// its first run still goes on.
-	if n := within(t, runs, "the long job, delivered again while its first run goes on"); n != 1 {
-		t.Fatalf("ran job %d, want job 1 again", n)
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := within(t, runs, "the next job, while the long one still runs"); n != 2 {
+		t.Fatalf("ran job %d, want job 2 (the long job ran twice at once?)", n)
+	}
+	if o := within(t, seen, "the next job's outcome"); o.Kind != runtime.OutcomeAcked || o.JobID == long {
+		t.Fatalf("outcome %v of job %s, want job 2 acked", o.Kind, o.JobID)
+	}
+	once.Do(func() { close(release) })
+	if o := within(t, seen, "the long job's outcome"); o.Kind != runtime.OutcomeAcked || o.JobID != long || o.Attempt != 1 {
+		t.Fatalf("outcome %v of job %s at attempt %d (%v), want %s acked at attempt 1", o.Kind, o.JobID, o.Attempt, o.SettleErr, long)
+	}
+	select {
+	case n := <-runs:
+		t.Fatalf("job %d ran again", n)
+	default:
 	}
 }
 

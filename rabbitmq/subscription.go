@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/notes"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -35,8 +36,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	prefetch, attempts := q.WithDefaults().Prefetch, q.WithDefaults().MaxAttempts
 	if q.Timeout > brokerConsumerTimeout {
 		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
-			"a job unacked that long makes the broker close its channel and deliver it again, so a run that long never succeeds unless the broker's consumer_timeout is raised "+
-			"(rabbitmq.conf; or the queue argument x-consumer-timeout on RabbitMQ 3.12 and later), or the job is split into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
+			"a job unacked that long makes the broker close its channel and deliver it again; the worker consumes again at once and settles the copy it gets with the run's outcome, "+
+			"but a copy another worker gets runs there again: raise the broker's consumer_timeout "+
+			"(rabbitmq.conf; or the queue argument x-consumer-timeout, or a consumer-timeout policy, on RabbitMQ 3.12 and later), or split the job into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
 			"queue", q.Name, "timeout", q.Timeout)
 	}
 	q = declared
@@ -110,6 +112,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		ctx:     sctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
+		endc:    make(chan struct{}),
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
 		acks:    newAcker(ch, q.Prefetch),
@@ -133,6 +136,7 @@ type subscription struct {
 	tag     string
 	out     chan runtime.Delivery
 	acks    *acker
+	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
 
 	// lastTag is the delivery tag of the latest delivery; got tells a
 	// stopping consumer of each delivery once stopping is set.
@@ -151,6 +155,7 @@ type subscription struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	done   chan struct{} // loop ended
+	endc   chan struct{} // closed with out
 
 	mu      sync.Mutex
 	stopped bool
@@ -166,6 +171,11 @@ type subscription struct {
 }
 
 func (s *subscription) Deliveries() <-chan runtime.Delivery { return s.out }
+
+// Ended implements runtime.EndNotifier.
+func (s *subscription) Ended() <-chan struct{} { return s.endc }
+
+var _ runtime.EndNotifier = (*subscription)(nil)
 
 // NotifyReady implements runtime.ReadyNotifier: a worker's queue with
 // nothing to deliver waits on it, holding no goroutine, while the loop
@@ -342,6 +352,7 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		}
 		close(s.out)
 		s.outClosed.Store(true)
+		close(s.endc)
 		s.fireReady()
 	}()
 	for {
@@ -391,6 +402,22 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		}
 	}
 }
+
+// deadLettered records that the loop dead-lettered env (nil for a message
+// that is not a valid envelope, whose message ID is id) for reason.
+func (s *subscription) deadLettered(env *runtime.Envelope, id, reason string) {
+	if env == nil {
+		env = &runtime.Envelope{ID: id, Queue: s.q.Name, Kind: s.q.Kind}
+	}
+	s.dead.Tell(runtime.DeadLetter{Env: env, Reason: reason}, runtime.MaxUnnotifiedDeadLetters)
+}
+
+// NotifyDeadLettered implements runtime.DeadLetterNotifier.
+func (s *subscription) NotifyDeadLettered(fn func(runtime.DeadLetter)) {
+	s.dead.Listen(fn)
+}
+
+var _ runtime.DeadLetterNotifier = (*subscription)(nil)
 
 // drain empties the buffer of decoded deliveries without blocking.
 func (s *subscription) drain() {

@@ -69,6 +69,44 @@ type Subscription interface {
 	Err() error
 }
 
+// DeadLetterNotifier is for backend implementers: an optional capability
+// of a Subscription that dead-letters some messages itself, never handing
+// them to the worker: a message that is not a valid envelope (poison), or
+// a job delivered again past its max_attempts. A worker with observers
+// asks for them, so that its observers are told of each such message too
+// (a Start, then OutcomeDeadLettered).
+type DeadLetterNotifier interface {
+	// NotifyDeadLettered arranges for fn to be called once for each
+	// message the subscription moved to the dead-letter queue (or
+	// rejected) itself, once that is settled; also, at once, for those it
+	// moved before NotifyDeadLettered was called (the subscription keeps
+	// up to MaxUnnotifiedDeadLetters of them). fn is quick and must not
+	// call the backend.
+	NotifyDeadLettered(fn func(DeadLetter))
+}
+
+// DeadLetter is one message a subscription dead-lettered itself: the job,
+// or for poison an Envelope with the queue, the queue's kind and the
+// message's ID (empty when it had none); and the reason.
+type DeadLetter struct {
+	Env    *Envelope
+	Reason string
+}
+
+// MaxUnnotifiedDeadLetters is how many dead-lettered messages a
+// subscription keeps for a NotifyDeadLettered to come.
+const MaxUnnotifiedDeadLetters = 1024
+
+// EndNotifier is for backend implementers: an optional capability of a
+// Subscription whose deliveries can end while every handler slot is
+// taken, as when the broker closes the channel under a long run. A worker
+// waiting for a free slot watches Ended, so that it consumes again at once
+// instead of when a handler returns.
+type EndNotifier interface {
+	// Ended is closed once Deliveries is closed, whatever the reason.
+	Ended() <-chan struct{}
+}
+
 // Delivery is for backend implementers: one job a Subscription hands to a
 // worker. Exactly one of the settling methods should succeed. Those that
 // publish (Retry, Defer, DeadLetter) publish first and settle second, and

@@ -38,9 +38,10 @@ type Envelope struct {
 }
 
 // ReservedHeaderPrefix starts the name of every job header queuey sets
-// itself: HeaderTick, admin.HeaderRedrives, admin.HeaderRedrivenAt, and a
-// backend's own (the RabbitMQ backend marks a job it publishes again after
-// a redelivery with "queuey-redelivered"). An enqueue with such a header is
+// itself: HeaderTick, HeaderDeferrals, admin.HeaderRedrives,
+// admin.HeaderRedrivenAt, and a backend's own (the RabbitMQ backend marks
+// a job it publishes again after a redelivery with "queuey-redelivered").
+// An enqueue with such a header is
 // refused with ErrInvalidOption, before anything is published: queuey
 // would read it as its own, or take it off.
 const ReservedHeaderPrefix = "queuey-"

@@ -37,12 +37,34 @@ type MemoryBackend struct {
 	pauses memPauses
 	seq    uint64
 	closed bool
+	// maxMessage is MemoryMaxMessageSize's, 0 for the default.
+	maxMessage int
+	// told are the calls to subscriptions' dead-letter notes to make
+	// once mu is unlocked (see unlock).
+	told []func()
+}
+
+// unlock unlocks b.mu, then makes the calls queued in b.told.
+func (b *MemoryBackend) unlock() {
+	told := b.told
+	b.told = nil
+	b.mu.Unlock()
+	for _, fn := range told {
+		fn()
+	}
+}
+
+// tellLocked has sub tell of env, dead-lettered for reason, once b.mu is
+// unlocked.
+func (b *MemoryBackend) tellLocked(sub *memSub, env *Envelope, reason string) {
+	b.told = append(b.told, func() { sub.dead.Tell(DeadLetter{Env: env, Reason: reason}, MaxUnnotifiedDeadLetters) })
 }
 
 var (
 	_ Backend            = (*MemoryBackend)(nil)
 	_ admin.ReadyCounter = (*MemoryBackend)(nil)
 	_ Redelivery         = (*memDelivery)(nil)
+	_ DeadLetterNotifier = (*memSub)(nil)
 )
 
 // MemoryOption configures a MemoryBackend.
@@ -104,7 +126,7 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 	}
 	q = q.WithDefaults()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return ErrClosed
 	}
@@ -125,14 +147,22 @@ func (b *MemoryBackend) Declare(ctx context.Context, q QueueConfig) error {
 	return nil
 }
 
-// Publish stores env on its queue, at once or after delay.
+// Publish stores env on its queue, at once or after delay. A job larger
+// than the backend's max message size (MemoryMaxMessageSize) is refused
+// with ErrTooLarge, as a broker would refuse it.
 func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.Duration) error {
+	if err := b.checkSize(env); err != nil {
+		return err
+	}
 	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
 }
 
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
 func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {
+	if err := b.checkSize(env); err != nil {
+		return err
+	}
 	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
 }
 
@@ -143,7 +173,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 		return err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
@@ -171,7 +201,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	var t testclock.Timer
 	t = b.clk.AfterFunc(d, func() {
 		b.mu.Lock()
-		defer b.mu.Unlock()
+		defer b.unlock()
 		if _, live := b.timers[t]; !live {
 			return
 		}
@@ -206,7 +236,7 @@ func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byt
 		m.prio = env.Priority
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return queueerr.Unknown(queue, "was not declared on this backend")
@@ -236,6 +266,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			reason := "not a valid envelope: body is not a msgpack Envelope of this queue"
 			b.log.Error("queuey: poison message moved to dead letters", "queue", q.cfg.Name, "reason", reason, "bytes", len(m.raw))
 			q.dead = append(q.dead, memDead{reason: reason, body: m.raw, at: b.deadNow()})
+			b.tellLocked(sub, &Envelope{Queue: q.cfg.Name, Kind: q.cfg.Kind}, reason)
 			continue
 		}
 		d := &memDelivery{b: b, q: q, sub: sub, msg: m, redelivered: m.returns > 0}
@@ -257,6 +288,8 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
 				q.dead = append(q.dead, memDead{env: &dead, reason: reason, at: b.deadNow()})
+				told := dead
+				b.tellLocked(sub, &told, reason)
 				continue
 			}
 		}
@@ -281,7 +314,7 @@ func (q *memQueue) pickLocked() *memSub {
 func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscription, error) {
 	q = q.WithDefaults()
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil, ErrClosed
 	}
@@ -300,7 +333,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 // ErrUnknownQueue.
 func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return 0, queueerr.Unknown(queue, "was not declared on this backend")
@@ -314,7 +347,7 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 // queueytest); an undeclared queue is not busy.
 func (b *MemoryBackend) Busy(queue string) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
 		return false
@@ -334,7 +367,7 @@ func (b *MemoryBackend) Busy(queue string) bool {
 // Close is safe to call twice.
 func (b *MemoryBackend) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil
 	}

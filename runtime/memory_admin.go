@@ -66,7 +66,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 // Queues returns every queue declared on b, sorted.
 func (b *MemoryBackend) Queues(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil, ErrClosed
 	}
@@ -82,7 +82,7 @@ func (b *MemoryBackend) Queues(ctx context.Context) ([]string, error) {
 // HoldStats per kind, with the exact time the first is due.
 func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	out := make([]admin.QueueStats, 0, len(queues))
 	for _, cfg := range queues {
 		q, err := b.queueLocked(cfg.Name)
@@ -121,7 +121,7 @@ func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...admin.Queue) (
 func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
 	limit := pageLimit(page.Limit)
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
 		return admin.DeadLetterList{}, err
@@ -162,7 +162,7 @@ func pageLimit(n int) int {
 // DeadLetter returns the dead letter of queue with ID id.
 func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
 		return admin.DeadLetterInfo{}, err
@@ -189,7 +189,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 	if err == nil {
 		total = len(q.dead)
 	}
-	b.mu.Unlock()
+	b.unlock()
 	if err != nil {
 		return res, err
 	}
@@ -201,7 +201,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 		}
 		b.mu.Lock()
 		if b.closed {
-			b.mu.Unlock()
+			b.unlock()
 			return res, ErrClosed
 		}
 		i := next
@@ -213,7 +213,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 			}
 		}
 		if i == len(q.dead) {
-			b.mu.Unlock()
+			b.unlock()
 			break
 		}
 		seen[info.ID] = true
@@ -229,7 +229,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 			res.Moved = append(res.Moved, info.ID)
 			next = i
 		}
-		b.mu.Unlock()
+		b.unlock()
 		if progress != nil {
 			progress(admin.RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
 		}
@@ -247,7 +247,7 @@ func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel 
 		return admin.PurgeResult{}, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
 		return admin.PurgeResult{}, err

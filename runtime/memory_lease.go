@@ -32,7 +32,7 @@ type memHeld struct {
 func (b *MemoryBackend) AcquireLease(ctx context.Context, name string) (HeldLease, error) {
 	b.mu.Lock()
 	if b.closed {
-		b.mu.Unlock()
+		b.unlock()
 		return nil, fmt.Errorf("lease %q: %w", name, ErrClosed)
 	}
 	if b.leases == nil {
@@ -46,12 +46,12 @@ func (b *MemoryBackend) AcquireLease(ctx context.Context, name string) (HeldLeas
 	if l.holder == nil {
 		h := &memHeld{b: b, l: l, lost: make(chan struct{})}
 		l.holder = h
-		b.mu.Unlock()
+		b.unlock()
 		return h, nil
 	}
 	ch := make(chan *memHeld, 1)
 	l.waiters = append(l.waiters, ch)
-	b.mu.Unlock()
+	b.unlock()
 	select {
 	case h := <-ch:
 		if h == nil {
@@ -61,7 +61,7 @@ func (b *MemoryBackend) AcquireLease(ctx context.Context, name string) (HeldLeas
 	case <-ctx.Done():
 		b.mu.Lock()
 		l.waiters = slices.DeleteFunc(l.waiters, func(c chan *memHeld) bool { return c == ch })
-		b.mu.Unlock()
+		b.unlock()
 		select {
 		case h := <-ch: // granted meanwhile: pass it on
 			if h != nil {
@@ -75,13 +75,13 @@ func (b *MemoryBackend) AcquireLease(ctx context.Context, name string) (HeldLeas
 
 func (h *memHeld) Mark() time.Time {
 	h.b.mu.Lock()
-	defer h.b.mu.Unlock()
+	defer h.b.unlock()
 	return h.l.mark
 }
 
 func (h *memHeld) Advance(ctx context.Context, mark time.Time) error {
 	h.b.mu.Lock()
-	defer h.b.mu.Unlock()
+	defer h.b.unlock()
 	if h.l.holder != h {
 		return fmt.Errorf("lease: %w", ErrClosed)
 	}
@@ -94,7 +94,7 @@ func (h *memHeld) Lost() <-chan struct{} { return h.lost }
 // Release hands the lease to the longest-waiting contender.
 func (h *memHeld) Release() error {
 	h.b.mu.Lock()
-	defer h.b.mu.Unlock()
+	defer h.b.unlock()
 	h.releaseLocked(true)
 	return nil
 }

@@ -20,7 +20,7 @@ type memPauses struct {
 
 func (b *MemoryBackend) setPaused(queue string, paused bool) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return ErrClosed
 	}
@@ -53,7 +53,7 @@ func (b *MemoryBackend) ResumeQueue(ctx context.Context, queue string) error {
 // Paused reports whether queue is paused.
 func (b *MemoryBackend) Paused(ctx context.Context, queue string) (bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return false, ErrClosed
 	}
@@ -63,7 +63,7 @@ func (b *MemoryBackend) Paused(ctx context.Context, queue string) (bool, error) 
 // WatchPaused sends queue's paused state now and on each change.
 func (b *MemoryBackend) WatchPaused(ctx context.Context, queue string) (<-chan bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	if b.closed {
 		return nil, fmt.Errorf("watch queue %q: %w", queue, ErrClosed)
 	}
@@ -76,7 +76,7 @@ func (b *MemoryBackend) WatchPaused(ctx context.Context, queue string) (<-chan b
 	go func() {
 		<-ctx.Done()
 		b.mu.Lock()
-		defer b.mu.Unlock()
+		defer b.unlock()
 		b.pauses.watchers[queue] = slices.DeleteFunc(b.pauses.watchers[queue], func(o chan bool) bool { return o == c })
 		close(c)
 	}()

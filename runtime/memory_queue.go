@@ -17,7 +17,7 @@ func (b *MemoryBackend) PurgeQueue(ctx context.Context, queue string) (int, erro
 		return 0, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
 		return 0, err
@@ -54,7 +54,7 @@ func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admi
 		return nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
 		return nil, err

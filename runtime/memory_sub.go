@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/notes"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -20,22 +21,26 @@ type memSub struct {
 	unacked  map[*memDelivery]struct{}
 	stopped  bool
 	closed   bool
-	err      error // set when the backend closed
+	err      error                   // set when the backend closed
+	dead     notes.Notes[DeadLetter] // what the backend dead-lettered itself
 }
 
 func (s *memSub) Deliveries() <-chan Delivery { return s.ch }
 
+// NotifyDeadLettered implements DeadLetterNotifier.
+func (s *memSub) NotifyDeadLettered(fn func(DeadLetter)) { s.dead.Listen(fn) }
+
 // Err is ErrClosed (wrapped) after the backend closed, nil otherwise.
 func (s *memSub) Err() error {
 	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
+	defer s.b.unlock()
 	return s.err
 }
 
 // Stop hands out no more deliveries and closes the channel.
 func (s *memSub) Stop() error {
 	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
+	defer s.b.unlock()
 	if !s.stopped {
 		s.stopped = true
 		close(s.ch)
@@ -46,7 +51,7 @@ func (s *memSub) Stop() error {
 // Close requeues every unsettled delivery at its old place.
 func (s *memSub) Close() error {
 	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
+	defer s.b.unlock()
 	s.closeLocked(true)
 	return nil
 }
@@ -115,7 +120,7 @@ func (d *memDelivery) heldLocked() error {
 // (under the lock) if given. It fails when d is no longer held.
 func (d *memDelivery) settle(then func(*memQueue)) error {
 	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
+	defer d.b.unlock()
 	if err := d.heldLocked(); err != nil {
 		return err
 	}
@@ -161,7 +166,7 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 		return fmt.Errorf("queue %q: %w", d.q.cfg.Name, err)
 	}
 	d.b.mu.Lock()
-	defer d.b.mu.Unlock()
+	defer d.b.unlock()
 	if err := d.heldLocked(); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -119,4 +120,33 @@ func (r *observedRun) tell(kind OutcomeKind) {
 	for _, o := range r.observers {
 		o.Outcome(r.ctx, out)
 	}
+}
+
+// subscribe consumes the runner's queue and, when the worker has
+// observers and the subscription is a DeadLetterNotifier, has them told of
+// the messages the subscription dead-letters itself.
+func (c *queueRunner) subscribe(ctx context.Context) (Subscription, error) {
+	sub, err := c.w.backend.Consume(ctx, c.queue)
+	if err != nil {
+		return nil, err
+	}
+	if dn, ok := sub.(DeadLetterNotifier); ok && len(c.w.observers) > 0 {
+		dn.NotifyDeadLettered(c.deadLettered)
+	}
+	return sub, nil
+}
+
+// deadLettered tells the observers of a message the subscription
+// dead-lettered itself: a run that starts and ends dead-lettered, with
+// no handler.
+func (c *queueRunner) deadLettered(dl DeadLetter) {
+	env, reason := dl.Env, dl.Reason
+	env.MaxAttempts = c.queue.MaxAttempts // the queue's rule, as for a run
+	if env.Attempt <= 0 {
+		env.Attempt = 1
+	}
+	var run observedRun
+	c.observe(&run, context.Background(), nil, env)
+	run.out.Err = errors.New(reason)
+	_ = run.settled(nil, OutcomeDeadLettered, 0, reason)
 }

@@ -3,12 +3,14 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -312,6 +314,46 @@ func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
 	select {
 	case msg := <-rec.bad:
 		t.Fatal(msg)
+	default:
+	}
+}
+
+// TestObserverSeesPoison: every message the memory backend moves to the
+// dead letters as poison is reported to the worker's observers once,
+// dead-lettered with the reason, with the context of its own Start.
+func TestObserverSeesPoison(t *testing.T) {
+	b := quietMemory()
+	t.Cleanup(func() { _ = b.Close() })
+	q := runtime.QueueConfig{Name: "obs-poison", Kind: runtime.KindOf[ping]()}
+	p := producerOf(t, b, q)
+	const poison = 6
+	for i := range poison {
+		if err := rawpublish.ToMemory(context.Background(), b, q.Name, []byte{0xc1, byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runtime.Enqueue(context.Background(), p, q, ping{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	w := runtime.NewWorker(b, runtime.WithObserver(rec))
+	runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+	startWorker(t, w)
+	dead := 0
+	for range poison + 1 {
+		switch o := rec.next(t); {
+		case o.Kind == runtime.OutcomeDeadLettered && strings.Contains(o.Reason, "not a valid envelope") && o.Queue == q.Name:
+			dead++
+		case o.Kind != runtime.OutcomeAcked:
+			t.Errorf("outcome %v: %q", o.Kind, o.Reason)
+		}
+	}
+	if dead != poison {
+		t.Errorf("%d poison messages observed, want %d", dead, poison)
+	}
+	select {
+	case o := <-rec.outs:
+		t.Errorf("one outcome too many: %v", o.Kind)
 	default:
 	}
 }

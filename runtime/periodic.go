@@ -143,6 +143,9 @@ func (p *periodic) lead(ctx context.Context, lease HeldLease) {
 		case missed && p.sched.Missed == MissedSkip:
 			p.w.log.Info("queuey: missed ticks skipped", "schedule", p.sched.Name, "latest", t)
 			last = t
+		case missed && mergesIntoNext(t, p.next(t), clk.Now()):
+			p.w.log.Info("queuey: missed tick left to the next, which is due soon", "schedule", p.sched.Name, "missed", t, "next", p.next(t))
+			last = t
 		default:
 			if !p.fire(ctx, lease, t) {
 				return
@@ -227,6 +230,24 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 	}
 	p.w.log.Debug("queuey: tick enqueued", "schedule", p.sched.Name, "job_id", id)
 	return true
+}
+
+// missedMergeMax bounds how soon the next tick must be due for a missed
+// tick to be left to it (see mergesIntoNext).
+const missedMergeMax = time.Minute
+
+// mergesIntoNext reports whether missed, the latest missed tick, found at
+// now, is left to next, the tick after it, rather than fired: when next is
+// due within half the time between the two (now is nearer to next than to
+// missed) and within missedMergeMax. Fired, it would run back to back with
+// next for what is one catch-up; a scheduler back well before next fires
+// it at once.
+func mergesIntoNext(missed, next, now time.Time) bool {
+	if next.IsZero() {
+		return false
+	}
+	wait := next.Sub(now)
+	return wait <= next.Sub(missed)/2 && wait <= missedMergeMax
 }
 
 // latest returns the latest tick after last and at or before now, and how

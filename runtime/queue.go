@@ -192,7 +192,7 @@ func (q QueueConfig) Validate() error {
 	}
 	switch {
 	case !names.Queue(q.Name):
-		bad("Name", fmt.Sprintf("%q", q.Name), names.QueueRule)
+		bad("Name", fmt.Sprintf("%q", q.Name), names.QueueRuleFor(q.Name))
 	case q.Schedule != "" && len(q.Name) > MaxScheduleNameLen:
 		bad("Name", fmt.Sprintf("%q", q.Name), fmt.Sprintf("at most %d bytes with a Schedule, which is named after the queue (see Schedule.Name)", MaxScheduleNameLen))
 	}

@@ -48,6 +48,8 @@ type queueRunner struct {
 	handler HandlerFunc
 
 	settleFailures atomic.Int64 // settles failed in a row
+	orphans        orphanage    // runs whose subscription ended under them
+	deferLog       deferLog     // rate of the info lines about deferrals
 
 	// slots bounds the handlers running at once, across the queue's
 	// subscriptions: one that failed under running handlers leaves them
@@ -100,6 +102,7 @@ func (c *queueRunner) loop(ctx context.Context) {
 
 func (c *queueRunner) finish(err error) {
 	c.lingering.Wait()
+	c.orphans.abandon()
 	c.done(err)
 }
 
@@ -131,7 +134,7 @@ func (c *queueRunner) run(ctx context.Context) (ReadyNotifier, error) {
 				return nil, nil
 			}
 			var sub Subscription
-			sub, err = c.w.backend.Consume(ctx, c.queue)
+			sub, err = c.subscribe(ctx)
 			if err == nil {
 				if st.failing {
 					c.w.log.Info("queuey: consuming again", "queue", c.queue.Name)
@@ -298,8 +301,10 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		// still running cannot settle their jobs on it, and the broker
 		// delivers those again; the queue must not go without a
 		// consumer until they return, however long they take. So run
-		// subscribes again at once, while they finish here; they keep
-		// their slots of the queue's concurrency meanwhile.
+		// subscribes again at once, while they finish here as orphans
+		// (see orphanage): they give their slots of the queue's
+		// concurrency back, and their jobs' copies wait for them.
+		h.orphanRuns()
 		select {
 		case <-finished:
 			closeSub()
@@ -359,8 +364,9 @@ type handlers struct {
 	idle     *time.Timer   // parkAfter, while take waits
 
 	mu        sync.Mutex
-	unstarted []Delivery // taken from the subscription after the stop began, never run
-	drained   bool       // stop has drained the subscription: keep releases at once
+	runs      map[*runSlot]struct{} // one per handler goroutine
+	unstarted []Delivery            // taken from the subscription after the stop began, never run
+	drained   bool                  // stop has drained the subscription: keep releases at once
 }
 
 // releaseTimeout bounds how long a stopping subscription waits for the
@@ -460,6 +466,10 @@ func (h *handlers) dispatch() (why int) {
 		}
 	}()
 	deliveries := h.sub.Deliveries()
+	var ended <-chan struct{} // watched while every slot is taken
+	if en, ok := h.sub.(EndNotifier); ok {
+		ended = en.Ended()
+	}
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -469,6 +479,8 @@ func (h *handlers) dispatch() (why int) {
 				return stopPaused
 			}
 			continue
+		case <-ended:
+			return stopEnded
 		case h.slots <- struct{}{}:
 		}
 		d, got := h.take(deliveries)
@@ -545,7 +557,8 @@ func (h *handlers) pausedNow(s, ok bool) bool {
 // subscription, without a hop through dispatch.
 func (h *handlers) run(d Delivery) {
 	defer h.wg.Done()
-	defer func() { <-h.slots }()
+	slot := h.newRunSlot()
+	defer h.dropRunSlot(slot)
 	deliveries := h.sub.Deliveries()
 	var wait *time.Timer
 	defer func() {
@@ -554,7 +567,7 @@ func (h *handlers) run(d Delivery) {
 		}
 	}()
 	for {
-		h.c.process(h.base, h.gate, h.requeues, d)
+		h.c.process(h.base, h.gate, h.requeues, slot, d)
 		var (
 			next Delivery
 			ok   bool
@@ -610,18 +623,34 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// process runs one delivery's handler and settles it by the outcome.
-func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, d Delivery) {
+// process runs one delivery's handler and settles it by the outcome. slot,
+// when not nil, is the handler goroutine's, through which the run may be
+// orphaned.
+func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, slot *runSlot, d Delivery) {
 	env := d.Envelope()
 	env.MaxAttempts = c.queue.MaxAttempts // the queue's rule, whoever produced the job
 	if env.Attempt <= 0 {
 		env.Attempt = 1
 	}
+	if c.adopt(base, gate, d, env) {
+		return
+	}
 	var run observedRun
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
+	if slot != nil {
+		slot.begin(env)
+	}
 	err := c.call(ctx, env)
 	run.ran(err)
+	if slot != nil {
+		if r := slot.end(); r != nil {
+			// Its delivery is gone: the outcome settles the broker's
+			// copy when it comes.
+			c.orphans.finish(r, err, &run)
+			return
+		}
+	}
 	if !gate.enter() {
 		return
 	}
@@ -734,10 +763,18 @@ func (c *queueRunner) settle(ctx, runCtx context.Context, d Delivery, env *Envel
 		ruleErr   *RuleError
 	)
 	if errors.As(herr, &deferErr) && !IsPermanent(herr) {
-		err := d.Defer(ctx, env.Clone(), deferErr.Delay)
+		next, cerr := c.nextDeferral(env, deferErr.Delay, herr)
+		if cerr != nil {
+			// Out of deferrals: dead-lettered without the count, so that
+			// a re-drive starts it afresh.
+			dead := env.Clone()
+			delete(dead.Headers, HeaderDeferrals)
+			return c.deadLetter(ctx, runCtx, d, dead, cerr, run)
+		}
+		err := d.Defer(ctx, next, deferErr.Delay)
 		if !refusedWait(err) {
 			if err == nil {
-				log.DebugContext(runCtx, "queuey: job deferred", "queue", c.queue.Name, "job_id", env.ID, "delay", deferErr.Delay)
+				c.loggedDeferral(runCtx, env, deferErr.Delay, deferrals(next))
 			}
 			return run.settled(err, OutcomeDeferred, deferErr.Delay, "")
 		}

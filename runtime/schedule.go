@@ -18,9 +18,12 @@ import (
 type Missed string
 
 const (
-	// MissedRunOnce fires the latest missed tick once, as soon as a
-	// scheduler runs again, then goes on with the schedule. It is the
-	// default.
+	// MissedRunOnce runs the missed ticks once: it fires the latest missed
+	// tick as soon as a scheduler runs again, then goes on with the
+	// schedule; unless the next tick is due within a minute and nearer
+	// than the missed one (the scheduler is back in the second half of the
+	// gap between them), when the next tick, fired on time, stands for
+	// both. It is the default.
 	MissedRunOnce Missed = "once"
 	// MissedSkip fires no missed tick: the schedule goes on with the next
 	// tick after the moment a scheduler runs again.

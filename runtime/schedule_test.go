@@ -3,10 +3,13 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/queueytest"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -169,46 +172,65 @@ func TestPeriodicMemory(t *testing.T) {
 	}
 }
 
-// TestPeriodicMissed: a schedule whose last tick was 5s ago fires the
-// latest missed tick once at start (MissedRunOnce), or none (MissedSkip);
-// never one per missed tick.
+// TestPeriodicMissed, on a test clock: a schedule "@every 1m" whose last
+// tick was recorded at T0 and whose scheduler comes back at T0+1m+back
+// fires, with MissedRunOnce, the missed tick T0+1m at once when the next,
+// T0+2m, is further than it (back 10s), and leaves it to the next when the
+// next is nearer and due within a minute (back 59s: the next is due 1s
+// later, and firing both would run one catch-up twice back to back); with
+// MissedSkip it fires no missed tick. Either way T0+2m fires on time, once.
 func TestPeriodicMissed(t *testing.T) {
-	for _, missed := range []runtime.Missed{runtime.MissedRunOnce, runtime.MissedSkip} {
-		t.Run(string(missed), func(t *testing.T) {
-			b := quietMemory()
-			t.Cleanup(func() { _ = b.Close() }) // after the workers stop
-			s := runtime.Schedule{Name: "missed", Spec: "@every 1s", Missed: missed}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+	for _, c := range []struct {
+		missed runtime.Missed
+		back   time.Duration
+		fired  bool // the missed tick T0+1m
+	}{
+		{runtime.MissedRunOnce, 10 * time.Second, true},
+		{runtime.MissedRunOnce, 59 * time.Second, false},
+		{runtime.MissedRunOnce, 30 * time.Second, false}, // half way: as near to one as to the other
+		{runtime.MissedSkip, 10 * time.Second, false},
+	} {
+		t.Run(fmt.Sprintf("%s/back%v", c.missed, c.back), func(t *testing.T) {
+			q := runtime.QueueConfig{Name: "sched.missed", Kind: runtime.KindOf[ping]()}
+			b := queueytest.New(t, q)
+			now := b.Clock().Now()
+			t0 := now.Add(-time.Minute - c.back)
+			ctx := context.Background()
 			lease, err := b.AcquireLease(ctx, "schedule.missed")
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now().UTC()
-			last := start.Truncate(time.Second).Add(-5 * time.Second)
-			if err := lease.Advance(ctx, last); err != nil {
+			if err := lease.Advance(ctx, t0); err != nil {
 				t.Fatal(err)
 			}
 			_ = lease.Release()
-			runs := startTicks(t, b, runtime.DefaultQueueConfig("sched.missed"), s, 1)
-			first, second := recvT(t, runs), recvT(t, runs)
-			t1, _ := time.Parse(time.RFC3339, first.Tick)
-			t2, _ := time.Parse(time.RFC3339, second.Tick)
-			if t2.Sub(t1) != time.Second {
-				t.Errorf("ticks %s then %s, want one second apart", first.Tick, second.Tick)
+			w := runtime.NewWorker(b)
+			runtime.Periodic(w, q, runtime.Schedule{Name: "missed", Spec: "@every 1m", Missed: c.missed}, func() ping { return ping{} })
+			runtime.Handle(w, q, func(context.Context, ping) error { return nil })
+			id := func(tick time.Time) string { return "missed@" + tick.UTC().Format(time.RFC3339) }
+
+			var want []string
+			if c.fired {
+				want = []string{id(t0.Add(time.Minute))}
 			}
-			switch missed {
-			case runtime.MissedRunOnce:
-				if want := start.Truncate(time.Second); t1.Before(want.Add(-time.Second)) || t1.After(want) {
-					t.Errorf("first tick %s, want the latest missed one (%s or just before)", first.Tick, want.Format(time.RFC3339))
-				}
-			case runtime.MissedSkip:
-				if !t1.After(start) {
-					t.Errorf("first tick %s, want one after the start (%s): missed ticks skipped", first.Tick, start.Format(time.RFC3339))
-				}
+			if got := ids(queueytest.RunReady(t, b, w)); !slices.Equal(got, want) {
+				t.Fatalf("on the scheduler's return: ran %q, want %q", got, want)
+			}
+			b.Clock().Advance(t0.Add(2 * time.Minute).Sub(now))
+			if got, want := ids(queueytest.RunReady(t, b, w)), []string{id(t0.Add(2 * time.Minute))}; !slices.Equal(got, want) {
+				t.Fatalf("at the next tick: ran %q, want %q", got, want)
 			}
 		})
 	}
+}
+
+// ids returns the job IDs of outs.
+func ids(outs []queueytest.Outcome) []string {
+	var s []string
+	for _, o := range outs {
+		s = append(s, o.ID)
+	}
+	return s
 }
 
 // TestHandleSchedule: a queue with a Schedule (the schedule= key) makes

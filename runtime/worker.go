@@ -71,6 +71,7 @@ type Worker struct {
 	backend         Backend
 	log             *slog.Logger
 	shutdownTimeout time.Duration
+	maxDeferrals    int // 0: no cap
 	observers       []Observer
 	producer        *Producer // enqueues the ticks of schedules
 
@@ -103,6 +104,7 @@ func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 		backend:         b,
 		log:             b.Logger(),
 		shutdownTimeout: DefaultShutdownTimeout,
+		maxDeferrals:    DefaultMaxDeferrals,
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 	}

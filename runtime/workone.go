@@ -44,7 +44,7 @@ func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (worko
 	}
 	c := &queueRunner{w: w, queue: q, handler: wrap(reg.handler, middleware)}
 	d := &recordedDelivery{env: env.Clone()}
-	c.process(ctx, &settleGate{}, &timers{}, d)
+	c.process(ctx, &settleGate{}, &timers{}, nil, d)
 	return d.settled, nil
 }
 

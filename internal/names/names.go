@@ -4,7 +4,10 @@
 // that what one of them accepts the others accept too.
 package names
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Chars is the character class of a name, for messages.
 const Chars = "[A-Za-z0-9._-]"
@@ -44,6 +47,26 @@ func Valid(s string) bool {
 	return true
 }
 
-// Queue reports whether s is a valid queue name: Valid and at most
-// MaxQueue bytes.
-func Queue(s string) bool { return len(s) <= MaxQueue && Valid(s) }
+// Queue reports whether s is a valid queue name: Valid, at most MaxQueue
+// bytes, and not starting with ReservedPrefix.
+func Queue(s string) bool {
+	return len(s) <= MaxQueue && Valid(s) && !strings.HasPrefix(s, ReservedPrefix)
+}
+
+// ReservedPrefix starts the names the broker keeps for its own queues and
+// exchanges: it refuses to declare a queue so named (403 ACCESS_REFUSED,
+// "contains reserved prefix 'amq.*'", seen on 3.10.8).
+const ReservedPrefix = "amq."
+
+// ReservedRule says why a name that starts with ReservedPrefix is refused,
+// for messages.
+const ReservedRule = "a name that does not start with " + ReservedPrefix + ", which the broker reserves for its own and refuses to declare"
+
+// QueueRuleFor says what a queue name is, for a message about s: the
+// reserved prefix when s starts with it, QueueRule otherwise.
+func QueueRuleFor(s string) string {
+	if strings.HasPrefix(s, ReservedPrefix) {
+		return ReservedRule
+	}
+	return QueueRule
+}

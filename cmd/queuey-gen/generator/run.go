@@ -36,9 +36,11 @@ edited without regenerating), and exits 1 if there is any. Run it in CI:
 
 With -schema, queuey-gen writes nothing either: it prints, as JSON on
 standard output, each job's queue name, kind, max_attempts, max_priority,
-queue type and delay mode, and a JSON Schema of its payload: what a
-producer in another language needs to enqueue it in queuey's wire format
-(docs/wire-format.md).
+queue type and delay mode (delay: the annotation's, or "queue" with
+delay_default true when the annotation leaves it to the workers' backend,
+whose default it is unless configured otherwise), and a JSON Schema of
+its payload: what a producer in another language needs to enqueue it in
+queuey's wire format (docs/wire-format.md).
 
 	go tool queuey-gen -schema ./... > jobs.schema.json
 `
@@ -69,9 +71,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	// Paths relative to the working directory, as the go command
-	// reports them.
-	rel := func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
+	rel := positions(wd, os.Getenv)
 	if *schema {
 		out, err := schemasOf(wd, fs.Args())
 		if err == nil {
@@ -108,6 +108,20 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// positions returns what rewrites the file paths in a diagnostic for the
+// reader: relative to the working directory wd when a file is in it, as
+// the go command reports them, and absolute otherwise. Under go generate
+// (getenv gives GOFILE and GOPACKAGE) wd is the package's directory, not
+// the one go generate ran in, which a generator is not told: a path
+// relative to the package would not be found from there, so every path
+// stays absolute, which an editor or terminal finds from anywhere.
+func positions(wd string, getenv func(string) string) func(string) string {
+	if getenv("GOFILE") != "" && getenv("GOPACKAGE") != "" {
+		return func(s string) string { return s }
+	}
+	return func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
 }
 
 // generate loads the packages of args and returns their generated files.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/queuey/queuey/internal/mpfields"
+	"github.com/queuey/queuey/runtime"
 )
 
 // schemas is what queuey-gen -schema prints: for every job of the
@@ -34,8 +35,11 @@ type jobSchema struct {
 	// queue declared without priorities.
 	MaxPriority int    `json:"max_priority"`
 	QueueType   string `json:"queue_type"`
-	// Delay is the queue's delay mode, "" for the workers' default.
-	Delay         string `json:"delay,omitempty"`
+	// Delay is the queue's delay mode: the annotation's delay, or
+	// "queue", a backend's default mode unless it is configured otherwise
+	// (rabbitmq.Options.Delay), with DelayDefault set.
+	Delay         string `json:"delay"`
+	DelayDefault  bool   `json:"delay_default,omitempty"`
 	DelayExchange string `json:"delay_exchange,omitempty"`
 	// Payload is a JSON Schema (2020-12) of the payload as msgpack carries
 	// it: a map keyed by the struct's field names or msgpack tags. Keys
@@ -68,7 +72,7 @@ func generateSchemas(pkgs []*packages.Package) ([]byte, error) {
 			out.Jobs = append(out.Jobs, jobSchema{
 				Queue: q.Name, Kind: q.Kind, Package: p.PkgPath,
 				MaxAttempts: q.MaxAttempts, MaxPriority: max(q.MaxPriority, 0),
-				QueueType: string(q.QueueType), Delay: string(q.Delay), DelayExchange: q.DelayExchange,
+				QueueType: string(q.QueueType), Delay: string(cmp.Or(q.Delay, runtime.DelayQueue)), DelayDefault: q.Delay == "", DelayExchange: q.DelayExchange,
 				Payload: payloadSchema(obj.Type(), q.Kind),
 			})
 		}

@@ -1,0 +1,42 @@
+// Package notes hands events a component records to a listener that may
+// come later: those recorded before it comes are kept, up to a bound, and
+// handed to it first, in order, each once.
+package notes
+
+import "sync"
+
+// Notes holds the listener of events of type T, or the events recorded
+// while there is none. The zero value is ready to use.
+type Notes[T any] struct {
+	mu      sync.Mutex
+	fn      func(T)
+	pending []T
+}
+
+// Tell hands e to the listener, or keeps it for the next one when there is
+// none (dropping it when max are kept already).
+func (n *Notes[T]) Tell(e T, max int) {
+	n.mu.Lock()
+	fn := n.fn
+	if fn == nil && len(n.pending) < max {
+		n.pending = append(n.pending, e)
+	}
+	n.mu.Unlock()
+	if fn != nil {
+		fn(e)
+	}
+}
+
+// Listen makes fn the listener, after handing it the events kept so far;
+// nil removes the listener.
+func (n *Notes[T]) Listen(fn func(T)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if fn != nil {
+		for _, e := range n.pending {
+			fn(e)
+		}
+		n.pending = nil
+	}
+	n.fn = fn
+}
