@@ -151,13 +151,20 @@ func (c *queuesListCmd) Run(r *run) error {
 	}
 	rows := make([]queueJSON, 0, len(queues))
 	var unknown []string
+	gone := 0
 	for _, a := range queues {
 		row, err := r.queueRow(be, a)
 		if err != nil {
 			return err
 		}
 		if row == nil {
-			unknown = append(unknown, a.q.Name)
+			// A queue asked for by name is missing; one that only the
+			// listing named was deleted since, and is left out.
+			if a.named {
+				unknown = append(unknown, a.q.Name)
+			} else {
+				gone++
+			}
 			continue
 		}
 		rows = append(rows, *row)
@@ -166,6 +173,13 @@ func (c *queuesListCmd) Run(r *run) error {
 		if !slices.ContainsFunc(rows, func(q queueJSON) bool { return strings.HasPrefix(q.Queue, p) }) {
 			unknown = append(unknown, p+"*")
 		}
+	}
+	if gone > 0 {
+		verb := "were"
+		if gone == 1 {
+			verb = "was"
+		}
+		notes = append(notes, fmt.Sprintf("%s %s deleted while the list was read, and left out.", plural(gone, "queue"), verb))
 	}
 	if r.g.JSON {
 		if notes == nil {
