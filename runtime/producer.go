@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxJobSize is the largest job, its payload and headers together, in
@@ -91,8 +92,8 @@ func WithDelay(d time.Duration) EnqueueOption {
 
 // WithHeaders adds string headers to the job, such as trace context. Later
 // calls add to earlier ones. A name that starts with ReservedHeaderPrefix
-// ("queuey-") is queuey's own: the enqueue is refused with
-// ErrInvalidOption.
+// ("queuey-") is queuey's own, and names and values must be valid UTF-8:
+// otherwise the enqueue is refused with ErrInvalidOption.
 func WithHeaders(h map[string]string) EnqueueOption {
 	return func(o *enqueueOptions) {
 		if o.headers == nil {
@@ -343,9 +344,12 @@ func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
 			return fmt.Errorf("queue %q: WithID: %w", q.Name, err)
 		}
 	}
-	for name := range o.headers {
+	for name, v := range o.headers {
 		if strings.HasPrefix(name, ReservedHeaderPrefix) {
 			return reservedHeaderError(q, o.headers)
+		}
+		if !utf8.ValidString(name) || !utf8.ValidString(v) {
+			return fmt.Errorf("%w: queue %q: header %q: names and values must be valid UTF-8 (the wire format carries no other strings)", ErrInvalidOption, q.Name, strings.ToValidUTF8(name, "\uFFFD"))
 		}
 	}
 	return nil

@@ -46,3 +46,19 @@ func TestJobOverMaxJobSizeIsRefused(t *testing.T) {
 		t.Errorf("queue holds %d jobs (%v), want the 2 small ones", n, err)
 	}
 }
+
+// TestHeadersMustBeUTF8: a header name or value that is not valid UTF-8
+// is refused at enqueue, where the caller can act, since every worker
+// would refuse the job as poison.
+func TestHeadersMustBeUTF8(t *testing.T) {
+	b := quietMemory()
+	defer b.Close()
+	q := runtime.QueueConfig{Name: "utf8.headers", Kind: "job"}
+	p := producerOf(t, b, q)
+	for _, h := range []map[string]string{{"a\xff": "v"}, {"k": "v\xfe"}} {
+		_, err := p.EnqueuePayload(context.Background(), q, []byte{0x80}, runtime.WithHeaders(h))
+		if !errors.Is(err, runtime.ErrInvalidOption) || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("enqueue with headers %q = %v, want ErrInvalidOption saying UTF-8", h, err)
+		}
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // HandlerFunc runs one job. Generated HandleX functions wrap a typed handler
@@ -331,9 +333,18 @@ func wrap(h HandlerFunc, middleware []Middleware) HandlerFunc {
 	return h
 }
 
+// truncate makes a handler's error text fit a job: valid UTF-8 (the wire
+// format refuses any other string, so a job carrying one would come back
+// as poison) and at most maxReasonLen bytes, cut on a character's
+// boundary.
 func truncate(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= maxReasonLen {
 		return s
 	}
-	return s[:maxReasonLen-3] + "..."
+	cut := maxReasonLen - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
