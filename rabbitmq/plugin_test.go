@@ -129,7 +129,7 @@ func TestPluginMissingIsExplained(t *testing.T) {
 		if !errors.Is(err, rabbitmq.ErrPluginMissing) {
 			t.Fatalf("Declare %d of a plugin-mode queue = %v, want ErrPluginMissing", i+1, err)
 		}
-		for _, want := range []string{`"` + delayed.Name + `"`, plugin.EnableCommand, "COMMAND_INVALID"} {
+		for _, want := range []string{`"` + delayed.Name + `"`, plugin.EnableCommand, "unknown exchange type"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Declare error %q does not mention %s", err, want)
 			}
