@@ -22,12 +22,15 @@ import (
 // queue has no dead-letter target. RabbitMQ 3.x quorum queues have no limit
 // unless one is set; RabbitMQ 4.x ones have a default of 20. queuey counts
 // a job's attempts itself (max_attempts, up to 1000) and keeps its dead
-// letters, so on 4.x it declares every quorum queue it owns (work, dead
-// letters, holds) with x-delivery-limit -1, which turns the limit off there
-// (on 3.x the same value dead-letters on the first return, so it is never
-// sent to 3.x). A queue that exists with another limit, or none (the
-// default of 20), keeps it, and so does a queue under a policy that sets
-// one: a warning names the queue, the limit and the fix.
+// letters, so on 4.x it declares the quorum queues that consumers read
+// (the work queue and its dead-letter queue) with x-delivery-limit -1,
+// which turns the limit off there (on 3.x the same value dead-letters on
+// the first return, so it is never sent to 3.x). Hold queues are declared
+// without it: nothing consumes them, so no delivery is ever counted there,
+// and they stay declared alike by every producer (the Python and Node
+// clients too) and on every version. A queue that exists with another
+// limit, or none (the default of 20), keeps it, and so does a queue under a
+// policy that sets one: a warning names the queue, the limit and the fix.
 
 // declareUnlimited declares q as the broker's version has it
 // (topology.Version.Unlimited). When q exists with an x-delivery-limit of

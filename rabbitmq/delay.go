@@ -112,7 +112,7 @@ func (d queueDelayer) declareHold(ctx context.Context, hold topology.Queue) erro
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
 		sent := time.Now()
-		err := d.b.declareUnlimited(dctx, hold)
+		err := d.b.decl.declare(dctx, hold)
 		if err == nil {
 			d.b.holdDecl.took(hold, sent)
 		}
