@@ -304,7 +304,7 @@ func TestURLFromEnvironment(t *testing.T) {
 	if got.URL != "amqp://flag/" {
 		t.Errorf("target %+v, want --url to win", got)
 	}
-	env.Getenv = nil
+	env.Getenv = func(string) string { return "" } // no environment
 	runCLI(t, ctxT(t), env, "dead", "ls", "q")
 	if got.URL != cli.DefaultURL {
 		t.Errorf("target %+v, want the default %s", got, cli.DefaultURL)
