@@ -51,6 +51,9 @@ func requireBroker(b *testing.B) { b.Helper(); brokertest.Require(b) }
 func dialBroker(b *testing.B, ctx context.Context, opts rabbitmq.Options) *rabbitmq.Backend {
 	b.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.ManagementURL == "" {
+		opts.ManagementURL = brokertest.ManagementURL()
+	}
 	be, err := rabbitmq.Dial(ctx, amqpURL(), opts)
 	if err != nil {
 		b.Fatal(err)

@@ -385,7 +385,7 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 			deleteExchange(url, q.Name+".delay")
 		}
 	})
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

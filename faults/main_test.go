@@ -42,10 +42,12 @@ func rabbitmqctl(t testing.TB, args ...string) {
 	}
 }
 
+// ctl runs rabbitmqctl with args against the node of the broker under
+// test (brokertest.Node), never whichever node is rabbitmqctl's default.
 func ctl(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
+	return exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-n", brokertest.Node()}, args...)...).CombinedOutput()
 }
 
 // restoreBroker makes sure, when t ends however it ends, that the broker's

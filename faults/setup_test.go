@@ -15,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -61,6 +62,9 @@ func dial(t *testing.T, url string, opts rabbitmq.Options) *rabbitmq.Backend {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = verbose()
+	}
+	if opts.ManagementURL == "" {
+		opts.ManagementURL = brokertest.ManagementURL()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -56,7 +57,7 @@ func workerMain(raw string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := rabbitmq.Dial(ctx, cfg.URL, rabbitmq.Options{Logger: log})
+	b, err := rabbitmq.Dial(ctx, cfg.URL, rabbitmq.Options{Logger: log, ManagementURL: brokertest.ManagementURL()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

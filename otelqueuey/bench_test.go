@@ -109,7 +109,7 @@ func benchOverhead(b *testing.B, set setup) {
 	b.Run("rabbitmq", func(b *testing.B) {
 		url := brokertest.Require(b)
 		compareOverhead(b, set, benchInFlight, e2e.BrokerMeter(url), func(b *testing.B) (runtime.Backend, string, func()) {
-			be, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{Logger: quietLog()})
+			be, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: quietLog()})
 			if err != nil {
 				b.Fatal(err)
 			}

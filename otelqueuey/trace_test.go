@@ -32,7 +32,7 @@ func TestTraceRabbitMQ(t *testing.T) {
 	url := brokertest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: quietLog()})
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

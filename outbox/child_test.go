@@ -35,7 +35,7 @@ func runChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	b, err := rabbitmq.Dial(ctx, brokertest.URL(), rabbitmq.Options{Logger: quiet()})
+	b, err := rabbitmq.Dial(ctx, brokertest.URL(), rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: quiet()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

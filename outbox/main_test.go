@@ -102,7 +102,7 @@ func dial(tb testing.TB) *rabbitmq.Backend {
 	url := brokertest.Require(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: quiet()})
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: quiet()})
 	if err != nil {
 		tb.Fatalf("Dial: %v", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"testing"
@@ -19,16 +18,15 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
-	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
 	"github.com/queuey/queuey/runtime"
 )
 
 // managementAPI is the broker's management API for tests that change
-// broker settings: QUEUEY_MANAGEMENT_URL, else the broker's host on port
-// 15672 with the AMQP URL's credentials. It skips t when the API does not
-// answer.
+// broker settings: brokertest.ManagementURL. It skips t when the API does
+// not answer.
 type managementAPI struct {
 	base       *url.URL // without credentials
 	user, pass string
@@ -36,14 +34,7 @@ type managementAPI struct {
 
 func management(t *testing.T) managementAPI {
 	t.Helper()
-	raw := os.Getenv("QUEUEY_MANAGEMENT_URL")
-	if raw == "" {
-		var err error
-		if raw, err = mgmt.URLFor(amqpURL()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(brokertest.ManagementURL())
 	if err != nil {
 		t.Fatalf("management URL: %v", err)
 	}

@@ -32,26 +32,27 @@ var (
 
 // Backend is the RabbitMQ runtime.Backend. It is safe for concurrent use.
 type Backend struct {
-	opts      Options
-	log       *slog.Logger
-	names     topology.Names
-	version   topology.Version
-	pubConn   *connection
-	conConn   *connection   // the first of cons: short-lived channels open here
-	cons      *consumePool  // consumers' channels, spread over connections
-	checks    chan struct{} // one per pause check in flight
-	notices   pauseNotices  // the binding every pause watch hears from
-	pub       *publisher
-	decl      *declarer
-	holds     singleflight.Group // hold-queue declares in flight, by name
-	warned    sync.Map           // keys of warnings given once
-	holdDecl  holdDeclares       // which hold queues need a declare of their own
-	copyRead  sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
-	mgmtCheck mgmtCheck          // which management API serves this broker
-	index     deadIndex          // indexes of dead-letter queues (Options.DeadLetterIndex)
-	topoConn  *connection        // dialled on first use; see pluginDelayer.declare
-	topo      *declarer
-	delayers  map[runtime.DelayMode]delayer
+	opts          Options
+	log           *slog.Logger
+	names         topology.Names
+	version       topology.Version
+	pubConn       *connection
+	conConn       *connection   // the first of cons: short-lived channels open here
+	cons          *consumePool  // consumers' channels, spread over connections
+	checks        chan struct{} // one per pause check in flight
+	notices       pauseNotices  // the binding every pause watch hears from
+	pub           *publisher
+	decl          *declarer
+	holds         singleflight.Group // hold-queue declares in flight, by name
+	warned        sync.Map           // keys of warnings given once
+	holdDecl      holdDeclares       // which hold queues need a declare of their own
+	copyRead      sync.Map           // dead-letter queues found not classic: read by copying (see isClassic)
+	mgmtCheck     mgmtCheck          // which management API serves this broker
+	limitPolicies limitPolicies      // the policies, read once to check delivery limits
+	index         deadIndex          // indexes of dead-letter queues (Options.DeadLetterIndex)
+	topoConn      *connection        // dialled on first use; see pluginDelayer.declare
+	topo          *declarer
+	delayers      map[runtime.DelayMode]delayer
 
 	mu     sync.RWMutex
 	queues map[string]runtime.QueueConfig // declared through this backend
@@ -247,6 +248,7 @@ func (b *Backend) Declare(ctx context.Context, q runtime.QueueConfig) error {
 			return brokerError(fmt.Sprintf("declare dead-letter queue %q", dead.Name), err)
 		}
 	}
+	b.checkPolicyLimits(ctx, q)
 	if err := d.declare(ctx, q); err != nil {
 		return err
 	}

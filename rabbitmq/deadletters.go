@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/reasons"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -55,6 +56,12 @@ func (b *Backend) publishDead(ctx context.Context, queue string, msg amqp.Publis
 // known by its message ID or else its admin.PoisonID.
 func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 	reason := codec.DeadReason(m.Headers)
+	if why, count, ok := codec.BrokerDeath(m.Headers, queue); ok && reason == "" {
+		// Dead-lettered by the broker on its own (a quorum queue's
+		// delivery limit), not by a worker: the envelope's last error, if
+		// any, is not why.
+		reason = reasons.BrokerDeadLettered(why, count)
+	}
 	at := codec.DeadAt(m.Headers, queue)
 	e, err := codec.Decode(m)
 	if err != nil {

@@ -21,10 +21,10 @@ func (b *Backend) declareWork(ctx context.Context, work topology.Queue) error {
 	if !b.opts.NoDeadLetterQueues {
 		work = topology.DeadLettered(work, b.names.Dead(work.Name).Name)
 	}
-	err := b.decl.declare(ctx, work)
+	err := b.declareUnlimited(ctx, work)
 	if isCode(err, amqp.PreconditionFailed) && !b.opts.NoDeadLetterQueues && lacksDeadLettering(err) {
 		old := topology.WithoutDeadLettering(work)
-		if err = b.decl.declare(ctx, old); err == nil {
+		if err = b.declareUnlimited(ctx, old); err == nil {
 			b.warnOldShape(work)
 			return nil
 		}

@@ -144,9 +144,9 @@ type pluginDelayer struct {
 // prepare declares q's delay exchange, or checks that it exists when the
 // operator provisions it, before q is declared. It runs on the topology
 // connection: declaring an exchange of a type the broker does not know (the
-// plugin is not enabled) closes the whole connection, not just the
-// channel, and the publishing and consuming connections must not go with
-// it.
+// plugin is not enabled) closes the whole connection on RabbitMQ 3.x, not
+// just the channel, and the publishing and consuming connections must not
+// go with it.
 func (d pluginDelayer) prepare(ctx context.Context, q runtime.QueueConfig) error {
 	if d.b.opts.ProvisionedDelayExchange {
 		return d.checkExchange(ctx, q)

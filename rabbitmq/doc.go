@@ -53,6 +53,14 @@
 // runtime.ErrInvalidConfig: it would be q's hold queue once q waits that
 // long.
 //
+// On RabbitMQ 4.x, whose quorum queues have a delivery limit of 20 by
+// default, a quorum q and its q.dead are declared with x-delivery-limit -1
+// (no limit; never sent to 3.x, where -1 dead-letters on the first
+// return), so the broker ends no job before max_attempts and drops no dead
+// letter. A quorum queue that exists with a limit, or under a policy that
+// sets one (read once through the management API), is kept as it is, and
+// Declare logs one warning per queue with the limit and its fix.
+//
 // Declaring q over an existing queue with other arguments fails with
 // runtime.ErrQueueMismatch, naming the queue and the two ways out: drain and
 // delete it so it is declared again, or declare it as it is, with the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,33 +13,13 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 
-func testURL() string {
-	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
+func testURL() string { return brokertest.URL() }
 
-func requireBroker(t *testing.T) {
-	t.Helper()
-	u, err := amqp.ParseURI(testURL())
-	if err != nil {
-		t.Fatalf("QUEUEY_AMQP_URL: %v", err)
-	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, fmt.Sprint(u.Port)), 2*time.Second)
-	if err == nil {
-		conn.Close()
-		return
-	}
-	msg := fmt.Sprintf("no RabbitMQ answers at %s:%d: %v (is rabbitmq-server running? make broker starts one)", u.Host, u.Port, err)
-	if os.Getenv("CI") != "" || os.Getenv("QUEUEY_REQUIRE_BROKER") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+func requireBroker(t *testing.T) { t.Helper(); brokertest.Require(t) }
 
 // TestConnectionLossFailsUnconfirmedPublishes drops the publishing
 // connection under publishes in flight: each publish reported successful is

@@ -72,6 +72,9 @@ func dial(t *testing.T, opts rabbitmq.Options) *rabbitmq.Backend {
 	if opts.Logger == nil {
 		opts.Logger = quiet()
 	}
+	if opts.ManagementURL == "" {
+		opts.ManagementURL = brokertest.ManagementURL()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	b, err := rabbitmq.Dial(ctx, amqpURL(), opts)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -48,7 +49,7 @@ func childMain(raw string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := rabbitmq.Dial(ctx, cfg.URL, rabbitmq.Options{Logger: log})
+	b, err := rabbitmq.Dial(ctx, cfg.URL, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

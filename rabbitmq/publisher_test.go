@@ -5,21 +5,19 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/brokertest"
 )
 
 // TestBadHeaderLeavesChannelUsable: a header the client library cannot
 // encode is refused before the channel is touched, so the channel is not
 // marked broken (which would close it) and carries the next publish.
 func TestBadHeaderLeavesChannelUsable(t *testing.T) {
-	url := os.Getenv("QUEUEY_AMQP_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
+	url := brokertest.URL()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := dialConnection(ctx, []string{url}, "queuey publisher test", slog.New(slog.NewTextHandler(io.Discard, nil)))

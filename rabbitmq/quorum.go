@@ -39,7 +39,7 @@ func (b *Backend) deadQueue(q runtime.QueueConfig) topology.Queue {
 // returned as the broker's error.
 func (b *Backend) declareDead(ctx context.Context, q runtime.QueueConfig) error {
 	dead := b.deadQueue(q)
-	err := b.decl.declare(ctx, dead)
+	err := b.declareUnlimited(ctx, dead)
 	if err == nil || q.QueueType != runtime.QueueQuorum || !isCode(err, amqp.PreconditionFailed) {
 		return err
 	}

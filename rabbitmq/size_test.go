@@ -219,7 +219,7 @@ func TestHeaderSizeIsWhatTheClientWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := queueName(t)
-	if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
+	if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	every := amqp.Table{

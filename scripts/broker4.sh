@@ -8,6 +8,10 @@
 #   broker4.sh down     stop the node and unmount the chroot's /proc
 #   broker4.sh status   say whether the node runs, and its URLs
 #   broker4.sh ctl ...  rabbitmqctl against the node
+#   broker4.sh logmark  print where the node's log ends now (for deprecated)
+#   broker4.sh deprecated [MARK]
+#                       fail, naming them, when the node's log (after MARK,
+#                       a logmark) says a deprecated feature was used
 #
 # The node is rabbit4@localhost: AMQP on 127.0.0.1:5673 (guest/guest),
 # management on 15673, Erlang distribution on 25673, through the host's
@@ -64,7 +68,9 @@ configure() {
 		as_root tee "$root/etc/rabbitmq/rabbitmq-env.conf" >/dev/null
 	# loopback_users = none: the host's 127.0.0.1 is the chroot's too, but
 	# keep guest usable whatever address a test dials.
-	printf 'management.tcp.port = %s\nloopback_users = none\n' "$mport" |
+	# The deprecated features that 4.3 removes and a client could use are
+	# denied, as 4.3 denies them: a test that uses one fails at once.
+	printf 'management.tcp.port = %s\nloopback_users = none\ndeprecated_features.permit.transient_nonexcl_queues = false\ndeprecated_features.permit.global_qos = false\n' "$mport" |
 		as_root tee "$root/etc/rabbitmq/rabbitmq.conf" >/dev/null
 	echo '[rabbitmq_management].' | as_root tee "$root/etc/rabbitmq/enabled_plugins" >/dev/null
 }
@@ -105,8 +111,45 @@ down() {
 	fi
 }
 
+log="$root/var/log/rabbitmq/$node.log"
+
+# deprecated fails when the node's log, after line $1 (0: all of it), names
+# a deprecated feature used. The node logs a permitted feature's first use
+# only, and a denied one's every use (refused): a node that up started
+# logs every feature from its start. management_metrics_collection is left
+# out: the broker's own management plugin uses it from boot (it keeps the
+# queue statistics that queuey's admin reads), whatever its clients do.
+deprecated() {
+	from=${1:-0}
+	[ -r "$log" ] || die "no log at $log"
+	# The node writes its log in the background: a line of our own,
+	# logged now and seen in the file, says that what came before it is
+	# there too.
+	token="deprecated-check-$$-$(date +%s)"
+	if answers && ctl eval "logger:notice(\"broker4: log mark ~s\", [\"$token\"])." >/dev/null 2>&1; then
+		elapsed=0
+		while ! grep -q "$token" "$log"; do
+			[ "$elapsed" -ge 30 ] && die "the log mark did not reach $log within 30s"
+			sleep 1
+			elapsed=$((elapsed + 1))
+		done
+	fi
+	used=$(tail -n +"$((from + 1))" "$log" | sed -n 's/.*Feature `\([a-z_]*\)` is deprecated.*/\1/p' |
+		grep -vx management_metrics_collection | sort -u)
+	if [ -n "$used" ]; then
+		say "deprecated features used (see $log):"
+		printf '  %s\n' $used
+		exit 1
+	fi
+	say "no deprecated feature used"
+}
+
 case ${1:-} in
 up) up ;;
+logmark)
+	if [ -r "$log" ]; then wc -l <"$log"; else echo 0; fi
+	;;
+deprecated) deprecated "${2:-0}" ;;
 down) down ;;
 status)
 	if answers; then
@@ -120,5 +163,5 @@ ctl)
 	shift
 	ctl "$@"
 	;;
-*) die "usage: broker4.sh up|down|status|ctl ..." ;;
+*) die "usage: broker4.sh up|down|status|logmark|deprecated [MARK]|ctl ..." ;;
 esac

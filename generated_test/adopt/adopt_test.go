@@ -41,7 +41,7 @@ func TestOneKindPerQueue(t *testing.T) {
 		names := []string{jobs.MailQueue.Name, jobs.MailQueue.Name + ".dead"}
 		brokertest.DeleteQueues(url, names...)
 		t.Cleanup(func() { brokertest.DeleteQueues(url, names...) })
-		b, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{})
+		b, err := rabbitmq.Dial(context.Background(), url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL()})
 		if err != nil {
 			t.Fatal(err)
 		}

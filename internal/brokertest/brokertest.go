@@ -1,11 +1,22 @@
-// Package brokertest gates tests and benchmarks that need a RabbitMQ: they
-// read QUEUEY_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672/) and
-// skip when no broker answers there, except when CI or
+// Package brokertest gates tests and benchmarks that need a RabbitMQ, and is
+// the one home of where that broker is. Every test reads it from the
+// environment, so each suite runs against whichever broker make test
+// points it at (3.x and 4.x, side by side on ports of their own):
+//
+//   - QUEUEY_AMQP_URL: the AMQP URL (default
+//     amqp://guest:guest@127.0.0.1:5672/);
+//   - QUEUEY_MANAGEMENT_URL: the management HTTP API with credentials
+//     (default: the AMQP URL's host on port 15672 with its credentials);
+//   - QUEUEY_RABBITMQ_NODE: the node name that rabbitmqctl is given with
+//     -n (default rabbit@localhost).
+//
+// Tests skip when no broker answers, except when CI or
 // QUEUEY_REQUIRE_BROKER is set: then they fail.
 package brokertest
 
 import (
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -14,15 +25,60 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
+// Environment variables that say where the broker under test is.
+const (
+	URLEnv           = "QUEUEY_AMQP_URL"
+	ManagementURLEnv = "QUEUEY_MANAGEMENT_URL"
+	NodeEnv          = "QUEUEY_RABBITMQ_NODE"
+)
+
 // DefaultURL is the broker tests use when QUEUEY_AMQP_URL is unset.
 const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 
+// DefaultManagementPort is the port of the management API that
+// ManagementURL derives from the AMQP URL when QUEUEY_MANAGEMENT_URL is
+// unset.
+const DefaultManagementPort = 15672
+
+// DefaultNode is the node name tests give rabbitmqctl when
+// QUEUEY_RABBITMQ_NODE is unset: the one scripts/broker.sh's broker has.
+const DefaultNode = "rabbit@localhost"
+
 // URL returns QUEUEY_AMQP_URL, or DefaultURL.
 func URL() string {
-	if u := os.Getenv("QUEUEY_AMQP_URL"); u != "" {
+	if u := os.Getenv(URLEnv); u != "" {
 		return u
 	}
 	return DefaultURL
+}
+
+// ManagementURL returns QUEUEY_MANAGEMENT_URL or, when it is unset, the
+// management API of URL's broker: its host on DefaultManagementPort with
+// its credentials (https for amqps). It is "" only when URL does not
+// parse, which Require reports.
+func ManagementURL() string {
+	if u := os.Getenv(ManagementURLEnv); u != "" {
+		return u
+	}
+	u, err := amqp.ParseURI(URL())
+	if err != nil {
+		return ""
+	}
+	scheme := "http"
+	if u.Scheme == "amqps" {
+		scheme = "https"
+	}
+	m := url.URL{Scheme: scheme, Host: net.JoinHostPort(u.Host, strconv.Itoa(DefaultManagementPort)), Path: "/", User: url.UserPassword(u.Username, u.Password)}
+	return m.String()
+}
+
+// Node returns QUEUEY_RABBITMQ_NODE, or DefaultNode: the name of the
+// broker's node, for rabbitmqctl -n.
+func Node() string {
+	if n := os.Getenv(NodeEnv); n != "" {
+		return n
+	}
+	return DefaultNode
 }
 
 // Require returns the broker URL when a broker answers there. Otherwise it
@@ -32,7 +88,7 @@ func Require(tb testing.TB) string {
 	url := URL()
 	u, err := amqp.ParseURI(url)
 	if err != nil {
-		tb.Fatalf("QUEUEY_AMQP_URL=%q: %v", url, err)
+		tb.Fatalf("%s=%q: %v", URLEnv, url, err)
 	}
 	addr := net.JoinHostPort(u.Host, strconv.Itoa(u.Port))
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)

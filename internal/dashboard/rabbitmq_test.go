@@ -50,7 +50,7 @@ func dialRabbit(t *testing.T, url string) *rabbitmq.Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{ManagementURL: brokertest.ManagementURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

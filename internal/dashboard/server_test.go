@@ -116,10 +116,10 @@ func TestBrokerPasswordHidden(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"amqp://guest:guest@127.0.0.1:5672/": "amqp://guest:xxxxx@127.0.0.1:5672/",
-		"amqp://127.0.0.1/":                  "amqp://127.0.0.1/",
-		"amqp://u:p%zz@h/":                   "(unparsable URL)",
-		"":                                   "",
+		"amqp://guest:guest@mq.example:5672/": "amqp://guest:xxxxx@mq.example:5672/",
+		"amqp://127.0.0.1/":                   "amqp://127.0.0.1/",
+		"amqp://u:p%zz@h/":                    "(unparsable URL)",
+		"":                                    "",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

@@ -26,6 +26,12 @@ type Features struct {
 	// The exact priority-order case is skipped; a deferral, which travels
 	// at max_priority, must still return ahead of the backlog.
 	CoarsePriority bool
+	// DeferAheadSlack is how many jobs of the backlog may run before a
+	// deferral that returned ahead of them: 0 (the zero value) when the
+	// backend delivers strictly by priority. RabbitMQ 4.x quorum queues
+	// deliver two high-priority messages for each normal one while both
+	// wait, so that normal ones are never starved: there it is 1.
+	DeferAheadSlack int
 	// QueueType is the queue type the suite declares. Empty means classic.
 	QueueType runtime.QueueType
 	// Delay is the delay mode the suite declares. Empty means the backend's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -38,6 +39,19 @@ func runCLI(t *testing.T, ctx context.Context, env cli.Env, args ...string) resu
 	}
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
+	}
+	if env.Getenv == nil {
+		// The broker under test and its management API, which may not
+		// be on the default ports; --url and --management-url still win.
+		env.Getenv = func(k string) string {
+			switch k {
+			case cli.URLEnv:
+				return brokertest.URL()
+			case cli.ManagementURLEnv:
+				return brokertest.ManagementURL()
+			}
+			return ""
+		}
 	}
 	code := cli.Main(ctx, args, env)
 	return result{out: out.String(), err: errb.String(), code: code}
@@ -290,7 +304,7 @@ func TestURLFromEnvironment(t *testing.T) {
 	if got.URL != "amqp://flag/" {
 		t.Errorf("target %+v, want --url to win", got)
 	}
-	env.Getenv = nil
+	env.Getenv = func(string) string { return "" } // no environment
 	runCLI(t, ctxT(t), env, "dead", "ls", "q")
 	if got.URL != cli.DefaultURL {
 		t.Errorf("target %+v, want the default %s", got, cli.DefaultURL)

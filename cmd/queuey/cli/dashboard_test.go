@@ -22,7 +22,7 @@ import (
 func TestDashboardServes(t *testing.T) {
 	b, q, ids := memoryWithDead(t, 1)
 	env := memEnv(b)
-	base, stop := startDashboard(t, env, "--url", "amqp://ops:hunter2@127.0.0.1:5672/", "dashboard", "--addr", "127.0.0.1:0", "--read-only")
+	base, stop := startDashboard(t, env, "--url", "amqp://ops:hunter2@rabbit.internal:5672/", "dashboard", "--addr", "127.0.0.1:0", "--read-only")
 	resp, err := http.Get(base + "queues/" + q.Name + "/dead/" + ids[0])
 	if err != nil {
 		t.Fatal(err)

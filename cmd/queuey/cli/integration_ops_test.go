@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey/cli"
+	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -91,6 +92,8 @@ func TestBrokerConnectionRefusals(t *testing.T) {
 	wrong.User = url.UserPassword(u.User.Username(), "not-the-password")
 	novhost := *u
 	novhost.Path = "/queuey-cli-test-novhost"
+	badMgmt := managementURL(t)
+	badMgmt.User = url.UserPassword(badMgmt.User.Username(), "not-the-password")
 	for _, tc := range []struct {
 		what   string
 		args   []string
@@ -101,7 +104,7 @@ func TestBrokerConnectionRefusals(t *testing.T) {
 		{"missing vhost", []string{"--url", novhost.String(), "queues"}, cli.ExitVhost, `queuey: virtual host "queuey-cli-test-novhost" does not exist on the broker at ` + u.Host},
 		{"not a URL", []string{"--url", "notaurl", "queues"}, cli.ExitBadURL, "queuey: --url is not an AMQP URL"},
 		{"not a management URL", []string{"--management-url", "notaurl", "queues"}, cli.ExitBadURL, "queuey: --management-url is not a management API URL"},
-		{"management API refused", []string{"--management-url", "http://guest:not-the-password@" + u.Hostname() + ":15672/", "queues"}, cli.ExitManagement, "queuey: cannot list the broker's queues: management API not reachable"},
+		{"management API refused", []string{"--management-url", badMgmt.String(), "queues"}, cli.ExitManagement, "queuey: cannot list the broker's queues: management API not reachable"},
 		{"refused connection", []string{"--url", "amqp://guest:guest@127.0.0.1:1/", "queues"}, cli.ExitUnreachable, "queuey: broker unreachable at 127.0.0.1:1: "},
 	} {
 		r := runCLI(t, ctxT(t), cli.Env{}, tc.args...)
@@ -172,22 +175,39 @@ func TestBrokerQueuePurgeDelete(t *testing.T) {
 	want(t, "queues of the deleted queue", r, cli.ExitFailure, `queuey: no queue on the broker matches "`+bq.q.Name+`"`)
 }
 
+// managementURL is the management API of the broker under test, with its
+// credentials.
+func managementURL(t *testing.T) *url.URL {
+	t.Helper()
+	u, err := url.Parse(brokertest.ManagementURL())
+	if err != nil || u.User == nil {
+		t.Fatalf("management URL %q: %v (want http://user:password@host:port/)", brokertest.ManagementURL(), err)
+	}
+	return u
+}
+
 // brokerUser creates a user on the broker through its management API, with
 // the given permissions on the default virtual host (none when perms is
 // nil), and deletes it when t ends.
 func brokerUser(t *testing.T, name, password string, perms map[string]string) {
 	t.Helper()
+	api := managementURL(t)
+	user, pass := api.User.Username(), ""
+	if p, ok := api.User.Password(); ok {
+		pass = p
+	}
+	api.User = nil
 	put := func(path string, body any) {
 		t.Helper()
 		b, err := json.Marshal(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPut, "http://127.0.0.1:15672/api/"+path, bytes.NewReader(b))
+		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPut, api.JoinPath("api").String()+"/"+path, bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.SetBasicAuth("guest", "guest")
+		req.SetBasicAuth(user, pass)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -199,11 +219,11 @@ func brokerUser(t *testing.T, name, password string, perms map[string]string) {
 		}
 	}
 	t.Cleanup(func() {
-		req, err := http.NewRequest(http.MethodDelete, "http://127.0.0.1:15672/api/users/"+url.PathEscape(name), nil)
+		req, err := http.NewRequest(http.MethodDelete, api.JoinPath("api").String()+"/users/"+url.PathEscape(name), nil)
 		if err != nil {
 			return
 		}
-		req.SetBasicAuth("guest", "guest")
+		req.SetBasicAuth(user, pass)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -52,7 +52,7 @@ func newBrokerQueue(t *testing.T) *brokerQueue {
 			}
 		}
 	})
-	b, err := rabbitmq.Dial(ctxT(t), url, rabbitmq.Options{Logger: quiet()})
+	b, err := rabbitmq.Dial(ctxT(t), url, rabbitmq.Options{Logger: quiet(), ManagementURL: brokertest.ManagementURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,6 +280,32 @@ func DeadReason(h amqp.Table) string {
 	return s
 }
 
+// BrokerDeath returns the reason and count of the broker's own
+// dead-lettering of a message from queue, as its x-death header records
+// it (reason "delivery_limit", "rejected", "expired" or "maxlen"); ok is
+// false when the header names no death from queue.
+func BrokerDeath(h amqp.Table, queue string) (reason string, count int64, ok bool) {
+	deaths, _ := h["x-death"].([]any)
+	for _, d := range deaths {
+		e, isTable := d.(amqp.Table)
+		if !isTable {
+			continue
+		}
+		if q, _ := e["queue"].(string); q != queue {
+			continue
+		}
+		reason, _ = e["reason"].(string)
+		switch n := e["count"].(type) {
+		case int64:
+			count = n
+		case int32:
+			count = int64(n)
+		}
+		return reason, count, reason != ""
+	}
+	return "", 0, false
+}
+
 // FormatDeadAt is t as HeaderDeadAt carries it (DeadAtFormat).
 func FormatDeadAt(t time.Time) string { return t.UTC().Format(DeadAtFormat) }
 

@@ -396,3 +396,19 @@ func TestCheckPublishing(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestBrokerDeath: the broker's own dead-lettering of a message from a
+// queue is read from x-death, as RabbitMQ 4.0.5 writes it; a death from
+// another queue, or none, is not taken for one.
+func TestBrokerDeath(t *testing.T) {
+	h := amqp.Table{"x-death": []any{amqp.Table{"count": int64(2), "exchange": "", "queue": "q", "reason": "delivery_limit", "routing-keys": []any{"q"}}}}
+	if reason, count, ok := BrokerDeath(h, "q"); !ok || reason != "delivery_limit" || count != 2 {
+		t.Errorf("BrokerDeath = %q, %d, %v; want delivery_limit, 2, true", reason, count, ok)
+	}
+	if _, _, ok := BrokerDeath(h, "other"); ok {
+		t.Error("a death from another queue was taken for one from this queue")
+	}
+	if _, _, ok := BrokerDeath(amqp.Table{}, "q"); ok {
+		t.Error("no x-death was taken for a death")
+	}
+}

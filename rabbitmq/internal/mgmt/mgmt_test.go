@@ -13,9 +13,9 @@ import (
 
 func TestURLFor(t *testing.T) {
 	for in, want := range map[string]string{
-		"amqp://guest:guest@127.0.0.1:5672/":      "http://guest:guest@127.0.0.1:15672/",
+		"amqp://guest:guest@mq.local:5672/":       "http://guest:guest@mq.local:15672/",
 		"amqps://ops:s3cret@mq.example:5671/prod": "https://ops:s3cret@mq.example:15672/",
-		"amqp://localhost":                        "http://guest:guest@localhost:15672/",
+		"amqp://rabbit": "http://guest:guest@rabbit:15672/",
 	} {
 		got, err := mgmt.URLFor(in)
 		if err != nil || got != want {

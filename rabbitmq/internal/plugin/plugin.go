@@ -96,19 +96,24 @@ func Publishing(p amqp.Publishing, d time.Duration) (amqp.Publishing, error) {
 }
 
 // IsPluginMissing reports whether err is the broker's answer to declaring an
-// exchange of a type it does not know. That answer closes the whole
-// connection (503 COMMAND_INVALID), so probe on a connection of its own.
+// exchange of a type it does not know: "unknown exchange type
+// 'x-delayed-message'". RabbitMQ 3.x answers 503 COMMAND_INVALID, which
+// closes the whole connection, so probe on a connection of its own;
+// RabbitMQ 4.x answers 406 PRECONDITION_FAILED, which closes the channel
+// alone, and which must not be taken for an exchange that exists with
+// other arguments (MismatchError).
 func IsPluginMissing(err error) bool {
 	var ae *amqp.Error
 	if !errors.As(err, &ae) {
 		return false
 	}
-	return ae.Code == amqp.CommandInvalid && strings.Contains(ae.Reason, ExchangeType)
+	return (ae.Code == amqp.CommandInvalid || ae.Code == amqp.PreconditionFailed) &&
+		strings.Contains(ae.Reason, "unknown exchange type") && strings.Contains(ae.Reason, ExchangeType)
 }
 
 // MissingError explains a missing plugin for queue q and how to enable it.
 func MissingError(q string, cause error) error {
-	return fmt.Errorf("%w: queue %q has delay=plugin, but declaring an %s exchange failed (%v); enable it on every node with `%s`, or use delay=queue (hold queues, no plugin)",
+	return fmt.Errorf("%w: queue %q has delay=plugin, but declaring an %s exchange failed (%v); enable it on every node with `%s` (it cannot run on RabbitMQ 4.3 and later), or use delay=queue (hold queues, no plugin)",
 		ErrPluginMissing, q, ExchangeType, cause, EnableCommand)
 }
 

@@ -62,13 +62,25 @@ func TestDelayHeaderLimits(t *testing.T) {
 }
 
 func TestIsPluginMissing(t *testing.T) {
-	// The broker's answer, as amqp091-go reports it.
+	// The broker's answer, as amqp091-go reports it: 3.10.8's, which
+	// closes the connection, and 4.0.5's, which closes the channel.
 	missing := &amqp.Error{Code: amqp.CommandInvalid, Reason: "COMMAND_INVALID - unknown exchange type 'x-delayed-message'", Server: true}
-	if !IsPluginMissing(missing) {
-		t.Errorf("IsPluginMissing(%v) = false", missing)
+	missing4 := &amqp.Error{Code: amqp.PreconditionFailed, Reason: "PRECONDITION_FAILED - unknown exchange type 'x-delayed-message'", Server: true, Recover: true}
+	for _, e := range []*amqp.Error{missing, missing4} {
+		if !IsPluginMissing(e) {
+			t.Errorf("IsPluginMissing(%v) = false", e)
+		}
 	}
-	if IsPluginMissing(&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND"}) || IsPluginMissing(errors.New("x")) {
-		t.Errorf("IsPluginMissing matched another error")
+	for _, e := range []error{
+		&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND"},
+		errors.New("x"),
+		// An exchange that exists with another type: a mismatch, not a
+		// missing plugin.
+		&amqp.Error{Code: amqp.PreconditionFailed, Reason: "PRECONDITION_FAILED - inequivalent arg 'type' for exchange 'q.delay' in vhost '/': received 'x-delayed-message' but current is 'direct'"},
+	} {
+		if IsPluginMissing(e) {
+			t.Errorf("IsPluginMissing(%v) = true", e)
+		}
 	}
 	err := MissingError("emails.send", missing)
 	if !errors.Is(err, ErrPluginMissing) || !strings.Contains(err.Error(), EnableCommand) || !strings.Contains(err.Error(), `"emails.send"`) {

@@ -128,3 +128,46 @@ func (n Names) QuorumDead(name string) Queue {
 	q.Args[ArgQueueType] = string(runtime.QueueQuorum)
 	return q
 }
+
+// ArgDeliveryLimit is a quorum queue's delivery limit: how many times a
+// message may go back to the queue unsettled (a nack or reject with
+// requeue, a consumer's channel or connection closing with it unacked)
+// before the broker dead-letters it, or drops it where the queue has no
+// dead-letter target. A policy's delivery-limit sets it too, and the lower
+// of the two applies.
+const ArgDeliveryLimit = "x-delivery-limit"
+
+// NoDeliveryLimit is the x-delivery-limit that turns a RabbitMQ 4.x quorum
+// queue's delivery limit off. RabbitMQ 3.x reads it otherwise: there a
+// negative limit dead-letters a message on its first return, so it is
+// never declared on 3.x, whose quorum queues have no limit unless one is
+// set.
+const NoDeliveryLimit = -1
+
+// DefaultDeliveryLimit4 is the delivery limit of a RabbitMQ 4.x quorum
+// queue declared without one, and under no policy that sets one.
+const DefaultDeliveryLimit4 = 20
+
+// DefaultDeliveryLimit reports whether quorum queues of this broker have
+// a delivery limit when none is asked for: RabbitMQ 4.x's is
+// DefaultDeliveryLimit4.
+func (v Version) DefaultDeliveryLimit() bool { return v.Major >= 4 }
+
+// Unlimited returns q as it is declared on a broker of version v: a quorum
+// queue of RabbitMQ 4.x with x-delivery-limit = NoDeliveryLimit, so that
+// the broker never dead-letters or drops what queuey counts itself (a
+// job's attempts) or keeps (a dead letter); any other queue unchanged.
+func (v Version) Unlimited(q Queue) Queue {
+	if !v.DefaultDeliveryLimit() || q.Args[ArgQueueType] != string(runtime.QueueQuorum) {
+		return q
+	}
+	if _, set := q.Args[ArgDeliveryLimit]; set {
+		return q
+	}
+	args := make(amqp.Table, len(q.Args)+1)
+	for k, val := range q.Args {
+		args[k] = val
+	}
+	args[ArgDeliveryLimit] = int32(NoDeliveryLimit)
+	return Queue{Name: q.Name, Args: args}
+}

@@ -171,3 +171,30 @@ func TestQuorumDead(t *testing.T) {
 		t.Error("QuorumDead changed the classic dead queue's args")
 	}
 }
+
+// TestUnlimited: only quorum queues of RabbitMQ 4.x get x-delivery-limit
+// -1; on 3.x it would dead-letter on the first return.
+func TestUnlimited(t *testing.T) {
+	var n Names
+	quorum := n.QuorumDead("q")
+	classic := n.Dead("q")
+	v3, v4 := Version{Major: 3, Minor: 10, Patch: 8}, Version{Major: 4, Minor: 0, Patch: 5}
+	if got := v4.Unlimited(quorum).Args[ArgDeliveryLimit]; got != int32(NoDeliveryLimit) {
+		t.Errorf("4.0.5 quorum queue: x-delivery-limit %v, want %d", got, NoDeliveryLimit)
+	}
+	if _, set := quorum.Args[ArgDeliveryLimit]; set {
+		t.Errorf("Unlimited changed the queue it was given: %v", quorum.Args)
+	}
+	for _, tc := range []struct {
+		v Version
+		q Queue
+	}{{v3, quorum}, {v4, classic}, {v3, classic}} {
+		if _, set := tc.v.Unlimited(tc.q).Args[ArgDeliveryLimit]; set {
+			t.Errorf("%v %s: declared with x-delivery-limit, want none", tc.v, tc.q.Args[ArgQueueType])
+		}
+	}
+	kept := Queue{Name: "q", Args: amqp.Table{ArgQueueType: "quorum", ArgDeliveryLimit: int32(7)}}
+	if got := v4.Unlimited(kept).Args[ArgDeliveryLimit]; got != int32(7) {
+		t.Errorf("a limit already asked for became %v, want 7 kept", got)
+	}
+}
