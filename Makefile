@@ -13,7 +13,7 @@ run: ## run the emails example on the in-memory backend (RabbitMQ when QUEUEY_AM
 	$(GO) run ./examples/emails
 
 # The RabbitMQ 4.0 node of scripts/broker4.sh, as the tests read it.
-BROKER4_ENV := QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:5673/ QUEUEY_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15673/ QUEUEY_RABBITMQ_NODE=rabbit4@localhost
+BROKER4_ENV := QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:5673/ QUEUEY_MANAGEMENT_URL=http://guest:guest@127.0.0.1:15673/ QUEUEY_RABBITMQ_NODE=rabbit4@localhost 'QUEUEY_RABBITMQCTL=$(CURDIR)/scripts/broker4.sh ctl'
 
 # The broker suites that run on RabbitMQ 4.0 as well: the conformance suite
 # and the backend's own tests (rabbitmq), the command and the dashboard,

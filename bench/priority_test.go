@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +115,7 @@ func declareIdle(b *testing.B, mp int, prefix string) (rate, mem float64) {
 // queueMemory returns the memory, in bytes, of each queue whose name
 // starts with prefix, by name, as rabbitmqctl reports it.
 func queueMemory(ctx context.Context, prefix string) (map[string]float64, error) {
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "-n", brokertest.Node(), "list_queues", "-q", "--no-table-headers", "name", "memory").Output()
+	out, err := brokertest.Ctl(ctx, "list_queues", "-q", "--no-table-headers", "name", "memory").Output()
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmqctl list_queues: %w", err)
 	}

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +46,7 @@ func rabbitmqctl(t testing.TB, args ...string) {
 func ctl(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-n", brokertest.Node()}, args...)...).CombinedOutput()
+	return brokertest.Ctl(ctx, args...).CombinedOutput()
 }
 
 // restoreBroker makes sure, when t ends however it ends, that the broker's

@@ -3,7 +3,6 @@ package rabbitmq_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +56,7 @@ func setBrokerEnv(t *testing.T, key string, value int) (restore func()) {
 func ctlEval(expr string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "eval", expr).CombinedOutput()
+	out, err := brokertest.Ctl(ctx, "eval", expr).CombinedOutput()
 	return string(out), err
 }
 

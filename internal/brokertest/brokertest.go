@@ -8,17 +8,23 @@
 //   - QUEUEY_MANAGEMENT_URL: the management HTTP API with credentials
 //     (default: the AMQP URL's host on port 15672 with its credentials);
 //   - QUEUEY_RABBITMQ_NODE: the node name that rabbitmqctl is given with
-//     -n (default rabbit@localhost).
+//     -n (default rabbit@localhost);
+//   - QUEUEY_RABBITMQCTL: the command that runs rabbitmqctl against that
+//     node, split at spaces (default: rabbitmqctl -n NODE); a broker in a
+//     chroot has its own (scripts/broker4.sh ctl).
 //
 // Tests skip when no broker answers, except when CI or
 // QUEUEY_REQUIRE_BROKER is set: then they fail.
 package brokertest
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +36,7 @@ const (
 	URLEnv           = "QUEUEY_AMQP_URL"
 	ManagementURLEnv = "QUEUEY_MANAGEMENT_URL"
 	NodeEnv          = "QUEUEY_RABBITMQ_NODE"
+	CtlEnv           = "QUEUEY_RABBITMQCTL"
 )
 
 // DefaultURL is the broker tests use when QUEUEY_AMQP_URL is unset.
@@ -79,6 +86,17 @@ func Node() string {
 		return n
 	}
 	return DefaultNode
+}
+
+// Ctl returns the command that runs rabbitmqctl with args against the
+// broker under test: QUEUEY_RABBITMQCTL's words then args, or
+// rabbitmqctl -n Node() then args.
+func Ctl(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := []string{"rabbitmqctl", "-n", Node()}
+	if c := strings.Fields(os.Getenv(CtlEnv)); len(c) > 0 {
+		cmd = c
+	}
+	return exec.CommandContext(ctx, cmd[0], append(cmd[1:], args...)...)
 }
 
 // Require returns the broker URL when a broker answers there. Otherwise it
