@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
@@ -171,5 +173,62 @@ func brokerPolicy(t *testing.T, queue string, definition map[string]any) {
 			t.Fatalf("queue %q shows policy %q after %v, want %q", queue, q.Policy, wait, name)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRoundFailsAfterPublish: a round whose transaction fails after its
+// publishes (here: the row it must move aside cannot be) rolls back whole,
+// and the jobs it published are published again, with their IDs, until a
+// round commits: at least once.
+func TestRoundFailsAfterPublish(t *testing.T) {
+	pool, _ := database(t)
+	b := dial(t)
+	q := testQueue(t)
+	declare(t, b, q)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION refuse_dead() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the test refuses dead rows'; END $$;
+CREATE TRIGGER refuse_dead BEFORE INSERT ON queuey_outbox_dead FOR EACH ROW EXECUTE FUNCTION refuse_dead()`); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	err := inTx(ctx, pool, true, func(tx pgx.Tx) error {
+		var err error
+		if id, err = runtime.Enqueue(ctx, outbox.Producer(outbox.PgxTx(tx)), q, ping{N: 1}); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO queuey_outbox (id, queue, kind, priority, max_attempts, headers, payload, enqueued_at)
+			VALUES ('reserved-header', $1, $2, 0, 5, '{"queuey-tick": "2026-01-01T00:00:00Z"}', '\x81a14e01', now())`, q.Name, q.Kind)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandled()
+	brokertest.RunWorker(t, b, q, h.handler)
+	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: b, Logger: quiet()})
+	deadline := time.After(wait)
+	for h.snapshot()[id] < 2 {
+		select {
+		case <-h.more:
+		case <-deadline:
+			t.Fatalf("handled %v after %v, want job %q twice: published, rolled back, published again", h.snapshot(), wait, id)
+		}
+	}
+	if left, _ := rowsLeft(t, pool); left != 2 {
+		t.Fatalf("%d rows in the outbox while no round could commit, want both", left)
+	}
+	if _, err := pool.Exec(ctx, "DROP TRIGGER refuse_dead ON queuey_outbox_dead"); err != nil {
+		t.Fatal(err)
+	}
+	waitEmpty(t, pool)
+	if dead := deadRows(t, pool); len(dead) != 1 || !strings.Contains(dead[0].Reason, "reserved") {
+		t.Fatalf("dead rows %+v, want the row with a reserved header", dead)
+	}
+	for got, n := range h.snapshot() {
+		if got != id || n < 2 {
+			t.Fatalf("handled %v, want only job %q, twice or more", h.snapshot(), id)
+		}
 	}
 }
