@@ -130,6 +130,13 @@ func TestMigrateOldUnderOpenInsert(t *testing.T) {
 	if err := outbox.Migrate(ctx, pool); err != nil {
 		t.Fatalf("Migrate once the transaction committed: %v", err)
 	}
+	var body string
+	if err := pool.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'queuey_outbox_notify()'::regprocedure").Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "pg_advisory_unlock") {
+		t.Fatalf("the trigger's function after Migrate:\n%s\nwant this version's, which lets go of \"busy\" at once", body)
+	}
 	st, err := outbox.ReadStats(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -144,5 +151,34 @@ func TestMigrateOldUnderOpenInsert(t *testing.T) {
 func TestMigrateLockTimeoutInSchema(t *testing.T) {
 	if want := "SET LOCAL lock_timeout = '" + outbox.MigrateLockTimeout + "'"; !strings.Contains(outbox.Schema, want) {
 		t.Fatalf("schema.sql lacks %q", want)
+	}
+}
+
+// TestMigrateUpToDateLocksNoTable: the schema applied to an up-to-date
+// outbox, in a transaction left open, holds no lock of any mode on the
+// outbox's tables, their indexes or its function's table.
+func TestMigrateUpToDateLocksNoTable(t *testing.T) {
+	pool, _ := database(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, outbox.Schema); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `SELECT c.relname || ' ' || l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		WHERE l.pid = pg_backend_pid() AND c.relnamespace = current_schema()::regnamespace`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(locks) != 0 {
+		t.Fatalf("the schema on an up-to-date outbox holds %v, want no lock on its tables", locks)
 	}
 }
