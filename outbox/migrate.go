@@ -33,15 +33,16 @@ var ErrMigrateLocked = errors.New("outbox: migrate: lock not granted within " + 
 // processes wait for each other on an advisory lock.
 //
 // What it locks: on tables already up to date it reads the catalog only,
-// takes no lock on them that an INSERT or the relay waits for, and
-// returns without waiting for the transactions that use them. Only a
-// change that is needed takes its lock: ACCESS EXCLUSIVE on queuey_outbox
-// to add a column or a rule or drop the old unique constraint, SHARE to
-// build a missing index, SHARE ROW EXCLUSIVE to create the trigger. Such a
-// lock waits for every open transaction that used the table, and while it
-// waits, transactions that insert into the outbox wait behind it: so each
-// waits at most MigrateLockTimeout, then Migrate fails with
-// ErrMigrateLocked, naming the statement, having changed nothing.
+// takes no lock on the outbox's tables or indexes, and returns without
+// waiting for the transactions that use them (it waits only for another
+// Migrate, on the advisory lock). Only a change that is needed takes its
+// lock: ACCESS EXCLUSIVE on queuey_outbox to add a column or a rule or
+// drop the old unique constraint, SHARE to build a missing index, SHARE
+// ROW EXCLUSIVE to create the trigger. Such a lock waits for every open
+// transaction that wrote to the table (and, for ACCESS EXCLUSIVE, read
+// it), and while it waits, transactions that insert into the outbox wait
+// behind it: so each waits at most MigrateLockTimeout, then Migrate fails
+// with ErrMigrateLocked, naming the statement, having changed nothing.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	// Without arguments, Exec sends the whole file as one simple query,
 	// which PostgreSQL runs as one transaction.
