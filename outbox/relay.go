@@ -56,13 +56,16 @@ type Relay struct {
 	// connection); zero means DefaultPollInterval.
 	PollInterval time.Duration
 	// MissingQueueGrace is how long the relay keeps trying a job whose
-	// queue does not exist, counted from its first try, before it moves
-	// the job to queuey_outbox_dead: in a deploy, producers often ship
-	// before the workers that declare their queues. The same bound holds
-	// for a job whose publish alone fails while the relay publishes
-	// others. Meanwhile the job waits apart (1s doubling to 15s between
-	// tries) and holds back no other row. Zero means
-	// DefaultMissingQueueGrace (10 minutes); it must not be negative.
+	// queue does not exist (runtime.ErrUnknownQueue), counted from its
+	// first failed try, before it moves the job to queuey_outbox_dead: in
+	// a deploy, producers often ship before the workers that declare
+	// their queues. Meanwhile the job waits apart (1s doubling to 15s
+	// between tries) and holds back no other row. It bounds nothing else:
+	// a job whose publish alone fails for another reason not known to be
+	// permanent (its queue full at reject-publish, say) while the relay
+	// publishes others waits apart the same way and is tried for as long
+	// as it fails. Zero means DefaultMissingQueueGrace (10 minutes); it
+	// must not be negative.
 	MissingQueueGrace time.Duration
 	// Logger receives what the relay reports: a row moved aside, an error
 	// it backs off from. Nil means the Backend's logger.
@@ -87,12 +90,12 @@ type Relay struct {
 // has it), moves the rows it cannot publish (a row that breaks the
 // outbox's rules, a job too large, a queue still missing after
 // MissingQueueGrace) to queuey_outbox_dead with the reason, sets apart
-// for a later try a job whose queue does not exist yet, deletes the
-// published ones and commits; a round that publishes for longer than 30s
-// fails and is retried. A delayed job is published with what remains of
-// its delay then, counted from its insert; none when that has passed. Run
-// may be called several times, at once too: each call is a relay of its
-// own.
+// for a later try a job whose queue does not exist yet or whose publish
+// alone failed for now, deletes the published ones and commits; a round
+// that publishes for longer than 30s fails and is retried. A delayed job
+// is published with what remains of its delay then, counted from its
+// insert; none when that has passed. Run may be called several times, at
+// once too: each call is a relay of its own.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.Pool == nil {
 		return errors.New("outbox: Relay.Pool is nil: set it to the database of the outbox")

@@ -52,7 +52,7 @@ func (r *relayRun) round(ctx context.Context) (int, error) {
 			}
 		case errors.Is(err, runtime.ErrUnknownQueue):
 			answered++
-			if err := r.later(fctx, tx, rw, err); err != nil {
+			if err := r.later(fctx, tx, rw, err, true); err != nil {
 				return len(rows), err
 			}
 		case permanent(err):
@@ -65,8 +65,10 @@ func (r *relayRun) round(ctx context.Context) (int, error) {
 		}
 	}
 	// A row that failed while the backend took or refused others failed
-	// alone: it waits apart for its next try. When every row failed, the
-	// backend is likely away: the rows stay, and the relay backs off.
+	// alone (its queue full, at reject-publish, say): it waits apart for
+	// its next try, for as long as it fails, never moved aside for it.
+	// When every row failed, the backend is likely away: the rows stay,
+	// and the relay backs off.
 	var transient error
 	for _, i := range failed {
 		rw := rows[i]
@@ -74,7 +76,7 @@ func (r *relayRun) round(ctx context.Context) (int, error) {
 			transient = fmt.Errorf("publish job %q onto %q: %w", rw.env.ID, rw.env.Queue, errs[i])
 			break
 		}
-		if err := r.later(fctx, tx, rw, errs[i]); err != nil {
+		if err := r.later(fctx, tx, rw, errs[i], false); err != nil {
 			return len(rows), err
 		}
 	}
@@ -119,21 +121,30 @@ const setAside = `UPDATE queuey_outbox SET attempts = attempts + 1, failing_sinc
 	retry_at = clock_timestamp() + $2::bigint * interval '1 microsecond', last_error = $3 WHERE seq = $1`
 
 // later sets rw apart for another try, the backend having refused it for
-// now with err (its queue does not exist, say), or moves it to
-// queuey_outbox_dead once it has failed for the relay's grace.
-func (r *relayRun) later(ctx context.Context, tx pgx.Tx, rw row, err error) error {
-	if rw.failingFor >= r.grace {
+// now with err. With graced (its queue does not exist), it moves rw to
+// queuey_outbox_dead instead once rw has failed for the relay's grace;
+// otherwise rw is tried again for as long as it fails.
+func (r *relayRun) later(ctx context.Context, tx pgx.Tx, rw row, err error, graced bool) error {
+	if graced && rw.failingFor >= r.grace {
 		return r.moveDead(ctx, tx, rw, fmt.Sprintf("%v; tried %d times over %v (Relay.MissingQueueGrace %v)",
 			err, rw.attempts+1, rw.failingFor.Round(time.Second), r.grace))
 	}
 	b := backoff{n: rw.attempts}
-	wait := min(b.next(retryFirst, retryMax), r.grace-rw.failingFor)
+	wait := b.next(retryFirst, retryMax)
+	if graced {
+		wait = min(wait, r.grace-rw.failingFor)
+	}
 	if _, xerr := tx.Exec(ctx, setAside, rw.seq, wait.Microseconds(), err.Error()); xerr != nil {
 		return fmt.Errorf("set outbox row %d (job %q) aside: %w", rw.seq, clip(rw.env.ID), xerr)
 	}
 	if rw.attempts == 0 {
-		r.log.Warn("outbox relay: job not published; trying again",
-			"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "error", err, "for_up_to", r.grace)
+		if graced {
+			r.log.Warn("outbox relay: job not published; trying again",
+				"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "error", err, "for_up_to", r.grace)
+		} else {
+			r.log.Warn("outbox relay: job not published; trying again until it is",
+				"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "error", err)
+		}
 	}
 	return nil
 }

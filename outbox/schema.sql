@@ -3,7 +3,17 @@
 -- two Migrate calls from racing. It creates what is missing and brings an
 -- outbox made by an earlier version of this file up to this one. Nothing
 -- else of queuey is written to the application's database.
+--
+-- On tables already up to date it changes nothing and takes no lock on
+-- them that an INSERT, or the relay, waits for: every statement that
+-- would lock a table (ALTER TABLE, CREATE INDEX, CREATE TRIGGER, and
+-- CREATE OR REPLACE FUNCTION, which writes the catalog) runs only when the
+-- catalog shows that it is needed. One that runs waits at most
+-- lock_timeout for its lock, then the whole file fails and changes
+-- nothing: while it waits, every transaction that inserts into the table
+-- waits behind it.
 SELECT pg_advisory_xact_lock(7157431870552711234);
+SET LOCAL lock_timeout = '3s';
 
 -- queuey_outbox holds jobs enqueued in a transaction (outbox.Producer) that
 -- the relay has not yet published. A row is visible to the relay once its
@@ -39,18 +49,29 @@ CREATE TABLE IF NOT EXISTS queuey_outbox (
 -- An outbox made by an earlier version of this file: the columns the relay
 -- keeps its tries in (added without rewriting the table), and the rules,
 -- which hold for new rows (NOT VALID: rows already there are not checked,
--- and the relay moves aside any it cannot publish).
-ALTER TABLE queuey_outbox
-	ADD COLUMN IF NOT EXISTS inserted_at   timestamptz NOT NULL DEFAULT statement_timestamp(),
-	ADD COLUMN IF NOT EXISTS attempts      integer     NOT NULL DEFAULT 0,
-	ADD COLUMN IF NOT EXISTS failing_since timestamptz,
-	ADD COLUMN IF NOT EXISTS retry_at      timestamptz,
-	ADD COLUMN IF NOT EXISTS last_error    text;
-
+-- and the relay moves aside any it cannot publish). Rows already there
+-- get inserted_at -infinity, "before inserted_at existed" (a constant
+-- default: nothing is rewritten or backfilled); ReadStats takes their
+-- age from enqueued_at.
 DO $$
 DECLARE
 	c record;
 BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'queuey_outbox'::regclass AND attname = 'inserted_at' AND NOT attisdropped) THEN
+		ALTER TABLE queuey_outbox ADD COLUMN inserted_at timestamptz NOT NULL DEFAULT '-infinity';
+		ALTER TABLE queuey_outbox ALTER COLUMN inserted_at SET DEFAULT statement_timestamp();
+	END IF;
+	FOR c IN
+		SELECT * FROM (VALUES
+			('attempts', 'integer NOT NULL DEFAULT 0'),
+			('failing_since', 'timestamptz'),
+			('retry_at', 'timestamptz'),
+			('last_error', 'text')
+		) AS cols (name, def)
+		WHERE NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'queuey_outbox'::regclass AND attname = cols.name AND NOT attisdropped)
+	LOOP
+		EXECUTE format('ALTER TABLE queuey_outbox ADD COLUMN %I %s', c.name, c.def);
+	END LOOP;
 	-- The job's ID was once unique: a second enqueue with an ID whose first
 	-- row was not yet relayed aborted the application's transaction.
 	FOR c IN
@@ -78,8 +99,17 @@ $$;
 -- The relay takes rows it has not tried yet in insertion order, and rows
 -- it tries again by when they are due, each through an index of its own,
 -- so that rows waiting for another try never slow the others.
-CREATE INDEX IF NOT EXISTS queuey_outbox_ready ON queuey_outbox (seq) WHERE retry_at IS NULL;
-CREATE INDEX IF NOT EXISTS queuey_outbox_retry ON queuey_outbox (retry_at) WHERE retry_at IS NOT NULL;
+-- (CREATE INDEX IF NOT EXISTS would lock the table before it looks.)
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'queuey_outbox'::regclass AND c.relname = 'queuey_outbox_ready') THEN
+		CREATE INDEX IF NOT EXISTS queuey_outbox_ready ON queuey_outbox (seq) WHERE retry_at IS NULL;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'queuey_outbox'::regclass AND c.relname = 'queuey_outbox_retry') THEN
+		CREATE INDEX IF NOT EXISTS queuey_outbox_retry ON queuey_outbox (retry_at) WHERE retry_at IS NOT NULL;
+	END IF;
+END
+$$;
 
 -- queuey_outbox_dead holds rows the relay cannot publish (a queue that
 -- still does not exist after the relay's grace, a job too large, a row
@@ -119,8 +149,11 @@ CREATE TABLE IF NOT EXISTS queuey_outbox_dead (
 -- transaction that makes the trigger run early (SET CONSTRAINTS ALL
 -- IMMEDIATE) holds "commit" until it ends, which holds back no other
 -- transaction and no relay, and delays its own jobs only.
-CREATE OR REPLACE FUNCTION queuey_outbox_notify() RETURNS trigger
-LANGUAGE plpgsql AS $$
+-- The function is replaced only when its text differs: a replacement
+-- writes the catalog and makes every session plan it again.
+DO $$
+DECLARE
+	body text := $body$
 BEGIN
 	IF current_setting('queuey.outbox_notify_done', true) = 'on' THEN
 		RETURN NULL;
@@ -134,6 +167,12 @@ BEGIN
 		PERFORM pg_notify('queuey_outbox', '');
 	END IF;
 	RETURN NULL;
+END
+$body$;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('queuey_outbox_notify()') AND prosrc = body) THEN
+		EXECUTE format('CREATE OR REPLACE FUNCTION queuey_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS %L', body);
+	END IF;
 END
 $$;
 
