@@ -138,21 +138,32 @@ func (o *orphanage) abandon() {
 }
 
 // runSlot is a handler goroutine's current run, which the runner orphans
-// when the subscription ends under it.
+// when the subscription ends under it. It is registered before the
+// goroutine starts, so that no delivery it takes can begin a run
+// unnoticed once the subscription ended.
 type runSlot struct {
 	mu     sync.Mutex
 	env    *Envelope // nil between runs
 	orphan *orphan   // set when orphaned while running
+	// ended says the subscription ended (orphanRuns): no run begins on
+	// the slot any more.
+	ended bool
 	// freed says the goroutine's concurrency slot was given back early,
 	// when it was orphaned.
 	freed bool
 }
 
-// begin records that s runs env.
-func (s *runSlot) begin(env *Envelope) {
+// begin records that s runs env. Once the subscription ended it records
+// nothing and reports false: env's delivery can no longer be settled, and
+// the job is delivered again.
+func (s *runSlot) begin(env *Envelope) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
 	s.env = env
-	s.mu.Unlock()
+	return true
 }
 
 // end records that s's run returned, and returns its orphan record if it
@@ -209,12 +220,15 @@ func (r *observedRun) ctxOr(base context.Context) context.Context {
 // orphanRuns orphans the runs going on under h, whose subscription ended:
 // each is recorded so that the broker's copy of its job is not run while
 // it goes on, and gives its concurrency slot back, so that the next
-// subscription runs other jobs meanwhile.
+// subscription runs other jobs meanwhile. A handler goroutine whose run
+// has not begun yet (it took its delivery, its observers are starting)
+// gives its slot back too, and begins no run (see runSlot.begin).
 func (h *handlers) orphanRuns() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.runs {
 		s.mu.Lock()
+		s.ended = true
 		if s.env != nil && s.orphan == nil {
 			s.orphan = h.c.orphans.add(s.env)
 		}

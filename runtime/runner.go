@@ -493,8 +493,11 @@ func (h *handlers) dispatch() (why int) {
 			<-h.slots
 			return stopCtx
 		}
+		// The slot is registered before its goroutine starts, so that an
+		// end of the subscription from now on reaches it (orphanRuns).
+		slot := h.newRunSlot()
 		h.wg.Add(1)
-		go h.run(d)
+		go h.run(slot, d)
 	}
 }
 
@@ -555,9 +558,8 @@ func (h *handlers) pausedNow(s, ok bool) bool {
 // comes, or when dispatch returns, the worker stops or the queue pauses.
 // A delivery it takes then is handed to it straight from the
 // subscription, without a hop through dispatch.
-func (h *handlers) run(d Delivery) {
+func (h *handlers) run(slot *runSlot, d Delivery) {
 	defer h.wg.Done()
-	slot := h.newRunSlot()
 	defer h.dropRunSlot(slot)
 	deliveries := h.sub.Deliveries()
 	var wait *time.Timer
@@ -635,12 +637,16 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if c.adopt(base, gate, d, env) {
 		return
 	}
+	if slot != nil && !slot.begin(env) {
+		// The subscription ended before the run began: the delivery
+		// cannot be settled, and the broker delivers the job again.
+		// Running it now would run it beside that copy.
+		c.w.log.Debug("queuey: consumer ended before the job started; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID)
+		return
+	}
 	var run observedRun
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
-	if slot != nil {
-		slot.begin(env)
-	}
 	err := c.call(ctx, env)
 	run.ran(err)
 	if slot != nil {
