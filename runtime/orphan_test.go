@@ -235,3 +235,76 @@ func TestSubscriptionEndingBeforeRunBeginsRunsJobOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphansSharingAKeyEachSettleACopy: two jobs with one ID and one
+// enqueue time, both running when the subscription ends, are each
+// recorded: each copy that comes again settles with one of their
+// outcomes, neither runs again, and each run is reported once.
+func TestOrphansSharingAKeyEachSettleACopy(t *testing.T) {
+	b := &endingBackend{MemoryBackend: quietMemory(), subs: make(chan *endingSub, 10)}
+	defer b.Close()
+	obs := &blockingStart{outs: make(chan runtime.Outcome, 100)}
+	q := runtime.QueueConfig{Name: "twins", Kind: runtime.KindOf[ping](), Concurrency: 2, Prefetch: 2}
+	var runs atomic.Int32
+	started := make(chan int, 10)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	w := runtime.NewWorker(b, runtime.WithObserver(obs), runtime.WithShutdownTimeout(10*time.Second))
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
+		runs.Add(1)
+		started <- p.N
+		<-release
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	p.Use(func(next runtime.PublishFunc) runtime.PublishFunc {
+		return func(ctx context.Context, envs []*runtime.Envelope, delay time.Duration) []error {
+			for _, env := range envs {
+				env.EnqueuedAt = at
+			}
+			return next(ctx, envs, delay)
+		}
+	})
+	for n := range 2 {
+		if _, err := runtime.Enqueue(ctx, p, q, ping{N: n}, runtime.WithID("twin")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := recvT(t, b.subs)
+	recvT(t, started)
+	recvT(t, started)
+	first.end()
+	recvT(t, b.subs)
+	releaseOnce.Do(func() { close(release) })
+
+	for range 2 {
+		o := recvT(t, obs.outs)
+		for !o.Kind.Settled() {
+			o = recvT(t, obs.outs)
+		}
+		if o.JobID != "twin" || o.Kind != runtime.OutcomeAcked || o.Attempt != 1 {
+			t.Fatalf("outcome %v of job %s at attempt %d (settle error %v), want twin acked at attempt 1", o.Kind, o.JobID, o.Attempt, o.SettleErr)
+		}
+	}
+	cancel()
+	if err := recvT(t, errc); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("%d runs, want 2: each job once", n)
+	}
+	for len(obs.outs) > 0 {
+		if o := <-obs.outs; o.Kind.Settled() {
+			t.Errorf("another outcome %v of job %s (settle error %v)", o.Kind, o.JobID, o.SettleErr)
+		}
+	}
+}

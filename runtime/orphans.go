@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,11 +54,16 @@ type orphan struct {
 	ended   time.Time
 }
 
-// orphanage holds a runner's orphaned runs by job.
+// orphanage holds a runner's orphaned runs by job. A job's ID is a label,
+// not unique: two jobs can share an ID and an enqueue time, and so one
+// key. A key holds every orphan recorded under it, and each copy that
+// comes settles with the outcome of one of them, the first to have
+// returned; the copies of such jobs are alike, so which settles with which
+// does not matter.
 type orphanage struct {
 	n  atomic.Int32 // len(m): most jobs find it 0 without the lock
 	mu sync.Mutex
-	m  map[orphanKey]*orphan
+	m  map[orphanKey][]*orphan
 }
 
 // add records a run of env orphaned while it runs.
@@ -65,10 +71,11 @@ func (o *orphanage) add(env *Envelope) *orphan {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = map[orphanKey]*orphan{}
+		o.m = map[orphanKey][]*orphan{}
 	}
 	r := &orphan{attempt: env.Attempt}
-	o.m[keyOf(env)] = r
+	k := keyOf(env)
+	o.m[k] = append(o.m[k], r)
 	o.n.Store(int32(len(o.m)))
 	return r
 }
@@ -83,7 +90,8 @@ func (o *orphanage) finish(r *orphan, herr error, run *observedRun) {
 	o.expireLocked()
 }
 
-// match returns the orphan env is a copy of, if any.
+// match returns the orphan env is a copy of, if any: one that returned
+// (done) when there is one, else one still running.
 func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 	if o.n.Load() == 0 {
 		return nil, false
@@ -94,30 +102,46 @@ func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 		return nil, false
 	}
 	o.expireLocked()
-	r = o.m[keyOf(env)]
-	if r == nil {
+	rs := o.m[keyOf(env)]
+	if len(rs) == 0 {
 		return nil, false
 	}
-	return r, r.done
+	for _, r := range rs {
+		if r.done {
+			return r, true
+		}
+	}
+	return rs[0], false
 }
 
 // forget drops r once its copy is settled.
 func (o *orphanage) forget(env *Envelope, r *orphan) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.m[keyOf(env)] == r {
-		delete(o.m, keyOf(env))
-		o.n.Store(int32(len(o.m)))
+	k := keyOf(env)
+	if rs := slices.DeleteFunc(o.m[k], func(x *orphan) bool { return x == r }); len(rs) > 0 {
+		o.m[k] = rs
+	} else {
+		delete(o.m, k)
 	}
+	o.n.Store(int32(len(o.m)))
 }
 
 // expireLocked reports as abandoned, and drops, the orphans that returned
 // more than orphanKeep ago with no copy come since.
 func (o *orphanage) expireLocked() {
-	for k, r := range o.m {
-		if r.done && time.Since(r.ended) > orphanKeep {
+	for k, rs := range o.m {
+		rs = slices.DeleteFunc(rs, func(r *orphan) bool {
+			if r.done && time.Since(r.ended) > orphanKeep {
+				r.run.unsettled(errOrphaned, false, nil)
+				return true
+			}
+			return false
+		})
+		if len(rs) == 0 {
 			delete(o.m, k)
-			r.run.unsettled(errOrphaned, false, nil)
+		} else {
+			o.m[k] = rs
 		}
 	}
 	o.n.Store(int32(len(o.m)))
@@ -128,9 +152,11 @@ func (o *orphanage) expireLocked() {
 func (o *orphanage) abandon() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k, r := range o.m {
-		if r.done {
-			r.run.unsettled(errOrphaned, false, nil)
+	for k, rs := range o.m {
+		for _, r := range rs {
+			if r.done {
+				r.run.unsettled(errOrphaned, false, nil)
+			}
 		}
 		delete(o.m, k)
 	}
