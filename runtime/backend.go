@@ -74,14 +74,16 @@ type Subscription interface {
 // them to the worker: a message that is not a valid envelope (poison), or
 // a job delivered again past its max_attempts. A worker with observers
 // asks for them, so that its observers are told of each such message too
-// (a Start, then OutcomeDeadLettered).
+// (a Start, then OutcomeDeadLettered); a worker without says so, with a
+// nil fn, as soon as it subscribed.
 type DeadLetterNotifier interface {
 	// NotifyDeadLettered arranges for fn to be called once for each
 	// message the subscription moved to the dead-letter queue (or
 	// rejected) itself, once that is settled; also, at once, for those it
 	// moved before NotifyDeadLettered was called (the subscription keeps
 	// up to MaxUnnotifiedDeadLetters of them). fn is quick and must not
-	// call the backend.
+	// call the backend. A nil fn says that no listener will come: the
+	// subscription drops those it kept and keeps none after.
 	NotifyDeadLettered(fn func(DeadLetter))
 }
 
