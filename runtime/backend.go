@@ -109,6 +109,32 @@ type EndNotifier interface {
 	Ended() <-chan struct{}
 }
 
+// OrphanCheck is for backend implementers: it reports whether env is a
+// job whose run goes on, or returned, in the worker that consumes, though
+// the delivery it ran from was lost (its subscription ended under it: see
+// docs/guarantees.md, Long jobs). The copy the backend delivers again of
+// such a job is no new attempt: the worker settles it with the run's
+// outcome. A backend that counts redeliveries as attempts (and
+// dead-letters past max_attempts) asks first, and hands such a copy to
+// the worker as it came, uncounted. It is quick and safe to call from any
+// goroutine, with the backend's locks held.
+type OrphanCheck func(env *Envelope) bool
+
+type orphanCheckKey struct{}
+
+// WithOrphanCheck returns a context for Backend.Consume that carries
+// check; a worker consumes with one.
+func WithOrphanCheck(ctx context.Context, check OrphanCheck) context.Context {
+	return context.WithValue(ctx, orphanCheckKey{}, check)
+}
+
+// OrphanCheckFrom returns the OrphanCheck ctx carries, or nil. A backend
+// reads it in Consume, and its subscription keeps it for its life.
+func OrphanCheckFrom(ctx context.Context) OrphanCheck {
+	check, _ := ctx.Value(orphanCheckKey{}).(OrphanCheck)
+	return check
+}
+
 // Delivery is for backend implementers: one job a Subscription hands to a
 // worker. Exactly one of the settling methods should succeed. Those that
 // publish (Retry, Defer, DeadLetter) publish first and settle second, and

@@ -122,12 +122,13 @@ func (r *observedRun) tell(kind OutcomeKind) {
 	}
 }
 
-// subscribe consumes the runner's queue and, when the subscription is a
+// subscribe consumes the runner's queue, telling the backend which
+// redelivered jobs are the runner's orphans, and, when the subscription is a
 // DeadLetterNotifier, has the worker's observers told of the messages it
 // dead-letters itself; a worker without observers tells it that no
 // listener comes, so that it keeps none of them.
 func (c *queueRunner) subscribe(ctx context.Context) (Subscription, error) {
-	sub, err := c.w.backend.Consume(ctx, c.queue)
+	sub, err := c.w.backend.Consume(WithOrphanCheck(ctx, c.orphans.has), c.queue)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -306,5 +307,63 @@ func TestOrphansSharingAKeyEachSettleACopy(t *testing.T) {
 		if o := <-obs.outs; o.Kind.Settled() {
 			t.Errorf("another outcome %v of job %s (settle error %v)", o.Kind, o.JobID, o.SettleErr)
 		}
+	}
+}
+
+// TestOrphanOnLastAttemptSettlesItsCopy: the copy of a job on its last
+// attempt (max_attempts=1), delivered again as its subscription ended
+// under its run, is not dead-lettered by the backend's count of
+// redeliveries: the run's outcome settles it, at attempt 1.
+func TestOrphanOnLastAttemptSettlesItsCopy(t *testing.T) {
+	b := &endingBackend{MemoryBackend: quietMemory(), subs: make(chan *endingSub, 10)}
+	defer b.Close()
+	obs := &blockingStart{outs: make(chan runtime.Outcome, 100)}
+	q := runtime.QueueConfig{Name: "last", Kind: runtime.KindOf[ping](), MaxAttempts: 1}
+	var runs atomic.Int32
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	w := runtime.NewWorker(b, runtime.WithObserver(obs), runtime.WithShutdownTimeout(10*time.Second))
+	runtime.Handle(w, q, func(ctx context.Context, p ping) error {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := runtime.Enqueue(ctx, p, q, ping{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := recvT(t, b.subs)
+	recvT(t, started)
+	first.end()
+	recvT(t, b.subs)
+	releaseOnce.Do(func() { close(release) })
+	o := recvT(t, obs.outs)
+	for !o.Kind.Settled() {
+		o = recvT(t, obs.outs)
+	}
+	if o.JobID != id || o.Kind != runtime.OutcomeAcked || o.Attempt != 1 {
+		t.Fatalf("outcome %v of job %s at attempt %d (reason %q), want %s acked at attempt 1", o.Kind, o.JobID, o.Attempt, o.Reason, id)
+	}
+	cancel()
+	if err := recvT(t, errc); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+	dead, err := b.DeadLetters(context.Background(), q.Name, admin.DeadLetterPage{})
+	if err != nil || dead.Total != 0 {
+		t.Errorf("dead letters %+v (%v), want none", dead, err)
 	}
 }

@@ -22,7 +22,10 @@ import (
 // counted) until the orphan has returned, and then settled with the
 // orphan's outcome, at the orphan's attempt, as if the orphan had
 // settled it; observers hear of that outcome then, once, on the orphan's
-// run. A copy that goes to another worker runs there.
+// run. The backend does not count the copy's redelivery as an attempt
+// either (nor dead-letter it past max_attempts): the runner's
+// subscriptions ask it (OrphanCheck, orphanage.has). A copy that goes to
+// another worker runs there.
 
 // orphanRecheck is how long the broker's copy of an orphaned job waits,
 // deferred, before it is looked at again.
@@ -112,6 +115,18 @@ func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 		}
 	}
 	return rs[0], false
+}
+
+// has reports whether env is a job of an orphan the runner holds: an
+// OrphanCheck. It calls no observer, so a backend can call it with its
+// locks held.
+func (o *orphanage) has(env *Envelope) bool {
+	if o.n.Load() == 0 {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.m[keyOf(env)]) > 0
 }
 
 // forget drops r once its copy is settled.
