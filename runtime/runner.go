@@ -304,6 +304,13 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		// subscribes again at once, while they finish here as orphans
 		// (see orphanage): they give their slots of the queue's
 		// concurrency back, and their jobs' copies wait for them.
+		// A subscription the broker cancelled (its queue deleted) ends
+		// with its channel open, and its runs are orphaned too: their
+		// deliveries go back as it closes, once they returned, and
+		// their copies settle with their outcomes. Left to settle on
+		// the open channel instead, a run would run beside its copy
+		// if the channel died later (the consumer_timeout still
+		// strikes it), which nothing here would see.
 		h.orphanRuns()
 		select {
 		case <-finished:
