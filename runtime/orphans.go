@@ -94,7 +94,9 @@ func (o *orphanage) finish(r *orphan, herr error, run *observedRun) {
 }
 
 // match returns the orphan env is a copy of, if any: one that returned
-// (done) when there is one, else one still running.
+// (done) when there is one, which it takes out, so that no other copy
+// settles with its outcome too (put it back if the copy cannot be
+// settled); else one still running.
 func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 	if o.n.Load() == 0 {
 		return nil, false
@@ -105,12 +107,19 @@ func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 		return nil, false
 	}
 	o.expireLocked()
-	rs := o.m[keyOf(env)]
+	k := keyOf(env)
+	rs := o.m[k]
 	if len(rs) == 0 {
 		return nil, false
 	}
-	for _, r := range rs {
+	for i, r := range rs {
 		if r.done {
+			if rs = slices.Delete(rs, i, i+1); len(rs) > 0 {
+				o.m[k] = rs
+			} else {
+				delete(o.m, k)
+			}
+			o.n.Store(int32(len(o.m)))
 			return r, true
 		}
 	}
@@ -129,16 +138,16 @@ func (o *orphanage) has(env *Envelope) bool {
 	return len(o.m[keyOf(env)]) > 0
 }
 
-// forget drops r once its copy is settled.
-func (o *orphanage) forget(env *Envelope, r *orphan) {
+// putBack puts back r, which match took out, when its copy could not be
+// settled: the next copy settles with its outcome.
+func (o *orphanage) putBack(env *Envelope, r *orphan) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	k := keyOf(env)
-	if rs := slices.DeleteFunc(o.m[k], func(x *orphan) bool { return x == r }); len(rs) > 0 {
-		o.m[k] = rs
-	} else {
-		delete(o.m, k)
+	if o.m == nil {
+		o.m = map[orphanKey][]*orphan{}
 	}
+	k := keyOf(env)
+	o.m[k] = append(o.m[k], r)
 	o.n.Store(int32(len(o.m)))
 }
 
@@ -226,6 +235,9 @@ func (c *queueRunner) adopt(base context.Context, gate *settleGate, d Delivery, 
 		return false
 	}
 	if !gate.enter() {
+		if done {
+			c.orphans.putBack(env, r) // reported as the runner ends
+		}
 		return true // shutting down: the copy goes back with the channel
 	}
 	defer gate.leave()
@@ -243,10 +255,9 @@ func (c *queueRunner) adopt(base context.Context, gate *settleGate, d Delivery, 
 	run := r.run
 	if err := c.settle(base, run.ctxOr(base), d, env, r.herr, &run); err != nil {
 		c.w.log.Warn("queuey: could not settle the copy of a job with the outcome of its run; it goes back to the queue", "queue", c.queue.Name, "job_id", env.ID, "error", err)
+		c.orphans.putBack(env, r)
 		_ = d.Requeue(base)
-		return true
 	}
-	c.orphans.forget(env, r)
 	return true
 }
 
