@@ -87,10 +87,11 @@ func (o *orphanage) add(env *Envelope) *orphan {
 // the copy's settle reports.
 func (o *orphanage) finish(r *orphan, herr error, run *observedRun) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	r.done, r.herr, r.run, r.ended = true, herr, *run, time.Now()
 	*run = observedRun{} // reported by the copy, or as abandoned when none comes
-	o.expireLocked()
+	expired := o.expireLocked()
+	o.mu.Unlock()
+	reportAbandoned(expired)
 }
 
 // match returns the orphan env is a copy of, if any: one that returned
@@ -102,11 +103,9 @@ func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 		return nil, false
 	}
 	o.mu.Lock()
+	expired := o.expireLocked()
+	defer reportAbandoned(expired)
 	defer o.mu.Unlock()
-	if len(o.m) == 0 {
-		return nil, false
-	}
-	o.expireLocked()
 	k := keyOf(env)
 	rs := o.m[k]
 	if len(rs) == 0 {
@@ -151,13 +150,13 @@ func (o *orphanage) putBack(env *Envelope, r *orphan) {
 	o.n.Store(int32(len(o.m)))
 }
 
-// expireLocked reports as abandoned, and drops, the orphans that returned
-// more than orphanKeep ago with no copy come since.
-func (o *orphanage) expireLocked() {
+// expireLocked drops, and returns for reportAbandoned, the orphans that
+// returned more than orphanKeep ago with no copy come since.
+func (o *orphanage) expireLocked() (expired []*orphan) {
 	for k, rs := range o.m {
 		rs = slices.DeleteFunc(rs, func(r *orphan) bool {
 			if r.done && time.Since(r.ended) > orphanKeep {
-				r.run.unsettled(errOrphaned, false, nil)
+				expired = append(expired, r)
 				return true
 			}
 			return false
@@ -169,22 +168,35 @@ func (o *orphanage) expireLocked() {
 		}
 	}
 	o.n.Store(int32(len(o.m)))
+	return expired
 }
 
 // abandon reports every orphan that returned and is waiting for its copy
 // as abandoned: the runner ends, and the copy goes back to the queue.
 func (o *orphanage) abandon() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	var done []*orphan
 	for k, rs := range o.m {
 		for _, r := range rs {
 			if r.done {
-				r.run.unsettled(errOrphaned, false, nil)
+				done = append(done, r)
 			}
 		}
 		delete(o.m, k)
 	}
 	o.n.Store(0)
+	o.mu.Unlock()
+	reportAbandoned(done)
+}
+
+// reportAbandoned tells the observers of each of rs, dropped from the
+// orphanage, that its outcome settled nothing. It runs without the
+// orphanage's lock, which a backend may wait for (has) with its own held:
+// observers are the application's code.
+func reportAbandoned(rs []*orphan) {
+	for _, r := range rs {
+		r.run.unsettled(errOrphaned, false, nil)
+	}
 }
 
 // runSlot is a handler goroutine's current run, which the runner orphans
