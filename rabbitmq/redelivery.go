@@ -66,6 +66,10 @@ const redeliveryBackoff = time.Second
 // redelivered message is published again with its attempt raised, and the
 // old copy acked once that publish is confirmed; the new copy runs when it
 // comes. Past max_attempts the job goes to the dead-letter queue instead.
+//
+// The copy of a job whose handler still runs in the consuming worker (its
+// channel closed under it: runtime.OrphanCheck) is no new attempt: it goes
+// on to the worker as it came, which settles it with that run's outcome.
 func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool {
 	if env.Attempt <= 0 {
 		env.Attempt = 1
@@ -83,6 +87,9 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 			return false
 		}
 		attempt++
+	}
+	if s.orphans != nil && s.orphans(env) {
+		return false
 	}
 	if attempt <= env.MaxAttempts {
 		if s.q.QueueType == runtime.QueueQuorum {

@@ -22,7 +22,8 @@ import (
 // broker since is declared again, as it was, before it is consumed. A
 // refusal that trying again would meet too (access refused, the queue in
 // exclusive use or missing even after it was declared again, no channel
-// left) is runtime.ErrCannotConsume as well.
+// left) is runtime.ErrCannotConsume as well. The runtime.OrphanCheck ctx
+// carries, if any, is asked before a redelivery is counted as an attempt.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
 	if b.isClosed() {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
@@ -116,6 +117,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
 		acks:    newAcker(ch, q.Prefetch),
+		orphans: runtime.OrphanCheckFrom(ctx),
 	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
@@ -137,6 +139,9 @@ type subscription struct {
 	out     chan runtime.Delivery
 	acks    *acker
 	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
+	// orphans is the consuming worker's OrphanCheck, if any: the copy of
+	// a job its handler still runs is no new attempt (see redelivered).
+	orphans runtime.OrphanCheck
 
 	// lastTag is the delivery tag of the latest delivery; got tells a
 	// stopping consumer of each delivery once stopping is set.

@@ -74,14 +74,16 @@ type Subscription interface {
 // them to the worker: a message that is not a valid envelope (poison), or
 // a job delivered again past its max_attempts. A worker with observers
 // asks for them, so that its observers are told of each such message too
-// (a Start, then OutcomeDeadLettered).
+// (a Start, then OutcomeDeadLettered); a worker without says so, with a
+// nil fn, as soon as it subscribed.
 type DeadLetterNotifier interface {
 	// NotifyDeadLettered arranges for fn to be called once for each
 	// message the subscription moved to the dead-letter queue (or
 	// rejected) itself, once that is settled; also, at once, for those it
 	// moved before NotifyDeadLettered was called (the subscription keeps
 	// up to MaxUnnotifiedDeadLetters of them). fn is quick and must not
-	// call the backend.
+	// call the backend. A nil fn says that no listener will come: the
+	// subscription drops those it kept and keeps none after.
 	NotifyDeadLettered(fn func(DeadLetter))
 }
 
@@ -105,6 +107,32 @@ const MaxUnnotifiedDeadLetters = 1024
 type EndNotifier interface {
 	// Ended is closed once Deliveries is closed, whatever the reason.
 	Ended() <-chan struct{}
+}
+
+// OrphanCheck is for backend implementers: it reports whether env is a
+// job whose run goes on, or returned, in the worker that consumes, though
+// the delivery it ran from was lost (its subscription ended under it: see
+// docs/guarantees.md, Long jobs). The copy the backend delivers again of
+// such a job is no new attempt: the worker settles it with the run's
+// outcome. A backend that counts redeliveries as attempts (and
+// dead-letters past max_attempts) asks first, and hands such a copy to
+// the worker as it came, uncounted. It is quick and safe to call from any
+// goroutine, with the backend's locks held.
+type OrphanCheck func(env *Envelope) bool
+
+type orphanCheckKey struct{}
+
+// WithOrphanCheck returns a context for Backend.Consume that carries
+// check; a worker consumes with one.
+func WithOrphanCheck(ctx context.Context, check OrphanCheck) context.Context {
+	return context.WithValue(ctx, orphanCheckKey{}, check)
+}
+
+// OrphanCheckFrom returns the OrphanCheck ctx carries, or nil. A backend
+// reads it in Consume, and its subscription keeps it for its life.
+func OrphanCheckFrom(ctx context.Context) OrphanCheck {
+	check, _ := ctx.Value(orphanCheckKey{}).(OrphanCheck)
+	return check
 }
 
 // Delivery is for backend implementers: one job a Subscription hands to a

@@ -276,7 +276,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			// goes back as it came.
 			d.env.Headers = maps.Clone(d.env.Headers)
 		}
-		if m.returns > 0 {
+		if m.returns > 0 && (sub.orphans == nil || !sub.orphans(&d.env)) {
 			// Each return of an unsettled delivery is an attempt, as on
 			// RabbitMQ; past max_attempts the job is dead.
 			d.env.Attempt = max(d.env.Attempt, 1) + m.returns
@@ -310,7 +310,8 @@ func (q *memQueue) pickLocked() *memSub {
 	return nil
 }
 
-// Consume subscribes to q.
+// Consume subscribes to q. The OrphanCheck ctx carries, if any, is asked
+// before a redelivery is counted as an attempt.
 func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscription, error) {
 	q = q.WithDefaults()
 	b.mu.Lock()
@@ -322,7 +323,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	if !ok {
 		return nil, queueerr.Unknown(q.Name, "was not declared on this backend")
 	}
-	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}}
+	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}, orphans: OrphanCheckFrom(ctx)}
 	mq.subs = append(mq.subs, s)
 	b.dispatchLocked(mq)
 	return s, nil

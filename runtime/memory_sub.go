@@ -23,6 +23,7 @@ type memSub struct {
 	closed   bool
 	err      error                   // set when the backend closed
 	dead     notes.Notes[DeadLetter] // what the backend dead-lettered itself
+	orphans  OrphanCheck             // the consuming worker's, if any: its copies are no attempt
 }
 
 func (s *memSub) Deliveries() <-chan Delivery { return s.ch }

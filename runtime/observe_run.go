@@ -122,16 +122,22 @@ func (r *observedRun) tell(kind OutcomeKind) {
 	}
 }
 
-// subscribe consumes the runner's queue and, when the worker has
-// observers and the subscription is a DeadLetterNotifier, has them told of
-// the messages the subscription dead-letters itself.
+// subscribe consumes the runner's queue, telling the backend which
+// redelivered jobs are the runner's orphans, and, when the subscription is a
+// DeadLetterNotifier, has the worker's observers told of the messages it
+// dead-letters itself; a worker without observers tells it that no
+// listener comes, so that it keeps none of them.
 func (c *queueRunner) subscribe(ctx context.Context) (Subscription, error) {
-	sub, err := c.w.backend.Consume(ctx, c.queue)
+	sub, err := c.w.backend.Consume(WithOrphanCheck(ctx, c.orphans.has), c.queue)
 	if err != nil {
 		return nil, err
 	}
-	if dn, ok := sub.(DeadLetterNotifier); ok && len(c.w.observers) > 0 {
-		dn.NotifyDeadLettered(c.deadLettered)
+	if dn, ok := sub.(DeadLetterNotifier); ok {
+		if len(c.w.observers) > 0 {
+			dn.NotifyDeadLettered(c.deadLettered)
+		} else {
+			dn.NotifyDeadLettered(nil)
+		}
 	}
 	return sub, nil
 }

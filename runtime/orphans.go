@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,10 @@ import (
 // counted) until the orphan has returned, and then settled with the
 // orphan's outcome, at the orphan's attempt, as if the orphan had
 // settled it; observers hear of that outcome then, once, on the orphan's
-// run. A copy that goes to another worker runs there.
+// run. The backend does not count the copy's redelivery as an attempt
+// either (nor dead-letter it past max_attempts): the runner's
+// subscriptions ask it (OrphanCheck, orphanage.has). A copy that goes to
+// another worker runs there.
 
 // orphanRecheck is how long the broker's copy of an orphaned job waits,
 // deferred, before it is looked at again.
@@ -53,11 +57,16 @@ type orphan struct {
 	ended   time.Time
 }
 
-// orphanage holds a runner's orphaned runs by job.
+// orphanage holds a runner's orphaned runs by job. A job's ID is a label,
+// not unique: two jobs can share an ID and an enqueue time, and so one
+// key. A key holds every orphan recorded under it, and each copy that
+// comes settles with the outcome of one of them, the first to have
+// returned; the copies of such jobs are alike, so which settles with which
+// does not matter.
 type orphanage struct {
 	n  atomic.Int32 // len(m): most jobs find it 0 without the lock
 	mu sync.Mutex
-	m  map[orphanKey]*orphan
+	m  map[orphanKey][]*orphan
 }
 
 // add records a run of env orphaned while it runs.
@@ -65,10 +74,11 @@ func (o *orphanage) add(env *Envelope) *orphan {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = map[orphanKey]*orphan{}
+		o.m = map[orphanKey][]*orphan{}
 	}
 	r := &orphan{attempt: env.Attempt}
-	o.m[keyOf(env)] = r
+	k := keyOf(env)
+	o.m[k] = append(o.m[k], r)
 	o.n.Store(int32(len(o.m)))
 	return r
 }
@@ -77,82 +87,145 @@ func (o *orphanage) add(env *Envelope) *orphan {
 // the copy's settle reports.
 func (o *orphanage) finish(r *orphan, herr error, run *observedRun) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	r.done, r.herr, r.run, r.ended = true, herr, *run, time.Now()
 	*run = observedRun{} // reported by the copy, or as abandoned when none comes
-	o.expireLocked()
+	expired := o.expireLocked()
+	o.mu.Unlock()
+	reportAbandoned(expired)
 }
 
-// match returns the orphan env is a copy of, if any.
+// match returns the orphan env is a copy of, if any: one that returned
+// (done) when there is one, which it takes out, so that no other copy
+// settles with its outcome too (put it back if the copy cannot be
+// settled); else one still running.
 func (o *orphanage) match(env *Envelope) (r *orphan, done bool) {
 	if o.n.Load() == 0 {
 		return nil, false
 	}
 	o.mu.Lock()
+	expired := o.expireLocked()
+	defer reportAbandoned(expired)
 	defer o.mu.Unlock()
-	if len(o.m) == 0 {
+	k := keyOf(env)
+	rs := o.m[k]
+	if len(rs) == 0 {
 		return nil, false
 	}
-	o.expireLocked()
-	r = o.m[keyOf(env)]
-	if r == nil {
-		return nil, false
+	for i, r := range rs {
+		if r.done {
+			if rs = slices.Delete(rs, i, i+1); len(rs) > 0 {
+				o.m[k] = rs
+			} else {
+				delete(o.m, k)
+			}
+			o.n.Store(int32(len(o.m)))
+			return r, true
+		}
 	}
-	return r, r.done
+	return rs[0], false
 }
 
-// forget drops r once its copy is settled.
-func (o *orphanage) forget(env *Envelope, r *orphan) {
+// has reports whether env is a job of an orphan the runner holds: an
+// OrphanCheck. It calls no observer, so a backend can call it with its
+// locks held.
+func (o *orphanage) has(env *Envelope) bool {
+	if o.n.Load() == 0 {
+		return false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.m[keyOf(env)] == r {
-		delete(o.m, keyOf(env))
-		o.n.Store(int32(len(o.m)))
-	}
+	return len(o.m[keyOf(env)]) > 0
 }
 
-// expireLocked reports as abandoned, and drops, the orphans that returned
-// more than orphanKeep ago with no copy come since.
-func (o *orphanage) expireLocked() {
-	for k, r := range o.m {
-		if r.done && time.Since(r.ended) > orphanKeep {
+// putBack puts back r, which match took out, when its copy could not be
+// settled: the next copy settles with its outcome.
+func (o *orphanage) putBack(env *Envelope, r *orphan) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[orphanKey][]*orphan{}
+	}
+	k := keyOf(env)
+	o.m[k] = append(o.m[k], r)
+	o.n.Store(int32(len(o.m)))
+}
+
+// expireLocked drops, and returns for reportAbandoned, the orphans that
+// returned more than orphanKeep ago with no copy come since.
+func (o *orphanage) expireLocked() (expired []*orphan) {
+	for k, rs := range o.m {
+		rs = slices.DeleteFunc(rs, func(r *orphan) bool {
+			if r.done && time.Since(r.ended) > orphanKeep {
+				expired = append(expired, r)
+				return true
+			}
+			return false
+		})
+		if len(rs) == 0 {
 			delete(o.m, k)
-			r.run.unsettled(errOrphaned, false, nil)
+		} else {
+			o.m[k] = rs
 		}
 	}
 	o.n.Store(int32(len(o.m)))
+	return expired
 }
 
 // abandon reports every orphan that returned and is waiting for its copy
 // as abandoned: the runner ends, and the copy goes back to the queue.
 func (o *orphanage) abandon() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	for k, r := range o.m {
-		if r.done {
-			r.run.unsettled(errOrphaned, false, nil)
+	var done []*orphan
+	for k, rs := range o.m {
+		for _, r := range rs {
+			if r.done {
+				done = append(done, r)
+			}
 		}
 		delete(o.m, k)
 	}
 	o.n.Store(0)
+	o.mu.Unlock()
+	reportAbandoned(done)
+}
+
+// reportAbandoned tells the observers of each of rs, dropped from the
+// orphanage, that its outcome settled nothing. It runs without the
+// orphanage's lock, which a backend may wait for (has) with its own held:
+// observers are the application's code.
+func reportAbandoned(rs []*orphan) {
+	for _, r := range rs {
+		r.run.unsettled(errOrphaned, false, nil)
+	}
 }
 
 // runSlot is a handler goroutine's current run, which the runner orphans
-// when the subscription ends under it.
+// when the subscription ends under it. It is registered before the
+// goroutine starts, so that no delivery it takes can begin a run
+// unnoticed once the subscription ended.
 type runSlot struct {
 	mu     sync.Mutex
 	env    *Envelope // nil between runs
 	orphan *orphan   // set when orphaned while running
+	// ended says the subscription ended (orphanRuns): no run begins on
+	// the slot any more.
+	ended bool
 	// freed says the goroutine's concurrency slot was given back early,
 	// when it was orphaned.
 	freed bool
 }
 
-// begin records that s runs env.
-func (s *runSlot) begin(env *Envelope) {
+// begin records that s runs env. Once the subscription ended it records
+// nothing and reports false: env's delivery can no longer be settled, and
+// the job is delivered again.
+func (s *runSlot) begin(env *Envelope) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
 	s.env = env
-	s.mu.Unlock()
+	return true
 }
 
 // end records that s's run returned, and returns its orphan record if it
@@ -174,6 +247,9 @@ func (c *queueRunner) adopt(base context.Context, gate *settleGate, d Delivery, 
 		return false
 	}
 	if !gate.enter() {
+		if done {
+			c.orphans.putBack(env, r) // reported as the runner ends
+		}
 		return true // shutting down: the copy goes back with the channel
 	}
 	defer gate.leave()
@@ -191,10 +267,9 @@ func (c *queueRunner) adopt(base context.Context, gate *settleGate, d Delivery, 
 	run := r.run
 	if err := c.settle(base, run.ctxOr(base), d, env, r.herr, &run); err != nil {
 		c.w.log.Warn("queuey: could not settle the copy of a job with the outcome of its run; it goes back to the queue", "queue", c.queue.Name, "job_id", env.ID, "error", err)
+		c.orphans.putBack(env, r)
 		_ = d.Requeue(base)
-		return true
 	}
-	c.orphans.forget(env, r)
 	return true
 }
 
@@ -209,12 +284,15 @@ func (r *observedRun) ctxOr(base context.Context) context.Context {
 // orphanRuns orphans the runs going on under h, whose subscription ended:
 // each is recorded so that the broker's copy of its job is not run while
 // it goes on, and gives its concurrency slot back, so that the next
-// subscription runs other jobs meanwhile.
+// subscription runs other jobs meanwhile. A handler goroutine whose run
+// has not begun yet (it took its delivery, its observers are starting)
+// gives its slot back too, and begins no run (see runSlot.begin).
 func (h *handlers) orphanRuns() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.runs {
 		s.mu.Lock()
+		s.ended = true
 		if s.env != nil && s.orphan == nil {
 			s.orphan = h.c.orphans.add(s.env)
 		}

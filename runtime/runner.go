@@ -304,6 +304,13 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		// subscribes again at once, while they finish here as orphans
 		// (see orphanage): they give their slots of the queue's
 		// concurrency back, and their jobs' copies wait for them.
+		// A subscription the broker cancelled (its queue deleted) ends
+		// with its channel open, and its runs are orphaned too: their
+		// deliveries go back as it closes, once they returned, and
+		// their copies settle with their outcomes. Left to settle on
+		// the open channel instead, a run would run beside its copy
+		// if the channel died later (the consumer_timeout still
+		// strikes it), which nothing here would see.
 		h.orphanRuns()
 		select {
 		case <-finished:
@@ -493,8 +500,11 @@ func (h *handlers) dispatch() (why int) {
 			<-h.slots
 			return stopCtx
 		}
+		// The slot is registered before its goroutine starts, so that an
+		// end of the subscription from now on reaches it (orphanRuns).
+		slot := h.newRunSlot()
 		h.wg.Add(1)
-		go h.run(d)
+		go h.run(slot, d)
 	}
 }
 
@@ -555,9 +565,8 @@ func (h *handlers) pausedNow(s, ok bool) bool {
 // comes, or when dispatch returns, the worker stops or the queue pauses.
 // A delivery it takes then is handed to it straight from the
 // subscription, without a hop through dispatch.
-func (h *handlers) run(d Delivery) {
+func (h *handlers) run(slot *runSlot, d Delivery) {
 	defer h.wg.Done()
-	slot := h.newRunSlot()
 	defer h.dropRunSlot(slot)
 	deliveries := h.sub.Deliveries()
 	var wait *time.Timer
@@ -635,12 +644,16 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	if c.adopt(base, gate, d, env) {
 		return
 	}
+	if slot != nil && !slot.begin(env) {
+		// The subscription ended before the run began: the delivery
+		// cannot be settled, and the broker delivers the job again.
+		// Running it now would run it beside that copy.
+		c.w.log.Debug("queuey: consumer ended before the job started; it will be delivered again", "queue", c.queue.Name, "job_id", env.ID)
+		return
+	}
 	var run observedRun
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
-	if slot != nil {
-		slot.begin(env)
-	}
 	err := c.call(ctx, env)
 	run.ran(err)
 	if slot != nil {

@@ -1,6 +1,7 @@
 // Package notes hands events a component records to a listener that may
 // come later: those recorded before it comes are kept, up to a bound, and
-// handed to it first, in order, each once.
+// handed to it first, in order, each once. Once told that no listener will
+// come, it keeps none.
 package notes
 
 import "sync"
@@ -11,14 +12,16 @@ type Notes[T any] struct {
 	mu      sync.Mutex
 	fn      func(T)
 	pending []T
+	unheard bool // no listener will come: keep nothing
 }
 
 // Tell hands e to the listener, or keeps it for the next one when there is
-// none (dropping it when max are kept already).
+// none (dropping it when max are kept already, or when no listener will
+// come).
 func (n *Notes[T]) Tell(e T, max int) {
 	n.mu.Lock()
 	fn := n.fn
-	if fn == nil && len(n.pending) < max {
+	if fn == nil && !n.unheard && len(n.pending) < max {
 		n.pending = append(n.pending, e)
 	}
 	n.mu.Unlock()
@@ -27,16 +30,18 @@ func (n *Notes[T]) Tell(e T, max int) {
 	}
 }
 
-// Listen makes fn the listener, after handing it the events kept so far;
-// nil removes the listener.
+// Listen makes fn the listener, after handing it the events kept so far.
+// nil says that no listener will come: the events kept are dropped, and
+// later ones are not kept, until a Listen with a listener.
 func (n *Notes[T]) Listen(fn func(T)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if fn != nil {
-		for _, e := range n.pending {
+	for _, e := range n.pending {
+		if fn != nil {
 			fn(e)
 		}
-		n.pending = nil
 	}
+	n.pending = nil
 	n.fn = fn
+	n.unheard = fn == nil
 }
