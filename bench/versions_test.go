@@ -91,11 +91,12 @@ func BenchmarkBrokers(b *testing.B) {
 		groups = append(groups, g)
 		sides = append(sides, versionShapes(g, u, "queuey-bench.brokers.")...)
 	}
+	start := time.Now()
 	var spans [][]e2e.Span
 	for b.Loop() {
 		spans = sitting(b, sides)
 	}
-	printSitting(b, sides, spans, groups)
+	printSitting(b, start, sides, spans, groups)
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -151,11 +152,12 @@ func BenchmarkQueueVersion(b *testing.B) {
 		groups = append(groups, g)
 		sides = append(sides, versionShapes(g, amqpURL(), prefix)...)
 	}
+	start := time.Now()
 	var spans [][]e2e.Span
 	for b.Loop() {
 		spans = sitting(b, sides)
 	}
-	printSitting(b, sides, spans, groups)
+	printSitting(b, start, sides, spans, groups)
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -174,14 +176,17 @@ func brokerVersion(amqpURL string) (string, error) {
 }
 
 // sitting runs each side once a round, -rounds rounds, each round in an
-// order that starts one side further on, and returns each side's spans.
+// order that starts one side further on, logs each run and returns each
+// side's spans.
 func sitting(b *testing.B, sides []row) [][]e2e.Span {
 	spans := make([][]e2e.Span, len(sides))
 	for r := range *rounds {
 		for k := range sides {
 			i := (k + r) % len(sides)
 			s := sides[i]
-			spans[i] = append(spans[i], run(b, s.group+" "+s.name, func(ctx context.Context) (e2e.Span, error) { return s.run(ctx, r) }))
+			sp := run(b, s.group+" "+s.name, func(ctx context.Context) (e2e.Span, error) { return s.run(ctx, r) })
+			b.Logf("round %d | %s | %s | %.0f jobs/s | broker %.0f µs/job | client %.0f µs/job", r+1, s.group, s.name, sp.Rate(), sp.PerJob(sp.ServerCPU), sp.PerJob(sp.ClientCPU))
+			spans[i] = append(spans[i], sp)
 		}
 	}
 	return spans
@@ -191,12 +196,13 @@ func sitting(b *testing.B, sides []row) [][]e2e.Span {
 // range, and the medians of broker and client CPU per job; queuey/plain
 // within each group, the ratio of the medians and the range of the
 // rounds' own ratios; and each group's medians against the first group's.
-func printSitting(b *testing.B, sides []row, spans [][]e2e.Span, groups []string) {
+func printSitting(b *testing.B, start time.Time, sides []row, spans [][]e2e.Span, groups []string) {
 	rate := e2e.Span.Rate
 	brokerCPU := func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) }
 	clientCPU := func(s e2e.Span) float64 { return s.PerJob(s.ClientCPU) }
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "\n%d jobs of %d bytes a run, prefetch %d, %d rounds, %s\n\n", jobs, e2e.PayloadSize, prefetch, *rounds, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&out, "\n%d jobs of %d bytes a run, prefetch %d, %d rounds, %s to %s\n\n", jobs, e2e.PayloadSize, prefetch, *rounds,
+		start.UTC().Format("2006-01-02 15:04"), time.Now().UTC().Format("15:04 MST"))
 	tw := tabwriter.NewWriter(&out, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "| where\t| side\t| median jobs/s\t| min–max\t| broker CPU µs/job (min–max)\t| client CPU µs/job\t|")
 	fmt.Fprintln(tw, "|---\t|---\t|---:\t|---:\t|---:\t|---:\t|")
@@ -220,11 +226,7 @@ func printSitting(b *testing.B, sides []row, spans [][]e2e.Span, groups []string
 			plainAt = i
 			continue
 		}
-		paired := make([]float64, len(spans[i]))
-		for r := range spans[i] {
-			paired[r] = spans[i][r].Rate() / spans[plainAt][r].Rate()
-		}
-		lo, hi := minMax(paired)
+		lo, hi := minMax(paired(spans[i], spans[plainAt], rate))
 		fmt.Fprintf(tw, "| %s\t| %s: %s\t| %.2f\t| %.2f–%.2f\t| %.2f\t|\n", s.group, shape, who,
 			e2e.MedianOf(spans[i], rate)/e2e.MedianOf(spans[plainAt], rate), lo, hi,
 			e2e.MedianOf(spans[i], brokerCPU)/e2e.MedianOf(spans[plainAt], brokerCPU))
@@ -236,14 +238,16 @@ func printSitting(b *testing.B, sides []row, spans [][]e2e.Span, groups []string
 		per := len(sides) / len(groups)
 		fmt.Fprintln(&out)
 		tw = tabwriter.NewWriter(&out, 0, 0, 1, ' ', 0)
-		fmt.Fprintf(tw, "| against %s\t| side\t| jobs/s\t| broker CPU per job\t|\n", groups[0])
-		fmt.Fprintln(tw, "|---\t|---\t|---:\t|---:\t|")
+		fmt.Fprintf(tw, "| against %s\t| side\t| jobs/s\t| rounds' ratios, min–max\t| broker CPU per job\t| rounds' ratios, min–max\t|\n", groups[0])
+		fmt.Fprintln(tw, "|---\t|---\t|---:\t|---:\t|---:\t|---:\t|")
 		for g := 1; g < len(groups); g++ {
 			for k := range per {
 				i, j := g*per+k, k
-				fmt.Fprintf(tw, "| %s\t| %s\t| %.2f\t| %.2f\t|\n", groups[g], sides[i].name,
-					e2e.MedianOf(spans[i], rate)/e2e.MedianOf(spans[j], rate),
-					e2e.MedianOf(spans[i], brokerCPU)/e2e.MedianOf(spans[j], brokerCPU))
+				rlo, rhi := minMax(paired(spans[i], spans[j], rate))
+				clo, chi := minMax(paired(spans[i], spans[j], brokerCPU))
+				fmt.Fprintf(tw, "| %s\t| %s\t| %.2f\t| %.2f–%.2f\t| %.2f\t| %.2f–%.2f\t|\n", groups[g], sides[i].name,
+					e2e.MedianOf(spans[i], rate)/e2e.MedianOf(spans[j], rate), rlo, rhi,
+					e2e.MedianOf(spans[i], brokerCPU)/e2e.MedianOf(spans[j], brokerCPU), clo, chi)
 			}
 		}
 		tw.Flush()
@@ -252,6 +256,16 @@ func printSitting(b *testing.B, sides []row, spans [][]e2e.Span, groups []string
 	if _, err := os.Stdout.Write(out.Bytes()); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// paired returns f of a over f of b, round by round: each ratio of two
+// runs made in the same minutes.
+func paired(a, b []e2e.Span, f func(e2e.Span) float64) []float64 {
+	v := make([]float64, min(len(a), len(b)))
+	for r := range v {
+		v[r] = f(a[r]) / f(b[r])
+	}
+	return v
 }
 
 func rangeOf(spans []e2e.Span, f func(e2e.Span) float64) (lo, hi float64) {
