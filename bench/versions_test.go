@@ -185,7 +185,8 @@ func sitting(b *testing.B, sides []row) [][]e2e.Span {
 			i := (k + r) % len(sides)
 			s := sides[i]
 			sp := run(b, s.group+" "+s.name, func(ctx context.Context) (e2e.Span, error) { return s.run(ctx, r) })
-			b.Logf("round %d | %s | %s | %.0f jobs/s | broker %.0f µs/job | client %.0f µs/job", r+1, s.group, s.name, sp.Rate(), sp.PerJob(sp.ServerCPU), sp.PerJob(sp.ClientCPU))
+			// To stdout as it ends: a benchmark's log keeps its first lines alone.
+			fmt.Printf("round %d | %s | %s | %.0f jobs/s | broker %.0f µs/job | client %.0f µs/job\n", r+1, s.group, s.name, sp.Rate(), sp.PerJob(sp.ServerCPU), sp.PerJob(sp.ClientCPU))
 			spans[i] = append(spans[i], sp)
 		}
 	}
