@@ -76,6 +76,10 @@ bench: broker ## benchmarks: memory backend, generator, RabbitMQ against the pla
 bench-peers: broker ## queuey against river, asynq, watermill-amqp and plain amqp091-go (Redis and PostgreSQL on localhost); writes bench/peers/peers.svg
 	cd bench/peers && $(GO) run . -jobs 20000 -rounds 3 -svg peers.svg
 
+.PHONY: bench-versions
+bench-versions: broker broker4 ## queuey and the plain amqp091-go loop on RabbitMQ 3.x and 4.0 in one sitting, then on classic queue versions 1 and 2 on 3.x: rates, ratios, broker CPU per job
+	env QUEUEY_BENCH_BROKERS='amqp://guest:guest@127.0.0.1:5672/ amqp://guest:guest@127.0.0.1:5673/' $(GO) test -run '^$$' -bench '^(BenchmarkBrokers|BenchmarkQueueVersion)$$' -benchtime 1x -count=1 -timeout 60m ./bench/
+
 .PHONY: bench-memory
 bench-memory: ## benchmarks of the in-memory backend only (no broker needed)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/
