@@ -157,6 +157,19 @@ func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.D
 	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
 }
 
+// ownedPublisher is a backend that can keep an envelope nobody else holds
+// without the copy Publish makes (Producer.enqueue): the memory backend.
+type ownedPublisher interface {
+	// publishOwned is Publish of env, which the backend keeps as it is.
+	publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error
+	// keeper returns the backend that keeps the envelopes. A type that
+	// embeds one has its methods too, but is not it: its own Publish
+	// must see every job.
+	keeper() Backend
+}
+
+func (b *MemoryBackend) keeper() Backend { return b }
+
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
 func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error {

@@ -148,15 +148,15 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	p.mu.RLock()
 	chain := p.publish
 	p.mu.RUnlock()
-	// The memory backend itself (not a wrapper of it, whose Publish must
-	// see every job), when no middleware stands between, keeps the envelope
-	// without the copy Publish makes: it was built here and nothing touches
-	// it again.
-	if mb, ok := p.backend.(*MemoryBackend); ok && chain == nil {
+	// A backend that keeps envelopes (not a wrapper of one, whose Publish
+	// must see every job), when no middleware stands between, keeps the
+	// envelope without the copy Publish makes: it was built here and
+	// nothing touches it again.
+	if ob, ok := p.backend.(ownedPublisher); ok && chain == nil && ob.keeper() == p.backend {
 		if !owned {
 			env.Payload = bytes.Clone(payload)
 		}
-		err = mb.publishOwned(ctx, env, o.delay)
+		err = ob.publishOwned(ctx, env, o.delay)
 	} else {
 		err = p.publisher()(ctx, []*Envelope{env}, o.delay)[0]
 	}
