@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/queuey/queuey/internal/chans"
 )
 
 // Why dispatch stopped taking deliveries.
@@ -262,20 +264,10 @@ func (h *handlers) run(slot *runSlot, d Delivery) {
 		if !ok {
 			return
 		}
-		if h.ctx.Err() != nil || isClosed(h.paused) {
+		if h.ctx.Err() != nil || chans.Closed(h.paused) {
 			h.keep(next)
 			return
 		}
 		d = next
-	}
-}
-
-// isClosed reports whether c is closed.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/backoff"
 )
 
 // pauseGate follows one queue's paused state for its runner.
@@ -25,7 +26,7 @@ func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
 	if !ok {
 		return &pauseGate{}, nil
 	}
-	backoff := resubscribeMin
+	wait := resubscribeMin
 	for {
 		states, err := p.WatchPaused(ctx, c.queue.Name)
 		if err == nil {
@@ -37,11 +38,11 @@ func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
 		if errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("watch queue %q: %w", c.queue.Name, err)
 		}
-		c.w.log.Error("queuey: cannot read whether the queue is paused; not consuming it until then", "queue", c.queue.Name, "error", err, "after", backoff)
-		if !sleepCtx(ctx, backoff) {
+		c.w.log.Error("queuey: cannot read whether the queue is paused; not consuming it until then", "queue", c.queue.Name, "error", err, "after", wait)
+		if !backoff.Sleep(ctx, wait) {
 			return nil, nil
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		wait = min(wait*2, 5*time.Second)
 	}
 }
 

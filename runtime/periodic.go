@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/internal/backoff"
 )
 
 // HeaderTick is the header that carries, on each job a schedule enqueues,
@@ -95,7 +97,7 @@ const (
 // whenever it holds it. It returns an error only when the backend was
 // closed.
 func (p *periodic) run(ctx context.Context, leaser Leaser) error {
-	backoff := leaseRetryMin
+	wait := leaseRetryMin
 	for {
 		lease, err := leaser.AcquireLease(ctx, leasePrefix+p.sched.Name)
 		if ctx.Err() != nil {
@@ -108,14 +110,14 @@ func (p *periodic) run(ctx context.Context, leaser Leaser) error {
 			if errors.Is(err, ErrClosed) {
 				return fmt.Errorf("schedule %q: %w", p.sched.Name, err)
 			}
-			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", backoff)
-			if !sleepCtx(ctx, backoff) {
+			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", wait)
+			if !backoff.Sleep(ctx, wait) {
 				return nil
 			}
-			backoff = min(backoff*2, leaseRetryMax)
+			wait = min(wait*2, leaseRetryMax)
 			continue
 		}
-		backoff = leaseRetryMin
+		wait = leaseRetryMin
 		p.w.log.Info("queuey: this worker fires the schedule's ticks", "schedule", p.sched.Name, "spec", p.sched.Spec)
 		p.lead(ctx, lease)
 		if err := lease.Release(); err != nil {

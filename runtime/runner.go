@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queuey/queuey/internal/backoff"
 )
 
 // Resubscribe backoff: a failed subscribe waits between half and all of a
@@ -25,11 +26,6 @@ const (
 // next subscribe to go at once and the backoff to start again from its
 // minimum; one that fails sooner backs off, so it cannot spin.
 const healthySubscription = time.Second
-
-// jittered returns between half and all of d.
-func jittered(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
-}
 
 // queueRunner consumes one queue for a Worker.
 type queueRunner struct {
@@ -140,29 +136,17 @@ func (c *queueRunner) run(ctx context.Context) (ReadyNotifier, error) {
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCannotConsume) {
 			return nil, fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
-		wait := jittered(st.backoff)
+		wait := backoff.Jitter(st.backoff)
 		if !st.failing {
 			c.w.log.Error("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		} else {
 			c.w.log.Debug("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		}
 		st.failing = true
-		if !sleepCtx(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return nil, nil
 		}
 		st.backoff = min(st.backoff*2, resubscribeMax)
-	}
-}
-
-// sleepCtx waits d or until ctx ends, and reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
