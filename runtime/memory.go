@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/clock"
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/internal/queueerr"
-	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/internal/reasons"
-	"github.com/queuey/queuey/internal/testclock"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -28,12 +27,12 @@ import (
 // process ends.
 type MemoryBackend struct {
 	log *slog.Logger
-	clk testclock.Clock // its waits' and its workers' schedules'
+	clk clock.Clock // its waits' and its workers' schedules'
 
 	mu     sync.Mutex
 	queues map[string]*memQueue
-	timers map[testclock.Timer]memHold // waits not yet over
-	leases map[string]*memLease        // made on first use
+	timers map[clock.Timer]memHold // waits not yet over
+	leases map[string]*memLease    // made on first use
 	pauses memPauses
 	seq    uint64
 	closed bool
@@ -86,9 +85,9 @@ func MemoryLogger(l *slog.Logger) MemoryOption {
 func NewMemoryBackend(opts ...MemoryOption) *MemoryBackend {
 	b := &MemoryBackend{
 		log:    slog.Default(),
-		clk:    realClock{},
+		clk:    clock.Real{},
 		queues: map[string]*memQueue{},
-		timers: map[testclock.Timer]memHold{},
+		timers: map[clock.Timer]memHold{},
 	}
 	for _, opt := range opts {
 		opt(b)
@@ -211,7 +210,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		b.pushLocked(q, m)
 		return nil
 	}
-	var t testclock.Timer
+	var t clock.Timer
 	t = b.clk.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.unlock()
@@ -227,18 +226,8 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	return nil
 }
 
-func init() {
-	rawpublish.ToMemory = func(ctx context.Context, b any, queue string, body []byte) error {
-		mb, ok := b.(*MemoryBackend)
-		if !ok {
-			return fmt.Errorf("rawpublish: %T is not a *runtime.MemoryBackend", b)
-		}
-		return mb.publishRaw(ctx, queue, body)
-	}
-}
-
 // publishRaw puts body on queue as a message of its own, as a foreign
-// producer might (rawpublish.ToMemory, for tests). A body that is not a
+// producer might (Hooks, for tests). A body that is not a
 // msgpack Envelope of this queue is poison: it is moved to the dead
 // letters when it reaches a consumer.
 func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byte) error {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"
 )
@@ -17,7 +17,7 @@ import (
 func TestMemoryBackendConformance(t *testing.T) {
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
-			return rawpublish.ToMemory(ctx, b, queue, body)
+			return runtime.Hooks(hooks.Key{}).PublishRaw(ctx, b.(*runtime.MemoryBackend), queue, body)
 		},
 	}
 	backendtest.Run(t, f, func(t *testing.T) runtime.Backend {

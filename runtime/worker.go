@@ -83,7 +83,7 @@ type Worker struct {
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
 	// idleSchedules counts the schedules waiting for their next tick,
 	// for tests that run a worker until nothing is left to do
-	// (testclock.Schedules).
+	// (Hooks).
 	idleSchedules atomic.Int32
 	parked        parkedQueues // queues with nothing to deliver, holding no goroutine
 

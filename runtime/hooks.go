@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/queuey/queuey/internal/clock"
+	"github.com/queuey/queuey/internal/hooks"
+)
+
+// Hooks lends this module's test kit (package queueytest) and its tests
+// what applications are not given: running one job through a worker with
+// no backend, a worker's schedules, a memory backend's clock, and raw
+// messages on a memory backend's queues. Its argument's type lives in an
+// internal package, so nothing outside this module can call it.
+func Hooks(hooks.Key) hooks.Runtime[*Worker, *Envelope, *MemoryBackend] {
+	return hooks.Runtime[*Worker, *Envelope, *MemoryBackend]{
+		Run: func(ctx context.Context, w *Worker, queue string, env *Envelope) (hooks.Settled, error) {
+			return w.runOne(ctx, queue, env)
+		},
+		Schedules: (*Worker).schedules,
+		SetClock:  (*MemoryBackend).setClock,
+		PublishRaw: func(ctx context.Context, b *MemoryBackend, queue string, body []byte) error {
+			return b.publishRaw(ctx, queue, body)
+		},
+	}
+}
+
+// schedules returns how many of w's schedules wait for their next tick,
+// and how many it has.
+func (w *Worker) schedules() (waiting, total int) {
+	w.mu.Lock()
+	total = len(w.periodics)
+	w.mu.Unlock()
+	return int(w.idleSchedules.Load()), total
+}
+
+// setClock makes c the clock of b, which holds no wait yet, and of the
+// schedules of every worker over it.
+func (b *MemoryBackend) setClock(c clock.Clock) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.timers) > 0 {
+		return fmt.Errorf("the backend already holds %d waits on its clock", len(b.timers))
+	}
+	b.clk = c
+	return nil
+}
