@@ -94,7 +94,7 @@
 // workers enqueue a job at each tick of a cron spec: one worker of every
 // process at a time, elected through the backend's Leaser, fires each
 // tick, at least once, with the deterministic ID name@tick (see
-// Schedule.Name). A backend that is an admin.Pauser lets an operator pause
+// Schedule.Name). A backend that is an Pauser lets an operator pause
 // a queue: every worker stops taking its jobs and starts again on resume.
 //
 // # Backends
@@ -113,5 +113,5 @@
 // Operators' tools (the queuey command, a dashboard) use package admin:
 // queue statistics, dead letters, re-drive, purge and pausing, optional
 // capabilities that both backends implement. A worker whose backend is an
-// admin.Pauser stops taking a paused queue's jobs.
+// Pauser stops taking a paused queue's jobs.
 package runtime

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
 	"github.com/queuey/queuey/internal/clock"
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/internal/queueerr"
@@ -61,7 +61,6 @@ func (b *MemoryBackend) tellLocked(sub *memSub, env *Envelope, reason string) {
 
 var (
 	_ Backend            = (*MemoryBackend)(nil)
-	_ admin.ReadyCounter = (*MemoryBackend)(nil)
 	_ Redelivery         = (*memDelivery)(nil)
 	_ DeadLetterNotifier = (*memSub)(nil)
 )
@@ -153,7 +152,7 @@ func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.D
 	if err := b.checkSize(env); err != nil {
 		return err
 	}
-	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false, adminapi.HoldDeferred)
 }
 
 // ownedPublisher is a backend that can keep an envelope nobody else holds
@@ -175,12 +174,12 @@ func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay t
 	if err := b.checkSize(env); err != nil {
 		return err
 	}
-	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
+	return b.publish(ctx, env, env.Priority, delay, false, adminapi.HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
 // prio; atMax raises it to the queue's maximum. A wait is held as kind.
-func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind adminapi.HoldKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -189,7 +188,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
-func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind adminapi.HoldKind) error {
 	d, err := waits.Round(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)

@@ -14,6 +14,15 @@ import (
 	"github.com/queuey/queuey/runtime/backendtest"
 )
 
+// The memory backend is every operators' capability of package admin.
+var (
+	_ admin.Inspector       = (*runtime.MemoryBackend)(nil)
+	_ admin.DeadLetterAdmin = (*runtime.MemoryBackend)(nil)
+	_ admin.Pauser          = (*runtime.MemoryBackend)(nil)
+	_ admin.QueueAdmin      = (*runtime.MemoryBackend)(nil)
+	_ admin.ReadyCounter    = (*runtime.MemoryBackend)(nil)
+)
+
 func TestMemoryBackendConformance(t *testing.T) {
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {

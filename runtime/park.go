@@ -11,7 +11,7 @@ import (
 // when a delivery is waiting. A worker then holds no goroutine of its own
 // for a queue that has had nothing to deliver for a while: it parks the
 // queue, and the call wakes it. (It parks a queue only when the queue's
-// paused states, if the backend is an admin.Pauser, come on a buffered
+// paused states, if the backend is an Pauser, come on a buffered
 // channel, which it looks at meanwhile.)
 type ReadyNotifier interface {
 	// NotifyReady arranges for fn to be called once, from any goroutine,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/backoff"
 )
 
@@ -18,11 +17,11 @@ type pauseGate struct {
 }
 
 // watchPause starts following queue's paused state when the backend is an
-// admin.Pauser, trying again with backoff until it can: a worker must not consume
+// Pauser, trying again with backoff until it can: a worker must not consume
 // a queue before it knows the queue is not paused. It returns nil when ctx
 // ends first, and an error when the backend was closed.
 func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
-	p, ok := c.w.backend.(admin.Pauser)
+	p, ok := c.w.backend.(Pauser)
 	if !ok {
 		return &pauseGate{}, nil
 	}

@@ -192,7 +192,7 @@ func (w *Worker) Queues() []QueueConfig {
 // Run declares every registered queue (and each queue a schedule enqueues
 // onto), consumes each with its prefetch and concurrency, runs handlers
 // and contends for each schedule's lease (see Periodic) until ctx ends or
-// Stop is called. A queue paused through the backend (see admin.Pauser) is
+// Stop is called. A queue paused through the backend (see Pauser) is
 // not consumed until it is resumed. Then it
 // stops consuming and waits for in-flight handlers up to the shutdown
 // timeout. Jobs whose handlers had not finished by then are left unsettled,
