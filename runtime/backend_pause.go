@@ -2,12 +2,13 @@ package runtime
 
 import "context"
 
-// Pauser is implemented by backends that can pause a queue for every
-// worker of every process using the backend, and keep it paused across
-// worker restarts until it is resumed. While a queue is paused, workers
-// take none of its jobs (those they are running finish), enqueues go on
-// and jobs accumulate. It is an optional capability beside
-// Backend; workers watch it when their backend implements it.
+// Pauser is for backend implementers: an optional capability beside
+// Backend, of backends that can pause a queue for every worker of every
+// process using the backend, and keep it paused across worker restarts
+// until it is resumed. While a queue is paused, workers take none of its
+// jobs (those they are running finish), enqueues go on and jobs
+// accumulate. Workers watch it when their backend implements it; the
+// operators' tools (package admin) pause and resume through it.
 type Pauser interface {
 	// PauseQueue pauses queue. Pausing a paused queue does nothing more. A
 	// queue that does not exist is ErrUnknownQueue.

@@ -8,18 +8,27 @@ import (
 	"github.com/queuey/queuey/internal/hooks"
 )
 
+// testHooks are the hooks of this package.
+type testHooks = hooks.Runtime[*Worker, *Envelope, *MemoryBackend, *Producer, QueueConfig, EnqueueOption]
+
 // Hooks lends this module's test kit (package queueytest) and its tests
 // what applications are not given: running one job through a worker with
-// no backend, a worker's schedules, a memory backend's clock, and raw
-// messages on a memory backend's queues. Its argument's type lives in an
+// no backend, a worker's schedules, a memory backend's clock, raw messages
+// on a memory backend's queues, and payloads enqueued as they are. Its argument's type lives in an
 // internal package, so nothing outside this module can call it.
-func Hooks(hooks.Key) hooks.Runtime[*Worker, *Envelope, *MemoryBackend] {
-	return hooks.Runtime[*Worker, *Envelope, *MemoryBackend]{
+func Hooks(hooks.Key) hooks.Runtime[*Worker, *Envelope, *MemoryBackend, *Producer, QueueConfig, EnqueueOption] {
+	return testHooks{
 		Run: func(ctx context.Context, w *Worker, queue string, env *Envelope) (hooks.Settled, error) {
 			return w.runOne(ctx, queue, env)
 		},
 		Schedules: (*Worker).schedules,
-		SetClock:  (*MemoryBackend).setClock,
+		EnqueuePayload: func(ctx context.Context, p *Producer, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
+			return p.enqueuePayload(ctx, q, payload, opts...)
+		},
+		EnqueuePayloads: func(ctx context.Context, p *Producer, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
+			return p.enqueuePayloads(ctx, q, payloads, opts...)
+		},
+		SetClock: (*MemoryBackend).setClock,
 		PublishRaw: func(ctx context.Context, b *MemoryBackend, queue string, body []byte) error {
 			return b.publishRaw(ctx, queue, body)
 		},

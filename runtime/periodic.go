@@ -209,7 +209,7 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		payload, err := p.payload()
 		if err == nil {
 			err = step(func(ctx context.Context) error {
-				_, err := producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), withTick(t))
+				_, err := producer.enqueuePayload(ctx, p.queue, payload, WithID(id), withTick(t))
 				return err
 			})
 		}

@@ -155,7 +155,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 // call runs the handler with the job's Info and timeout, turning a panic into
 // an error.
 func (c *queueRunner) call(base context.Context, env *Envelope) (err error) {
-	ctx := WithInfo(base, Info{
+	ctx := withInfo(base, Info{
 		ID:          env.ID,
 		Queue:       c.queue.Name,
 		Attempt:     env.Attempt,

@@ -135,16 +135,11 @@ func (w *Worker) Use(mw ...Middleware) {
 	w.middleware = append(slices.Clone(mw), w.middleware...)
 }
 
-// Register makes h the handler of q's jobs. Generated HandleX functions call
-// it. A bad config or a queue registered twice (naming both job types when
-// their kinds differ) is reported by Run. Each job is checked against q
-// before h runs: a job of another kind fails with a KindError, one that
-// breaks another of q's rules with a RuleError, and either is
-// dead-lettered (see RuleError). q's MaxAttempts is every job's, whatever
-// its envelope says.
-// Registering after Run has started is a programming error and panics, as
-// nothing could report it.
-func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
+// register makes h the handler of q's jobs (Handle). A bad config or a
+// queue registered twice (naming both job types when their kinds differ)
+// is reported by Run. Each job is checked against q before h runs.
+// Registering after Run has started panics, as nothing could report it.
+func (w *Worker) register(q QueueConfig, h HandlerFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {

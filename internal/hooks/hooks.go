@@ -18,9 +18,11 @@ import (
 type Key struct{ key struct{} }
 
 // Runtime is what package runtime lends, typed by its worker (W), its
-// envelope (E) and its memory backend (M): runtime.Hooks returns a
-// Runtime[*runtime.Worker, *runtime.Envelope, *runtime.MemoryBackend].
-type Runtime[W, E, M any] struct {
+// envelope (E), its memory backend (M), its producer (P), its queue config
+// (Q) and its enqueue option (O): runtime.Hooks returns a
+// Runtime[*runtime.Worker, *runtime.Envelope, *runtime.MemoryBackend,
+// *runtime.Producer, runtime.QueueConfig, runtime.EnqueueOption].
+type Runtime[W, E, M, P, Q, O any] struct {
 	// Run runs env through the handler that w has registered for queue,
 	// as the worker would run it on a delivery (the kind check, its
 	// middleware and observers, the queue's timeout, the outcome the
@@ -41,6 +43,13 @@ type Runtime[W, E, M any] struct {
 	// the queue is poison: it is moved to the dead letters when it
 	// reaches a consumer.
 	PublishRaw func(ctx context.Context, m M, queue string, body []byte) error
+	// EnqueuePayload enqueues payload, already encoded (or not msgpack
+	// at all), onto q through p, as runtime.Enqueue enqueues a job's, and
+	// returns the job's ID. The payload stays the caller's.
+	EnqueuePayload func(ctx context.Context, p P, q Q, payload []byte, opts ...O) (string, error)
+	// EnqueuePayloads is EnqueuePayload of many payloads, as
+	// runtime.EnqueueMany enqueues many jobs'.
+	EnqueuePayloads func(ctx context.Context, p P, q Q, payloads [][]byte, opts ...O) ([]string, error)
 }
 
 // How a run of Runtime.Run was settled.
