@@ -161,7 +161,8 @@ func (w *Worker) register(q QueueConfig, h HandlerFunc) {
 		w.regErrs = append(w.regErrs, err)
 		return
 	}
-	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: w.checkJob(q, h)})
+	q = q.WithDefaults()
+	w.regs = append(w.regs, registration{queue: q, handler: w.checkJob(q, h)})
 }
 
 // refuse records err, a registration that cannot be made, for Run to
