@@ -204,7 +204,7 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		defer cancel()
 		return fn(stepCtx)
 	}
-	backoff := leaseRetryMin
+	wait := leaseRetryMin
 	for {
 		payload, err := p.payload()
 		if err == nil {
@@ -216,15 +216,15 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		if err == nil {
 			break
 		}
-		p.w.log.Error("queuey: cannot enqueue the schedule's tick; trying again", "schedule", p.sched.Name, "job_id", id, "error", err, "after", backoff)
+		p.w.log.Error("queuey: cannot enqueue the schedule's tick; trying again", "schedule", p.sched.Name, "job_id", id, "error", err, "after", wait)
 		select {
 		case <-ctx.Done():
 			return false
 		case <-lease.Lost():
 			return false
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, leaseRetryMax)
+		wait = min(wait*2, leaseRetryMax)
 	}
 	if err := step(func(ctx context.Context) error { return lease.Advance(ctx, t) }); err != nil {
 		p.w.log.Error("queuey: cannot record the schedule's tick; another scheduler may enqueue it again, with the same ID", "schedule", p.sched.Name, "job_id", id, "error", err)
