@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/chans"
 	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/internal/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
@@ -191,14 +192,7 @@ func (b *Backend) Close() error {
 	return err
 }
 
-func (b *Backend) isClosed() bool {
-	select {
-	case <-b.closed:
-		return true
-	default:
-		return false
-	}
-}
+func (b *Backend) isClosed() bool { return chans.Closed(b.closed) }
 
 // Declare declares q, its dead-letter queue unless Options.NoDeadLetterQueues
 // is set, and what its delay mode needs. Hold queues are declared later,
