@@ -31,6 +31,7 @@ type fitLine struct {
 type fitBase struct{ Shard uint8 }
 
 type fitPair struct {
+	//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 	_msgpack struct{} `msgpack:",as_array"`
 	Left     int8
 	Right    int8

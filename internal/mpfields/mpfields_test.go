@@ -44,6 +44,7 @@ type (
 		B string `msgpack:"b,omitempty"`
 		C string `msgpack:",omitempty"`
 		D string `msgpack:"-"`
+		//lint:ignore U1000 an unexported field, which msgpack skips: that is what the case checks
 		e string
 		F string `json:"A"` // json tags are not read
 	}
@@ -104,6 +105,7 @@ type (
 		B string
 	}
 	asArray struct {
+		//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 		_msgpack struct{} `msgpack:",as_array"`
 		A        string   `msgpack:"x"`
 		B        string   `msgpack:"x"`
@@ -250,10 +252,12 @@ type (
 		*Base `msgpack:",inline"`
 	}
 	recursive struct {
+		//lint:ignore U1000 the type is read only through reflection: a struct that embeds itself
 		*recursive
 		V string
 	}
 	recursiveNoinline struct {
+		//lint:ignore U1000 the type is read only through reflection: a recursive embedding under noinline
 		*recursiveNoinline `msgpack:",noinline"`
 		V                  string
 	}

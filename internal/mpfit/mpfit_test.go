@@ -84,7 +84,7 @@ func TestCheck(t *testing.T) {
 	if err := For(reflect.TypeFor[outer]()).Check(marshal(t, map[string]any{"Inner": map[string]any{"N": 256}})); err == nil || err.Error() != "field Inner.N: 256 does not fit uint8" {
 		t.Errorf("nested map under an inlined struct's name: %v", err)
 	}
-	if For(reflect.TypeFor[outer]()) != For(reflect.TypeFor[outer]()) {
+	if first, second := For(reflect.TypeFor[outer]()), For(reflect.TypeFor[outer]()); first != second {
 		t.Error("For made two Checkers of one type")
 	}
 	var e *Error
