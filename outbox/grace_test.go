@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -34,19 +35,14 @@ func TestMissingQueueGrace(t *testing.T) {
 	// The relay tried both and set them apart.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for {
-		var tried int
+	var tried int
+	if !eventually.Wait(wait, func() bool {
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM queuey_outbox WHERE attempts > 0 AND last_error LIKE '%does not exist%'").Scan(&tried); err != nil {
 			t.Fatal(err)
 		}
-		if tried == 2 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of the 2 jobs of the missing queue tried and set apart after %v", tried, wait)
-		case <-time.After(20 * time.Millisecond):
-		}
+		return tried == 2
+	}) {
+		t.Fatalf("%d of the 2 jobs of the missing queue tried and set apart after %v", tried, wait)
 	}
 	// Jobs of another queue go meanwhile, many of them, each at once.
 	for i := range 20 {

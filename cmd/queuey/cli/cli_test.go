@@ -16,6 +16,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -111,19 +112,16 @@ func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n in
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	deadline := time.Now().Add(wait)
-	for {
+	var dead int
+	if !eventually.Wait(wait, func() bool {
 		st, err := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st[0].Dead == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs dead within %v", st[0].Dead, n, wait)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not a synchronisation
+		dead = st[0].Dead
+		return dead == n
+	}) {
+		t.Fatalf("%d of %d jobs dead within %v", dead, n, wait)
 	}
 	cancel()
 	select {

@@ -19,6 +19,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -114,19 +115,16 @@ func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func
 // dead waits until the queue holds n dead letters.
 func (bq *brokerQueue) dead(n int) {
 	bq.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
+	var dead int
+	if !eventually.Wait(wait, func() bool {
 		st, err := bq.b.QueueStats(ctxT(bq.t), admin.Queue{Name: bq.q.Name})
 		if err != nil {
 			bq.t.Fatal(err)
 		}
-		if st[0].Dead == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			bq.t.Fatalf("%d dead letters within %v, want %d", st[0].Dead, wait, n)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		dead = st[0].Dead
+		return dead == n
+	}) {
+		bq.t.Fatalf("%d dead letters within %v, want %d", dead, wait, n)
 	}
 }
 
