@@ -115,3 +115,37 @@ func TestShellWord(t *testing.T) {
 		}
 	}
 }
+
+// TestFailQuotesOnlyQDirectives: fail quotes the strings its %q
+// directives format, after flags and past %%, and leaves the rest as
+// sprintf writes them.
+func TestFailQuotesOnlyQDirectives(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		format string
+		args   []any
+		want   string
+	}{
+		{"queue %q is gone", []any{"a\x1bb"}, `queue "a\x1bb" is gone`},
+		{"100%% of %s, then %q", []any{"x\x1b", "y"}, `100% of x\x1b, then "y"`},
+		{"%5.1f%% and %-8q.", []any{2.5, "z"}, `  2.5% and "z"     .`},
+		{"rune %q, string %q", []any{'r', "s"}, `rune 'r', string "s"`},
+		{"more %q than args %q", []any{"one"}, `more "one" than args %!q(MISSING)`},
+	} {
+		if got := fail(ExitFailure, c.format, c.args...).Error(); got != c.want {
+			t.Errorf("fail(%q) = %q, want %q", c.format, got, c.want)
+		}
+	}
+}
+
+func TestVerbsAt(t *testing.T) {
+	t.Parallel()
+	format := "%d %% %+5.2f %q%"
+	var verbs []byte
+	for _, at := range verbsAt(format) {
+		verbs = append(verbs, format[at])
+	}
+	if string(verbs) != "dfq" {
+		t.Errorf("verbs of %q = %q, want %q", format, verbs, "dfq")
+	}
+}
