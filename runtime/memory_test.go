@@ -15,6 +15,7 @@ import (
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
+	t.Parallel()
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
 			return rawpublish.ToMemory(ctx, b, queue, body)
@@ -31,6 +32,7 @@ func TestMemoryBackendConformance(t *testing.T) {
 // MaxPriority declares DefaultMaxPriority, as DefaultQueueConfig does, and
 // NoPriority declares none; the two are different queues.
 func TestMemoryDeclaresDefaultPriority(t *testing.T) {
+	t.Parallel()
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
 	ctx := context.Background()
@@ -65,6 +67,7 @@ func TestMemoryDeclaresDefaultPriority(t *testing.T) {
 // letters and its waits go, counted; a consumer refuses the delete unless
 // forced, and a forced delete ends it with an error.
 func TestMemoryDeleteQueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	ctx := context.Background()
@@ -131,6 +134,7 @@ func TestMemoryDeleteQueue(t *testing.T) {
 // TestMemoryPurgeQueue: PurgeQueue removes the ready jobs, counted, and
 // leaves waits; an unknown queue is ErrUnknownQueue.
 func TestMemoryPurgeQueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	ctx := context.Background()

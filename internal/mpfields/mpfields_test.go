@@ -127,6 +127,7 @@ type (
 // fields Of says msgpack carries are the ones a round trip through msgpack
 // keeps, and the keys Of gives them are the ones msgpack encodes.
 func TestLayoutIsMsgpacks(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{
 		plain{}, dupTag{}, tagNamesOther{}, embeddedFirst{}, outerFirst{}, outerFirstInline{},
 		outerFirstNoinline{}, embeddedPointer{}, embeddedUnexported{}, embeddedTwice{}, embeddedDeep{},
@@ -266,6 +267,7 @@ type (
 // TestProblems: each way fields collide is reported once, with the fields
 // in declaration order and the key they share.
 func TestProblems(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want []string
@@ -321,6 +323,7 @@ func (c Claim) String() string { return [...]string{"Encoded", "Alias", "Embedde
 
 // TestTagName reads tags as msgpack does.
 func TestTagName(t *testing.T) {
+	t.Parallel()
 	for tag, want := range map[reflect.StructTag]string{
 		``:                       "",
 		`json:"x"`:               "",

@@ -48,6 +48,7 @@ type outer struct {
 // a nested map under its own name, and data nested too deep around and
 // inside the parts of a type that are walked.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	tooDeep := append(bytes.Repeat([]byte{0x91}, mpscan.MaxDepth+1), 0xc0)
 	for _, typ := range []reflect.Type{reflect.TypeFor[list](), reflect.TypeFor[[]any](), reflect.TypeFor[[][][]int8](), reflect.TypeFor[words]()} {
 		if err := For(typ).Check(tooDeep); !errors.Is(err, mpscan.ErrMalformed) {
@@ -241,6 +242,7 @@ func BenchmarkScan(b *testing.B) {
 // msgpack would decode as its zero value) is refused, while a nil for a
 // pointer, a slice or a map decodes as nil and is taken.
 func TestCheckOneValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		typ  reflect.Type

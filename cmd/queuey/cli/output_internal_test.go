@@ -32,6 +32,7 @@ func dangerous() []rune {
 }
 
 func TestSafe(t *testing.T) {
+	t.Parallel()
 	for _, r := range dangerous() {
 		in := "a" + string(r) + "b"
 		got := safe(in)
@@ -58,6 +59,7 @@ func TestSafe(t *testing.T) {
 }
 
 func TestJSONSafe(t *testing.T) {
+	t.Parallel()
 	var sb strings.Builder
 	for _, r := range dangerous() {
 		sb.WriteRune(r)
@@ -89,6 +91,7 @@ func TestJSONSafe(t *testing.T) {
 }
 
 func TestTableEscapesCells(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	table(&buf, []string{"QUEUE", "KIND"}, [][]string{{"q\x1b]0;t\x07", "a\tb\nc"}, {"r", "k"}})
 	want := "QUEUE        KIND\n" +
@@ -100,6 +103,7 @@ func TestTableEscapesCells(t *testing.T) {
 }
 
 func TestShellWord(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"3:abc-1.2_x@y":   "3:abc-1.2_x@y",
 		"3:a b; rm -rf ~": "'3:a b; rm -rf ~'",
