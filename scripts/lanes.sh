@@ -27,9 +27,23 @@ while [ $# -gt 0 ]; do
 	shift 2
 done
 
+# Each lane runs in a process group of its own (job control), so that a
+# signal to lanes.sh, as Ctrl-C sends, is passed on to every lane whole;
+# without job control a script's background commands would ignore it.
+set -m
+pids=()
+stop() {
+	for p in "${pids[@]}"; do
+		kill "-$1" -- "-$p" 2>/dev/null
+	done
+	wait
+	exit 130
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+
 # start i runs lane i in the background; its exit status and seconds land
 # in $dir/i.result when it ends.
-pids=()
 start() {
 	local i=$1
 	echo "== lane started: ${names[$i]} (log: $dir/$i.log)"
