@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -35,15 +36,16 @@ func TestMissingQueueGrace(t *testing.T) {
 	// The relay tried both and set them apart.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var tried int
-	if !eventually.Wait(wait, func() bool {
+	eventually.Nil(t, wait, func() error {
+		var tried int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM queuey_outbox WHERE attempts > 0 AND last_error LIKE '%does not exist%'").Scan(&tried); err != nil {
 			t.Fatal(err)
 		}
-		return tried == 2
-	}) {
-		t.Fatalf("%d of the 2 jobs of the missing queue tried and set apart after %v", tried, wait)
-	}
+		if tried != 2 {
+			return fmt.Errorf("%d of the 2 jobs of the missing queue tried and set apart", tried)
+		}
+		return nil
+	}, "the missing queue's jobs tried and set apart")
 	// Jobs of another queue go meanwhile, many of them, each at once.
 	for i := range 20 {
 		id := enqueue(t, pool, other, i, true)

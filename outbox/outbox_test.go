@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -134,15 +135,16 @@ func waitEmpty(t *testing.T, pool interface {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	var left int
-	if !eventually.Wait(wait, func() bool {
+	eventually.Nil(t, wait, func() error {
+		var left int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM queuey_outbox").Scan(&left); err != nil {
 			t.Fatalf("count rows: %v", err)
 		}
-		return left == 0
-	}) {
-		t.Fatalf("%d rows left in the outbox after %v", left, wait)
-	}
+		if left != 0 {
+			return fmt.Errorf("%d rows left in the outbox", left)
+		}
+		return nil
+	}, "the outbox empty")
 }
 
 // TestTwoRelays runs two relays on one outbox under load: each job is

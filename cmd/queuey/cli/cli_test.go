@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -112,17 +113,16 @@ func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n in
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	var dead int
-	if !eventually.Wait(wait, func() bool {
+	eventually.Nil(t, wait, func() error {
 		st, err := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead = st[0].Dead
-		return dead == n
-	}) {
-		t.Fatalf("%d of %d jobs dead within %v", dead, n, wait)
-	}
+		if st[0].Dead != n {
+			return fmt.Errorf("%d of %d jobs dead", st[0].Dead, n)
+		}
+		return nil
+	}, "every job dead")
 	cancel()
 	select {
 	case <-done:

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -115,17 +116,16 @@ func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func
 // dead waits until the queue holds n dead letters.
 func (bq *brokerQueue) dead(n int) {
 	bq.t.Helper()
-	var dead int
-	if !eventually.Wait(wait, func() bool {
+	eventually.Nil(bq.t, wait, func() error {
 		st, err := bq.b.QueueStats(ctxT(bq.t), admin.Queue{Name: bq.q.Name})
 		if err != nil {
 			bq.t.Fatal(err)
 		}
-		dead = st[0].Dead
-		return dead == n
-	}) {
-		bq.t.Fatalf("%d dead letters within %v, want %d", dead, wait, n)
-	}
+		if st[0].Dead != n {
+			return fmt.Errorf("%d dead letters, want %d", st[0].Dead, n)
+		}
+		return nil
+	}, "the dead letters")
 }
 
 // kill enqueues n jobs whose every run fails, runs them out of attempts
