@@ -15,7 +15,7 @@ import (
 
 // Key is the argument of runtime.Hooks: a type outside this module can
 // neither name nor make.
-type Key struct{ key struct{} }
+type Key struct{ _ struct{} }
 
 // Runtime is what package runtime lends, typed by its worker (W), its
 // envelope (E), its memory backend (M), its producer (P), its queue config
