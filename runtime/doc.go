@@ -71,10 +71,12 @@
 //
 // When the context given to Worker.Run ends, or Stop is called, the worker
 // stops taking deliveries and waits for in-flight handlers up to its
-// shutdown timeout; Run then returns nil. Handlers still running then have
-// their contexts cancelled with ErrShutdownTimeout as the cause, their jobs
-// are left unsettled and delivered again, and Run returns an error
-// wrapping ErrShutdownTimeout. Any other error from Run is a real failure.
+// shutdown timeout, counted from then; Run then returns nil. Handlers
+// still running then have their contexts cancelled with ErrShutdownTimeout
+// as the cause, their jobs are left unsettled and delivered again, and Run
+// returns an error wrapping ErrShutdownTimeout. Any other error from Run
+// is a real failure. A backend whose consumers wait on a broker to stop
+// (ContextStopper) is given the same time for that.
 //
 // # Hooks
 //
