@@ -203,7 +203,8 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		cancelHandlers(nil)
 		gate.close()
 		requeues.stop() // the subscription closes: the broker puts those jobs back
-		if err := c.closeSub(sub); err != nil {
+		// A subscription lost (ErrClosed) was reported by its backend.
+		if err := c.closeSub(sub); err != nil && !errors.Is(err, ErrClosed) {
 			c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
 		}
 	}
