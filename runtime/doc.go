@@ -122,8 +122,9 @@
 // Subscription and Delivery (backend.go); the optional capabilities a
 // worker or producer finds by type assertion (backend_capabilities.go):
 // BatchPublisher, WaitTargeter, DeadLetterNotifier with DeadLetter and
-// MaxUnnotifiedDeadLetters, EndNotifier, ReadyNotifier, Redelivery, and
-// OrphanCheck with WithOrphanCheck and OrphanCheckFrom; Pauser
+// MaxUnnotifiedDeadLetters, EndNotifier, ReadyNotifier, Redelivery,
+// ContextStopper, and OrphanCheck with WithOrphanCheck and OrphanCheckFrom;
+// Pauser
 // (backend_pause.go); Leaser and HeldLease, on which schedules are built
 // (backend_lease.go); and RedriveEnvelope, the envelope a re-drive puts
 // back (backend_redrive.go). The operators' capabilities a backend may
