@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -71,10 +70,8 @@ type connection struct {
 	done    chan struct{} // closed by close: ends the round in flight
 	block   *blockState   // of conn
 	cork    *corkConn     // conn's socket
-
-	// active is when a call of callAnswering last started or ended, in
-	// Unix nanoseconds.
-	active atomic.Int64
+	// dropped is the last AMQP connection drop took down.
+	dropped *amqp.Connection
 }
 
 func newConnection(urls []string, name string, log *slog.Logger) *connection {
@@ -391,38 +388,20 @@ func callCtx[T any](ctx context.Context, fn func() (T, error), undo func(T)) (T,
 	}
 }
 
-// errNoAnswer is callAnswering's error for a broker that answered nothing
-// for its bound.
-var errNoAnswer = errors.New("the broker answered nothing on the connection")
-
-// callAnswering runs fn, a call that waits for the broker's answer on a
-// channel of c, and gives up on it with errNoAnswer once no call of
-// callAnswering on c has started or been answered for quiet: a broker
-// answering many calls in a row (thousands of consumers stopping together)
-// answers the last one later than any bound on one call, but answers all
-// along. fn returns at the latest when its connection closes.
-func (c *connection) callAnswering(quiet time.Duration, fn func() error) error {
-	c.active.Store(time.Now().UnixNano())
-	res := make(chan error, 1)
-	go func() {
-		err := fn()
-		c.active.Store(time.Now().UnixNano())
-		res <- err
-	}()
-	t := time.NewTimer(quiet)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-res:
-			return err
-		case <-t.C:
-			since := time.Since(time.Unix(0, c.active.Load()))
-			if since >= quiet {
-				return fmt.Errorf("%w for %v", errNoAnswer, quiet)
-			}
-			t.Reset(quiet - since)
-		}
+// drop drops conn, an AMQP connection of c whose broker did not answer in
+// time, with abort, and reports whether this call did: one that finds
+// conn dropped or closed already does nothing, so that the channels of a
+// connection giving up together decide it once.
+func (c *connection) drop(conn *amqp.Connection) bool {
+	c.mu.Lock()
+	if c.dropped == conn || conn.IsClosed() {
+		c.mu.Unlock()
+		return false
 	}
+	c.dropped = conn
+	c.mu.Unlock()
+	abort(conn)
+	return true
 }
 
 // url returns the URL of the node the connection is on, or was last on:

@@ -161,12 +161,14 @@
 //
 // A broker that stops answering without closing anything holds no caller
 // past its context: channel opens, declares and consumer set-up wait on the
-// broker through their context, a consumer's cancel gives up once its
-// connection has answered nothing for half a second, and a consumer whose
-// channel close gets no answer on its connection for half a second (or
-// whose cancel got none) drops the connection's socket (a broker busy with
-// thousands of consumers stopping at once answers all along, if slowly);
-// closing the backend waits at most a second per connection.
+// broker through their context. A stopping worker gives each consumer's
+// cancel and channel close (runtime.ContextStopper) until its shutdown
+// timeout is spent, so a broker busy with thousands of consumers stopping
+// at once has all that time to answer, and one that answers nothing holds
+// the worker no longer; only then is the connection's socket dropped, once
+// for all the consumers on it, and what they fetched and did not settle
+// goes back counted as a run. Closing the backend waits at most a second
+// per connection.
 //
 // The broker does not tell its consumer_timeout over AMQP: Consume logs a
 // warning, once per queue, when the queue's handler timeout is longer than

@@ -147,10 +147,7 @@ type subscription struct {
 	// stopping consumer of each delivery once stopping is set.
 	lastTag  atomic.Uint64
 	stopping atomic.Bool
-	// silent is set when the broker answered nothing on the connection
-	// to Stop's cancel: Close then drops the connection at once.
-	silent atomic.Bool
-	got    chan struct{}
+	got      chan struct{}
 
 	// ready is NotifyReady's fn, called after each delivery handed out
 	// and once out is closed (outClosed set first).
@@ -205,9 +202,21 @@ func (s *subscription) fireReady() {
 	}
 }
 
-// Stop cancels the consumer (basic.cancel). Deliveries already handed out
-// can still be settled until Close.
+var _ runtime.ContextStopper = (*subscription)(nil)
+
+// Stop is StopContext with a bound of stopTimeout.
 func (s *subscription) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return s.StopContext(ctx)
+}
+
+// StopContext cancels the consumer (basic.cancel), waiting for the
+// broker's answer as long as ctx allows. Deliveries already handed out
+// can still be settled until Close. When ctx ends first, the consumer's
+// connection is dropped (see giveUp): what its consumers fetched and did
+// not settle goes back to the queues, counted as a run.
+func (s *subscription) StopContext(ctx context.Context) error {
 	s.mu.Lock()
 	if s.stopped || s.closed {
 		s.mu.Unlock()
@@ -223,15 +232,28 @@ func (s *subscription) Stop() error {
 	// waits until the broker has no prefetch left to send with.
 	s.acks.hold()
 	defer s.acks.unhold()
-	s.awaitPrefetchSpent()
-	err := s.c.callAnswering(stopTimeout, func() error { return s.ch.Cancel(s.tag, false) })
-	if errors.Is(err, errNoAnswer) {
-		s.silent.Store(true) // Close need not wait for an answer again
-	}
-	if err != nil && !errors.Is(err, amqp.ErrClosed) {
+	s.awaitPrefetchSpent(ctx)
+	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.tag, false) }, nil)
+	switch {
+	case err == nil, errors.Is(err, amqp.ErrClosed):
+		return nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return s.giveUp(ctx, "stop consuming")
+	default:
 		return brokerError(fmt.Sprintf("stop consuming %q", s.q.Name), err)
 	}
-	return nil
+}
+
+// giveUp drops the consumer's connection, which answered nothing to what
+// op asked of it before ctx ended. The consumers of a connection that
+// stop or close together meet the same end of their time: the first to
+// give up drops the connection and reports it, and every other one lets
+// go at once, with an error wrapping runtime.ErrClosed.
+func (s *subscription) giveUp(ctx context.Context, op string) error {
+	if !s.c.drop(s.conn) {
+		return fmt.Errorf("%s %q: its connection was dropped: %w", op, s.q.Name, runtime.ErrClosed)
+	}
+	return fmt.Errorf("%s %q: the broker answered nothing on its connection in the time it had (%w); the connection was dropped, and what its consumers fetched and did not settle goes back counted as a run", op, s.q.Name, context.Cause(ctx))
 }
 
 // Bounds on the wait of a stopping consumer for the deliveries its
@@ -246,7 +268,7 @@ const (
 // this consumer another delivery: as many are unsettled as the prefetch
 // allows. On a queue with fewer jobs than that, it waits until none has
 // come for spentQuiet.
-func (s *subscription) awaitPrefetchSpent() {
+func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 	s.stopping.Store(true)
 	quiet := time.NewTimer(spentQuiet)
 	defer quiet.Stop()
@@ -265,32 +287,30 @@ func (s *subscription) awaitPrefetchSpent() {
 			return
 		case <-s.done:
 			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
-// Bounds on waiting for the broker's answer when a consumer stops or
-// closes: a broker that answers nothing on the consumer's connection for
-// that long has stopped answering (see connection.callAnswering), and a
-// channel close that gets no answer drops the connection's socket. A
-// broker answering thousands of consumers stopping at once is slower with
-// the last than that, but answers all along.
-//
-// A stop's bound is short: it is the first call of a shutdown, and a
-// broker gone silent then must cost the shutdown little (Close then drops
-// the connection at once, without a wait of its own). A close comes after
-// a stop the broker answered, or after the consumer ended; a broker busy
-// closing thousands of channels on a loaded machine has been seen silent
-// on one connection for over half a second, so a close waits longer before
-// it takes the broker for gone.
-const (
-	stopTimeout    = 500 * time.Millisecond
-	closeChTimeout = 2 * time.Second
-)
+// stopTimeout bounds Stop and Close, which take no context: as long as a
+// worker's shutdown timeout is by default.
+const stopTimeout = runtime.DefaultShutdownTimeout
 
-// Close closes the subscription's channel: every unsettled delivery goes
-// back to the queue. It is safe to call twice.
+// Close is CloseContext with a bound of stopTimeout.
 func (s *subscription) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return s.CloseContext(ctx)
+}
+
+// CloseContext closes the subscription's channel: every unsettled
+// delivery goes back to the queue. It waits for the broker's answer as
+// long as ctx allows, and drops the channel's connection when ctx ends
+// first (see giveUp). Given a ctx that has ended already, it waits for
+// nothing: the close goes out, and the channel's place is given back when
+// it is answered. It is safe to call twice.
+func (s *subscription) CloseContext(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -312,20 +332,26 @@ func (s *subscription) Close() error {
 	s.b.mu.Lock()
 	delete(s.b.subs, s)
 	s.b.mu.Unlock()
-	var err error
-	cerr := errNoAnswer
-	if !s.silent.Load() {
-		cerr = s.c.callAnswering(closeChTimeout, s.ch.Close)
+	if ctx.Err() != nil {
+		// No time is left to wait in, and nothing says the broker
+		// stopped answering: dropping the connection would take its
+		// other channels down with this one.
+		go func() {
+			_ = s.ch.Close()
+			s.release()
+		}()
+		return nil
 	}
+	defer s.release()
+	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Close() }, nil)
 	switch {
-	case errors.Is(cerr, errNoAnswer):
-		abort(s.conn)
-		err = fmt.Errorf("close consumer of %q: the broker answered nothing on its connection for %v; the connection was dropped", s.q.Name, closeChTimeout)
-	case cerr != nil && !errors.Is(cerr, amqp.ErrClosed):
-		err = brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), cerr)
+	case err == nil, errors.Is(err, amqp.ErrClosed):
+		return nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return s.giveUp(ctx, "close consumer of")
+	default:
+		return brokerError(fmt.Sprintf("close consumer of %q", s.q.Name), err)
 	}
-	s.release()
-	return err
 }
 
 // moveTimeout bounds the publish of a message the loop moves (see

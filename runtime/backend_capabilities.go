@@ -66,6 +66,22 @@ type EndNotifier interface {
 	Ended() <-chan struct{}
 }
 
+// ContextStopper is for backend implementers: an optional capability of
+// a Subscription whose Stop and Close wait for a broker's answer. A worker
+// calls StopContext and CloseContext in their place, with a context that
+// ends once its shutdown timeout, counted from the end of Run's context,
+// is spent: a busy broker has all that time to answer, and one that
+// answers nothing holds the worker no longer. A worker that stops without
+// shutting down (a paused queue) gives a context that ends only if the
+// shutdown comes. Either returns an error wrapping ErrClosed when the
+// subscription was lost by a failure its backend reports itself (a
+// connection it dropped for many subscriptions at once, say), which the
+// worker does not log again.
+type ContextStopper interface {
+	StopContext(ctx context.Context) error
+	CloseContext(ctx context.Context) error
+}
+
 // OrphanCheck is for backend implementers: it reports whether env is a
 // job whose run goes on, or returned, in the worker that consumes, though
 // the delivery it ran from was lost (its subscription ended under it: see

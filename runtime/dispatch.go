@@ -86,8 +86,10 @@ func (h *handlers) release(ctx context.Context, d Delivery) {
 // subscription closes, counted as a run.
 func (h *handlers) stop(ctx context.Context) {
 	c := h.c
-	if err := h.sub.Stop(); err != nil {
-		c.w.log.Warn("queuey: stop consumer; jobs it fetched and never started go back counted as a run", "queue", c.queue.Name, "error", err)
+	if err := c.stopSub(h.sub); err != nil {
+		if !errors.Is(err, ErrClosed) { // lost: its backend said so once
+			c.w.log.Warn("queuey: stop consumer; jobs it fetched and never started go back counted as a run", "queue", c.queue.Name, "error", err)
+		}
 		return
 	}
 	// The releases outlive ctx, which ends at shutdown; they are

@@ -71,10 +71,12 @@
 //
 // When the context given to Worker.Run ends, or Stop is called, the worker
 // stops taking deliveries and waits for in-flight handlers up to its
-// shutdown timeout; Run then returns nil. Handlers still running then have
-// their contexts cancelled with ErrShutdownTimeout as the cause, their jobs
-// are left unsettled and delivered again, and Run returns an error
-// wrapping ErrShutdownTimeout. Any other error from Run is a real failure.
+// shutdown timeout, counted from then; Run then returns nil. Handlers
+// still running then have their contexts cancelled with ErrShutdownTimeout
+// as the cause, their jobs are left unsettled and delivered again, and Run
+// returns an error wrapping ErrShutdownTimeout. Any other error from Run
+// is a real failure. A backend whose consumers wait on a broker to stop
+// (ContextStopper) is given the same time for that.
 //
 // # Hooks
 //
@@ -120,8 +122,9 @@
 // Subscription and Delivery (backend.go); the optional capabilities a
 // worker or producer finds by type assertion (backend_capabilities.go):
 // BatchPublisher, WaitTargeter, DeadLetterNotifier with DeadLetter and
-// MaxUnnotifiedDeadLetters, EndNotifier, ReadyNotifier, Redelivery, and
-// OrphanCheck with WithOrphanCheck and OrphanCheckFrom; Pauser
+// MaxUnnotifiedDeadLetters, EndNotifier, ReadyNotifier, Redelivery,
+// ContextStopper, and OrphanCheck with WithOrphanCheck and OrphanCheckFrom;
+// Pauser
 // (backend_pause.go); Leaser and HeldLease, on which schedules are built
 // (backend_lease.go); and RedriveEnvelope, the envelope a re-drive puts
 // back (backend_redrive.go). The operators' capabilities a backend may

@@ -32,6 +32,10 @@ type queueRunner struct {
 	w       *Worker
 	queue   QueueConfig
 	handler HandlerFunc
+	// halt ends once the shutdown timeout has passed since the worker's
+	// context ended: handlers and the subscriptions' stops and closes
+	// have until then.
+	halt context.Context
 
 	settleFailures atomic.Int64 // settles failed in a row
 	orphans        orphanage    // runs whose subscription ended under them
@@ -199,7 +203,8 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 		cancelHandlers(nil)
 		gate.close()
 		requeues.stop() // the subscription closes: the broker puts those jobs back
-		if err := sub.Close(); err != nil {
+		// A subscription lost (ErrClosed) was reported by its backend.
+		if err := c.closeSub(sub); err != nil && !errors.Is(err, ErrClosed) {
 			c.w.log.Warn("queuey: close consumer", "queue", c.queue.Name, "error", err)
 		}
 	}
@@ -255,14 +260,28 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 	return nil
 }
 
-// awaitShutdown waits for in-flight handlers up to the shutdown timeout,
-// then cancels them.
+// stopSub stops sub, giving a ContextStopper until c.halt ends.
+func (c *queueRunner) stopSub(sub Subscription) error {
+	if cs, ok := sub.(ContextStopper); ok {
+		return cs.StopContext(c.halt)
+	}
+	return sub.Stop()
+}
+
+// closeSub closes sub, giving a ContextStopper until c.halt ends.
+func (c *queueRunner) closeSub(sub Subscription) error {
+	if cs, ok := sub.(ContextStopper); ok {
+		return cs.CloseContext(c.halt)
+	}
+	return sub.Close()
+}
+
+// awaitShutdown waits for in-flight handlers until the shutdown timeout
+// has passed since the worker's context ended, then cancels them.
 func (c *queueRunner) awaitShutdown(finished <-chan struct{}, cancelHandlers context.CancelCauseFunc) {
-	t := time.NewTimer(c.w.shutdownTimeout)
-	defer t.Stop()
 	select {
 	case <-finished:
-	case <-t.C:
+	case <-c.halt.Done():
 		c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
 		c.w.timedOut.Store(true)
 		cancelHandlers(ErrShutdownTimeout)

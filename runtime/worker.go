@@ -253,6 +253,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-runCtx.Done():
 		}
 	}()
+	halt, endHalt := afterShutdown(runCtx, w.shutdownTimeout, fmt.Errorf("%w (%v)", ErrShutdownTimeout, w.shutdownTimeout))
+	defer endHalt()
 	queues := make([]QueueConfig, 0, len(regs)+len(periodics))
 	for _, r := range regs {
 		queues = append(queues, r.queue)
@@ -278,7 +280,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancel() // the backend is gone: stop every queue
 	}
 	for _, r := range regs {
-		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware)}
+		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware), halt: halt}
 		wg.Add(1)
 		c.start(runCtx, func(err error) {
 			if err != nil {
@@ -318,6 +320,34 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// afterShutdown returns a context that ends, with cause, once timeout has
+// passed since ctx ended, and a function that ends it at once.
+func afterShutdown(ctx context.Context, timeout time.Duration, cause error) (context.Context, func()) {
+	halt, end := context.WithCancelCause(context.WithoutCancel(ctx))
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+		over  bool
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			timer = time.AfterFunc(timeout, func() { end(cause) })
+		}
+	})
+	return halt, func() {
+		stop()
+		mu.Lock()
+		over = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		end(nil)
 	}
 }
 
