@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -248,17 +247,25 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 // with both values. Fields only consumers read (prefetch, concurrency,
 // retry delays, timeout, schedule) may differ.
 func producerMismatch(declared, q QueueConfig) error {
+	// Each field is compared as itself and formatted only when it differs:
+	// an enqueue with the declared config, every enqueue but a mistaken
+	// one, allocates nothing here.
 	var diffs []string
-	diff := func(field string, d, g any) {
+	number := func(field string, d, g int) {
 		if d != g {
-			diffs = append(diffs, fmt.Sprintf("%s %v here, %v declared", field, g, d))
+			diffs = append(diffs, fmt.Sprintf("%s %d here, %d declared", field, g, d))
 		}
 	}
-	diff("MaxPriority", declared.MaxPriority, q.MaxPriority)
-	diff("MaxAttempts", declared.MaxAttempts, q.MaxAttempts)
-	diff("QueueType", strconv.Quote(string(declared.QueueType)), strconv.Quote(string(q.QueueType)))
-	diff("Delay", strconv.Quote(string(declared.Delay)), strconv.Quote(string(q.Delay)))
-	diff("DelayExchange", strconv.Quote(declared.DelayExchange), strconv.Quote(q.DelayExchange))
+	text := func(field, d, g string) {
+		if d != g {
+			diffs = append(diffs, fmt.Sprintf("%s %q here, %q declared", field, g, d))
+		}
+	}
+	number("MaxPriority", declared.MaxPriority, q.MaxPriority)
+	number("MaxAttempts", declared.MaxAttempts, q.MaxAttempts)
+	text("QueueType", string(declared.QueueType), string(q.QueueType))
+	text("Delay", string(declared.Delay), string(q.Delay))
+	text("DelayExchange", declared.DelayExchange, q.DelayExchange)
 	if len(diffs) == 0 {
 		return nil
 	}
