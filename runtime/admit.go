@@ -34,7 +34,7 @@ const MaxTickAhead = time.Minute
 // as w registered it (defaulted), before h runs (see admit).
 func (w *Worker) checkJob(q QueueConfig, h HandlerFunc) HandlerFunc {
 	return func(ctx context.Context, env *Envelope) error {
-		if err := w.admit(q, env); err != nil {
+		if err := w.admit(&q, env); err != nil {
 			return err
 		}
 		return h(ctx, env)
@@ -55,7 +55,7 @@ func (w *Worker) checkJob(q QueueConfig, h HandlerFunc) HandlerFunc {
 //
 // q's MaxAttempts is the job's, whatever its envelope says: the worker
 // sets it before the run (queueRunner.process).
-func (w *Worker) admit(q QueueConfig, env *Envelope) error {
+func (w *Worker) admit(q *QueueConfig, env *Envelope) error {
 	if q.Kind != "" && env.Kind != q.Kind {
 		return &KindError{Queue: q.Name, Got: env.Kind, Want: q.Kind}
 	}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -77,7 +76,7 @@ func (s *memSub) closeLocked(requeue bool) {
 	if requeue {
 		for d := range s.unacked {
 			d.msg.returns++
-			heap.Push(&s.q.ready, d.msg)
+			s.q.ready.push(d.msg)
 		}
 	}
 	clear(s.unacked)
@@ -138,13 +137,13 @@ func (d *memDelivery) Ack(ctx context.Context) error { return d.settle(nil) }
 func (d *memDelivery) Requeue(ctx context.Context) error {
 	return d.settle(func(q *memQueue) {
 		d.msg.returns++
-		heap.Push(&q.ready, d.msg)
+		q.ready.push(d.msg)
 	})
 }
 
 // Release puts d back at its place without counting a return.
 func (d *memDelivery) Release(ctx context.Context) error {
-	return d.settle(func(q *memQueue) { heap.Push(&q.ready, d.msg) })
+	return d.settle(func(q *memQueue) { q.ready.push(d.msg) })
 }
 
 func (d *memDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {

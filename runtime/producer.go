@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -131,14 +130,14 @@ func (p *Producer) enqueuePayload(ctx context.Context, q QueueConfig, payload []
 // enqueue enqueues payload onto q; owned says that nobody else holds
 // payload, so a backend may keep it without a copy.
 func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, owned bool, opts []EnqueueOption) (string, error) {
-	o, q, err := p.options(q, opts)
+	o, err := p.options(&q, opts)
 	if err != nil {
 		return "", err
 	}
-	if err := p.targetWaits(ctx, q, o); err != nil {
+	if err := p.targetWaits(ctx, &q, &o); err != nil {
 		return "", fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
 	}
-	env, err := p.envelope(q, o, payload)
+	env, err := p.envelope(&q, &o, payload)
 	if err != nil {
 		return "", err
 	}
@@ -172,17 +171,17 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 // naming the jobs that were not enqueued, if any. WithID is refused: IDs
 // must differ.
 func (p *Producer) enqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
-	o, q, err := p.options(q, opts)
+	o, err := p.options(&q, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.targetWaits(ctx, q, o); err != nil {
+	if err := p.targetWaits(ctx, &q, &o); err != nil {
 		return nil, fmt.Errorf("enqueue %s onto %q: %w", q.Kind, q.Name, err)
 	}
 	if o.hasID {
 		return nil, fmt.Errorf("%w: queue %q: WithID with several jobs, whose IDs must differ", ErrInvalidOption, q.Name)
 	}
-	if err := p.check(q, o); err != nil {
+	if err := p.check(&q, &o); err != nil {
 		return nil, err
 	}
 	ids, err := newIDs(len(payloads))
@@ -195,7 +194,7 @@ func (p *Producer) enqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 	now := p.now().UTC()
 	for i, payload := range payloads {
 		envs[i] = &all[i]
-		p.fill(envs[i], q, o, ids[i], payload, now)
+		p.fill(envs[i], &q, &o, ids[i], payload, now)
 	}
 	errs := p.publishSized(ctx, envs, headersSize(o.headers), o.delay)
 	failed := false
@@ -211,34 +210,40 @@ func (p *Producer) enqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 	return ids, nil
 }
 
-// options applies opts and returns them with q as this producer declared it
-// (or with its defaults), but with q's own kind: a producer never changes
-// a job's kind. A q of another kind than the one declared under its name
+// options applies opts and returns them, and sets q to the config this
+// producer declared under its name (or to q with its defaults), but with
+// q's own kind: a producer never changes a job's kind. A q of another kind than the one declared under its name
 // is ErrKindConflict, and one that differs from it in what an enqueue
 // depends on (producerMismatch) is ErrQueueMismatch, before anything is
 // published: the declared config is never silently put in place of the
 // caller's.
-func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions, QueueConfig, error) {
+//
+// q is resolved in place: a QueueConfig is large, and the enqueue path
+// passes it on by pointer rather than copy it at each step.
+func (p *Producer) options(q *QueueConfig, opts []EnqueueOption) (enqueueOptions, error) {
 	var o enqueueOptions
 	if len(opts) > 0 {
 		o = applyOptions(opts)
 	}
+	*q = q.WithDefaults()
 	p.mu.RLock()
 	declared, ok := p.queues[q.Name]
 	p.mu.RUnlock()
 	if !ok {
-		return o, q.WithDefaults(), nil
+		return o, nil
 	}
-	if err := kindConflict(declared, q); err != nil {
-		return o, q, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
+	if err := kindConflict(declared, *q); err != nil {
+		return o, fmt.Errorf("enqueue onto %q: %w", q.Name, err)
 	}
-	if err := producerMismatch(declared, q.WithDefaults()); err != nil {
-		return o, q, err
+	if err := producerMismatch(&declared, q); err != nil {
+		return o, err
 	}
-	if q.Kind != "" {
-		declared.Kind = q.Kind
+	kind := q.Kind
+	*q = declared
+	if kind != "" {
+		q.Kind = kind
 	}
-	return o, declared, nil
+	return o, nil
 }
 
 // producerMismatch returns ErrQueueMismatch when q, given to an enqueue,
@@ -247,18 +252,26 @@ func (p *Producer) options(q QueueConfig, opts []EnqueueOption) (enqueueOptions,
 // job carries, and where its waits are held. Each differing field is named
 // with both values. Fields only consumers read (prefetch, concurrency,
 // retry delays, timeout, schedule) may differ.
-func producerMismatch(declared, q QueueConfig) error {
+func producerMismatch(declared, q *QueueConfig) error {
+	// Each field is compared as itself and formatted only when it differs:
+	// an enqueue with the declared config, every enqueue but a mistaken
+	// one, allocates nothing here.
 	var diffs []string
-	diff := func(field string, d, g any) {
+	number := func(field string, d, g int) {
 		if d != g {
-			diffs = append(diffs, fmt.Sprintf("%s %v here, %v declared", field, g, d))
+			diffs = append(diffs, fmt.Sprintf("%s %d here, %d declared", field, g, d))
 		}
 	}
-	diff("MaxPriority", declared.MaxPriority, q.MaxPriority)
-	diff("MaxAttempts", declared.MaxAttempts, q.MaxAttempts)
-	diff("QueueType", strconv.Quote(string(declared.QueueType)), strconv.Quote(string(q.QueueType)))
-	diff("Delay", strconv.Quote(string(declared.Delay)), strconv.Quote(string(q.Delay)))
-	diff("DelayExchange", strconv.Quote(declared.DelayExchange), strconv.Quote(q.DelayExchange))
+	text := func(field, d, g string) {
+		if d != g {
+			diffs = append(diffs, fmt.Sprintf("%s %q here, %q declared", field, g, d))
+		}
+	}
+	number("MaxPriority", declared.MaxPriority, q.MaxPriority)
+	number("MaxAttempts", declared.MaxAttempts, q.MaxAttempts)
+	text("QueueType", string(declared.QueueType), string(q.QueueType))
+	text("Delay", string(declared.Delay), string(q.Delay))
+	text("DelayExchange", declared.DelayExchange, q.DelayExchange)
 	if len(diffs) == 0 {
 		return nil
 	}
@@ -270,7 +283,7 @@ func producerMismatch(declared, q QueueConfig) error {
 // the config of q before the first delayed enqueue onto q, which this
 // producer did not declare: the backend holds the wait as q's config says,
 // without q declared here.
-func (p *Producer) targetWaits(ctx context.Context, q QueueConfig, o enqueueOptions) error {
+func (p *Producer) targetWaits(ctx context.Context, q *QueueConfig, o *enqueueOptions) error {
 	if o.delay <= 0 {
 		return nil
 	}
@@ -285,7 +298,7 @@ func (p *Producer) targetWaits(ctx context.Context, q QueueConfig, o enqueueOpti
 	if declared || targeted {
 		return nil
 	}
-	if err := wt.TargetWaits(ctx, q); err != nil {
+	if err := wt.TargetWaits(ctx, *q); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -309,7 +322,7 @@ func applyOptions(opts []EnqueueOption) enqueueOptions {
 }
 
 // envelope checks the options against q and returns the envelope of one job.
-func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*Envelope, error) {
+func (p *Producer) envelope(q *QueueConfig, o *enqueueOptions, payload []byte) (*Envelope, error) {
 	if err := p.check(q, o); err != nil {
 		return nil, err
 	}
@@ -326,7 +339,7 @@ func (p *Producer) envelope(q QueueConfig, o enqueueOptions, payload []byte) (*E
 }
 
 // check refuses options that q cannot take.
-func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
+func (p *Producer) check(q *QueueConfig, o *enqueueOptions) error {
 	if top := int(q.topPriority()); o.hasPriority && (o.priority < 0 || o.priority > top) {
 		if q.MaxPriority == NoPriority {
 			return fmt.Errorf("%w: queue %q: priority %d, want 0: the queue declares no priority (%s)", ErrInvalidOption, q.Name, o.priority, describePriority(q.MaxPriority))
@@ -357,7 +370,7 @@ func (p *Producer) check(q QueueConfig, o enqueueOptions) error {
 
 // reservedHeaderError names the first, in sorted order, of headers whose
 // name is reserved.
-func reservedHeaderError(q QueueConfig, headers map[string]string) error {
+func reservedHeaderError(q *QueueConfig, headers map[string]string) error {
 	var reserved []string
 	for name := range headers {
 		if strings.HasPrefix(name, ReservedHeaderPrefix) {
@@ -369,7 +382,7 @@ func reservedHeaderError(q QueueConfig, headers map[string]string) error {
 }
 
 // fill sets env to the first run of a job with ID id on q, enqueued at now.
-func (p *Producer) fill(env *Envelope, q QueueConfig, o enqueueOptions, id string, payload []byte, now time.Time) {
+func (p *Producer) fill(env *Envelope, q *QueueConfig, o *enqueueOptions, id string, payload []byte, now time.Time) {
 	*env = Envelope{
 		ID:          id,
 		Queue:       q.Name,
