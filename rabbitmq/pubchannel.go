@@ -188,74 +188,145 @@ var errBlockedNow = errors.New("connection blocked")
 // which would hold the connection's other frames back with the cork: it
 // returns errBlockedNow instead.
 func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool, around *renewal) error {
-	// A field too long for the wire or a header the client library cannot
-	// encode fails in the library after the method frame went out, a
-	// content header over frame_max makes the broker close the whole
-	// connection, a body over its max message size the channel: refuse
-	// them before they touch the channel. Refused here, they do not count
-	// as a failure of the channel.
-	lim := pc.limits
-	if mandatory && !pc.solo {
-		lim.Reserve += seqHeaderRoom // for the pairing header added below
-	}
-	if err := codec.CheckPublishing(exchange, key, &msg, lim); err != nil {
-		return fmt.Errorf("publish to %q: %w", clip(key), err)
+	if err := pc.admit(exchange, key, &msg, mandatory); err != nil {
+		return err
 	}
 	if corked {
 		if _, blocked := pc.conn.blocked(); blocked != nil {
 			return errBlockedNow
 		}
 	}
-	if err := pc.lock(ctx, key, !corked); err != nil {
-		return err
+	// In a corked run, the run's cork holds the publish already.
+	sock := pc.sock
+	if corked {
+		sock = nil // a nil *corkConn corks nothing
 	}
-	pc.mu.Lock()
-	if pc.broken != nil {
-		pc.mu.Unlock()
-		pc.unlock()
+	err := pc.publishHeld(ctx, w, sock, exchange, key, msg, mandatory, !corked, around)
+	var failed sendError
+	switch {
+	case errors.Is(err, errBroken):
 		return fmt.Errorf("publish to %q: %w: %w", key, errNotSent, pc.reason(ctx))
+	case errors.As(err, &failed):
+		return pc.sendFailed(ctx, key, failed.err)
+	case err != nil:
+		return err
+	case around != nil:
+		return nil // uncorked while the channel was held
 	}
-	seq := pc.ch.GetNextPublishSeqNo()
-	w.seq = seq
-	pc.pending[seq] = w
-	if mandatory && !pc.solo {
-		if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
-			w.id = msg.MessageId
-			pc.ids[w.id] = seq
-			// A header left from an earlier publish of the same map, or
-			// carried by a message moved as it was, would pair a return
-			// with another publish.
-			delete(msg.Headers, seqHeader)
-		} else {
-			if msg.Headers == nil {
-				msg.Headers = amqp.Table{}
-			}
-			msg.Headers[seqHeader] = int64(seq)
-		}
-	}
-	pc.mu.Unlock()
 	// The cork comes out after pubMu is released: a publisher waiting
 	// for pubMu that takes it first corks too, and its publish goes out
 	// in the same socket write as this one. When other single publishes
 	// are in flight on the connection, it yields once before: their
 	// publishers, woken by a batch of confirms, are likely about to
 	// publish again, and cork in. A lone publisher does not yield, so
-	// its publish is never held back for a scheduler round. In a corked
-	// run, the run's cork holds it already.
-	sock := pc.sock
-	if corked {
-		sock = nil // a nil *corkConn corks nothing
+	// its publish is never held back for a scheduler round.
+	if sock != nil && sock.singles.Load() > 1 {
+		goruntime.Gosched()
+	}
+	sock.uncork()
+	return nil
+}
+
+// admit refuses msg before it touches the channel: a field too long for
+// the wire or a header the client library cannot encode fails in the
+// library after the method frame went out, a content header over
+// frame_max makes the broker close the whole connection, a body over its
+// max message size the channel. Refused here, they do not count as a
+// failure of the channel.
+func (pc *pubChannel) admit(exchange, key string, msg *amqp.Publishing, mandatory bool) error {
+	lim := pc.limits
+	if mandatory && !pc.solo {
+		lim.Reserve += seqHeaderRoom // for the pairing header enlist adds
+	}
+	if err := codec.CheckPublishing(exchange, key, msg, lim); err != nil {
+		return fmt.Errorf("publish to %q: %w", clip(key), err)
+	}
+	return nil
+}
+
+// errBroken is enlist's answer on a channel that takes no more publishes;
+// startIn says why once pubMu is released.
+var errBroken = errors.New("channel broken")
+
+// sendError is a basic.publish that failed in the client library, once
+// the channel is marked broken when it is; startIn says why once pubMu
+// is released (sendFailed).
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+
+// publishHeld publishes msg with pubMu held, which it takes (waiting out a
+// block of the connection with waitBlock) and releases. It corks sock
+// before the publish; a plain publish leaves it corked for the caller,
+// one with around uncorks it before around.after.
+func (pc *pubChannel) publishHeld(ctx context.Context, w *waiter, sock *corkConn, exchange, key string, msg amqp.Publishing, mandatory, waitBlock bool, around *renewal) error {
+	if err := pc.lock(ctx, key, waitBlock); err != nil {
+		return err
+	}
+	defer pc.unlock()
+	if err := pc.enlist(w, &msg, mandatory); err != nil {
+		return err
 	}
 	if around != nil {
 		if err := around.before(); err != nil {
-			pc.mu.Lock()
-			pc.forget(seq, w)
-			pc.mu.Unlock()
-			pc.unlock()
+			pc.drop(w)
 			return fmt.Errorf("publish to %q: declare it first: %w", key, err)
 		}
 	}
 	sock.cork()
+	if err := pc.send(ctx, w, exchange, key, msg, mandatory); err != nil {
+		sock.uncork()
+		return err
+	}
+	if around != nil {
+		sock.uncork()
+		around.after()
+	}
+	return nil
+}
+
+// enlist puts w on the books under the publish's sequence number and,
+// for a mandatory publish, pairs it by message id or seqHeader. It fails
+// with errBroken on a broken channel.
+func (pc *pubChannel) enlist(w *waiter, msg *amqp.Publishing, mandatory bool) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.broken != nil {
+		return errBroken
+	}
+	seq := pc.ch.GetNextPublishSeqNo()
+	w.seq = seq
+	pc.pending[seq] = w
+	if !mandatory || pc.solo {
+		return nil
+	}
+	if _, dup := pc.ids[msg.MessageId]; msg.MessageId != "" && !dup {
+		w.id = msg.MessageId
+		pc.ids[w.id] = seq
+		// A header left from an earlier publish of the same map, or
+		// carried by a message moved as it was, would pair a return
+		// with another publish.
+		delete(msg.Headers, seqHeader)
+		return nil
+	}
+	if msg.Headers == nil {
+		msg.Headers = amqp.Table{}
+	}
+	msg.Headers[seqHeader] = int64(seq)
+	return nil
+}
+
+// drop takes w, which enlist put on the books, off them.
+func (pc *pubChannel) drop(w *waiter) {
+	pc.mu.Lock()
+	pc.forget(w.seq, w)
+	pc.mu.Unlock()
+}
+
+// send is basic.publish of msg, enlisted as w. A failure takes w off the
+// books, marks the channel broken unless ctx ended it, and is a
+// sendError.
+func (pc *pubChannel) send(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory bool) error {
 	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err == nil && dc == nil {
 		// Only a channel out of confirm mode gives no confirmation, and
@@ -263,40 +334,32 @@ func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key stri
 		err = errors.New("channel not in confirm mode")
 	}
 	w.dc = dc
-	if err != nil {
-		sock.uncork()
-		pc.mu.Lock()
-		pc.forget(seq, w)
-		closed := errors.Is(err, amqp.ErrClosed)
-		failed := !closed && !errors.Is(err, ctx.Err())
-		if closed || failed {
-			pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err), closed)
-		}
-		pc.mu.Unlock()
-		pc.unlock()
-		if closed {
-			return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
-		}
-		if failed {
-			// A client-side failure leaves the channel in a state nobody
-			// knows, and no publish takes it any more: close it, which
-			// fails what is still in flight on it and ends its loop.
-			_ = pc.ch.Close()
-		}
-		return brokerError(fmt.Sprintf("publish to %q", key), err)
-	}
-	if around != nil {
-		sock.uncork()
-		around.after()
-		pc.unlock()
+	if err == nil {
 		return nil
 	}
-	pc.unlock()
-	if sock != nil && sock.singles.Load() > 1 {
-		goruntime.Gosched()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.forget(w.seq, w)
+	if closed := errors.Is(err, amqp.ErrClosed); closed || !errors.Is(err, ctx.Err()) {
+		pc.breakWith(fmt.Errorf("%w: channel failed: %w", ErrNotConfirmed, err), closed)
 	}
-	sock.uncork()
-	return nil
+	return sendError{err}
+}
+
+// sendFailed is the error of a publish that send failed with err, pubMu
+// released: why the channel closed, or the client library's failure,
+// after which the channel is closed.
+func (pc *pubChannel) sendFailed(ctx context.Context, key string, err error) error {
+	if errors.Is(err, amqp.ErrClosed) {
+		return fmt.Errorf("publish to %q: %w", key, pc.reason(ctx))
+	}
+	if !errors.Is(err, ctx.Err()) {
+		// A client-side failure leaves the channel in a state nobody
+		// knows, and no publish takes it any more: close it, which
+		// fails what is still in flight on it and ends its loop.
+		_ = pc.ch.Close()
+	}
+	return brokerError(fmt.Sprintf("publish to %q", key), err)
 }
 
 // lock takes pubMu, first waiting out a block of the connection by a
