@@ -153,7 +153,7 @@ func (b *Backend) checkWorkQueue(ctx context.Context, queue string) error {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("re-drive of %q: %w: the queue %q does not exist, so its dead letters stay where they are; declare it (start a worker or producer of it) and re-drive again", queue, runtime.ErrUnknownQueue, queue)
+		return unknownQueue(fmt.Sprintf("re-drive of %q", queue), fmt.Sprintf("the queue %q does not exist, so its dead letters stay where they are; declare it (start a worker or producer of it) and re-drive again", queue))
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (r *redrive) flush(ctx context.Context) error {
 	r.tags, r.ids, r.msgs = r.tags[:0], r.ids[:0], r.msgs[:0]
 	if failed != nil {
 		if errors.Is(failed, ErrUnroutable) {
-			return fmt.Errorf("re-drive of %q: %w: the queue went away during the re-drive; the letters not moved stay dead: %v", r.s.queue, runtime.ErrUnknownQueue, failed)
+			return unknownQueue(fmt.Sprintf("re-drive of %q", r.s.queue), fmt.Sprintf("the queue went away during the re-drive; the letters not moved stay dead: %v", failed))
 		}
 		return fmt.Errorf("re-drive of %q stopped after %d moved; the letters not moved stay dead: %w", r.s.queue, len(r.res.Moved), failed)
 	}
@@ -315,7 +315,7 @@ func (b *Backend) purgeAll(ctx context.Context, queue string) (admin.PurgeResult
 	n, err := ch.QueuePurge(dead, false)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w: its dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
+			return admin.PurgeResult{}, unknownQueue(fmt.Sprintf("purge dead letters of %q", queue), fmt.Sprintf("its dead-letter queue %q does not exist", dead))
 		}
 		return admin.PurgeResult{}, brokerError(fmt.Sprintf("purge dead letters of %q (%q)", queue, dead), err)
 	}

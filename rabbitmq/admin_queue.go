@@ -167,7 +167,7 @@ func (b *Backend) mustExist(ctx context.Context, verb, queue string) (amqp.Queue
 		return q, fmt.Errorf("%s queue %q: %w", verb, queue, err)
 	}
 	if !found {
-		return q, fmt.Errorf("%s: %w", verb, queueerr.Unknown(queue, "does not exist on the broker"))
+		return q, absentQueue(verb, queue)
 	}
 	return q, nil
 }

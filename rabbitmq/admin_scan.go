@@ -128,7 +128,7 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 	if err != nil {
 		_ = ch.Close()
 		if isCode(err, amqp.NotFound) {
-			return fmt.Errorf("dead letters of %q: %w: its dead-letter queue %q does not exist", s.queue, runtime.ErrUnknownQueue, s.dead)
+			return unknownQueue(fmt.Sprintf("dead letters of %q", s.queue), fmt.Sprintf("its dead-letter queue %q does not exist", s.dead))
 		}
 		return brokerError(fmt.Sprintf("dead letters of %q: inspect %q", s.queue, s.dead), err)
 	}

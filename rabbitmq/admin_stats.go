@@ -239,14 +239,14 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	}
 	switch {
 	case !found && !deadFound:
-		return st, fmt.Errorf("stats of %q: %w: no such queue on the broker", cfg.Name, runtime.ErrUnknownQueue)
+		return st, unknownQueue(fmt.Sprintf("stats of %q", cfg.Name), "no such queue on the broker")
 	case !found:
 		// Its dead letters outlived it: show them, and why they cannot be
 		// re-driven.
 		st.Missing = append(st.Missing, "the queue itself does not exist (deleted?): its dead letters stay, and cannot be re-driven until it is declared again")
 		return st, nil
 	}
-	if marker := PausedMarker(cfg.Name); len(marker) <= codec.MaxShortString && l.exists(marker) {
+	if marker := pausedMarker(cfg.Name); len(marker) <= codec.MaxShortString && l.exists(marker) {
 		if _, st.Paused, err = p.declare(ctx, marker); err != nil {
 			return st, err
 		}

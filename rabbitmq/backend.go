@@ -84,7 +84,7 @@ func (b *Backend) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishin
 func (b *Backend) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
 	if env != nil {
 		if err := codec.CheckPayload(env, codec.Limits{MaxBody: b.opts.MaxMessageSize}); err != nil {
-			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", clip(env.Queue), err)
+			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", codec.Clip(env.Queue), err)
 		}
 	}
 	return codec.EncodeAppend(dst, env, o)
@@ -280,7 +280,7 @@ func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 		// waits of h.Delay would be published into it (or be refused by
 		// it, declared otherwise), whenever h.Queue exists.
 		return fmt.Errorf("%w: queue %q: that is the name of the hold queue of queue %q for its %s waits of %v; name the queue otherwise",
-			runtime.ErrInvalidConfig, clip(q.Name), clip(h.Queue), h.Kind, h.Delay)
+			runtime.ErrInvalidConfig, codec.Clip(q.Name), codec.Clip(h.Queue), h.Kind, h.Delay)
 	}
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !b.opts.NoDeadLetterQueues {
@@ -298,14 +298,14 @@ func (b *Backend) checkNames(q runtime.QueueConfig, d delayer) error {
 		ex := plugin.ExchangeName(q)
 		if ex == controlExchange {
 			return fmt.Errorf("%w: queue %q: delay exchange %q is the exchange that carries pause and resume notices; name the delay exchange otherwise",
-				runtime.ErrInvalidConfig, clip(q.Name), ex)
+				runtime.ErrInvalidConfig, codec.Clip(q.Name), ex)
 		}
 		names = append(names, struct{ what, name string }{"delay exchange name", ex})
 	}
 	for _, n := range names {
 		if len(n.name) > codec.MaxShortString {
 			return fmt.Errorf("%w: queue %q: its %s %q is %d bytes, want at most %d (an AMQP short string): shorten the queue name",
-				runtime.ErrInvalidConfig, clip(q.Name), n.what, clip(n.name), len(n.name), codec.MaxShortString)
+				runtime.ErrInvalidConfig, codec.Clip(q.Name), n.what, codec.Clip(n.name), len(n.name), codec.MaxShortString)
 		}
 	}
 	return nil

@@ -75,3 +75,10 @@ func SetChannelsPerConnection(b *Backend, n int) {
 	b.cons.perConn = n
 	b.cons.mu.Unlock()
 }
+
+// LeaseQueue is leaseQueue: the queue that holds the lease called name.
+func LeaseQueue(name string) string { return leaseQueue(name) }
+
+// PausedMarker is pausedMarker: the queue whose existence marks queue
+// paused.
+func PausedMarker(queue string) string { return pausedMarker(queue) }

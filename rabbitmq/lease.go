@@ -44,19 +44,19 @@ var _ runtime.Leaser = (*Backend)(nil)
 // leaseQueuePrefix starts the name of every lease queue.
 const leaseQueuePrefix = "queuey.lease."
 
-// LeaseQueue returns the name of the queue that holds the lease called
+// leaseQueue returns the name of the queue that holds the lease called
 // name.
-func LeaseQueue(name string) string { return leaseQueuePrefix + name }
+func leaseQueue(name string) string { return leaseQueuePrefix + name }
 
 // AcquireLease contends for the lease called name until this backend
 // holds it or ctx ends.
 func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLease, error) {
-	queue := LeaseQueue(name)
+	queue := leaseQueue(name)
 	if b.isClosed() {
 		return nil, fmt.Errorf("lease %q: %w", name, runtime.ErrClosed)
 	}
 	if len(queue) > codec.MaxShortString {
-		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, clip(queue), len(queue), codec.MaxShortString)
+		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, codec.Clip(queue), len(queue), codec.MaxShortString)
 	}
 	ch, err := b.conConn.channel(ctx)
 	if err != nil {

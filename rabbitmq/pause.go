@@ -14,7 +14,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/queueerr"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -67,9 +66,9 @@ func recheckDelay(n int) time.Duration {
 	return d + rand.N(d/2+1)
 }
 
-// PausedMarker returns the name of the queue whose existence marks queue
+// pausedMarker returns the name of the queue whose existence marks queue
 // paused.
-func PausedMarker(queue string) string { return pausedPrefix + queue }
+func pausedMarker(queue string) string { return pausedPrefix + queue }
 
 // PauseQueue pauses queue for every worker on the broker until
 // ResumeQueue. A queue that does not exist is runtime.ErrUnknownQueue.
@@ -83,7 +82,7 @@ func (b *Backend) PauseQueue(ctx context.Context, queue string) error {
 		return fmt.Errorf("pause queue %q: %w", queue, err)
 	}
 	if !exists {
-		return fmt.Errorf("pause: %w", queueerr.Unknown(queue, "does not exist on the broker"))
+		return absentQueue("pause", queue)
 	}
 	if err := b.control(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(marker, true, false, false, false, nil)
@@ -126,9 +125,9 @@ func (b *Backend) marker(queue string) (string, error) {
 	if b.isClosed() {
 		return "", fmt.Errorf("queue %q: %w", queue, runtime.ErrClosed)
 	}
-	m := PausedMarker(queue)
+	m := pausedMarker(queue)
 	if len(m) > codec.MaxShortString {
-		return "", fmt.Errorf("%w: queue %q: its paused marker %q is %d bytes, want at most %d: shorten the queue name", runtime.ErrInvalidOption, clip(queue), clip(m), len(m), codec.MaxShortString)
+		return "", fmt.Errorf("%w: queue %q: its paused marker %q is %d bytes, want at most %d: shorten the queue name", runtime.ErrInvalidOption, codec.Clip(queue), codec.Clip(m), len(m), codec.MaxShortString)
 	}
 	return m, nil
 }
@@ -545,7 +544,7 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 	if _, blocked := n.b.pubConn.blocked(); blocked == nil {
 		msgs := make([]outMsg, len(queues))
 		for i, q := range queues {
-			msgs[i] = outMsg{key: PausedMarker(q), msg: amqp.Publishing{Expiration: "0"}}
+			msgs[i] = outMsg{key: pausedMarker(q), msg: amqp.Publishing{Expiration: "0"}}
 		}
 		pctx, cancel := context.WithTimeout(ctx, pauseProbeTimeout)
 		for i, err := range n.b.pub.publishBatch(pctx, msgs) {

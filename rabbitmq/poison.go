@@ -172,7 +172,7 @@ func droppedReason(reason string, dropped []poisonHeader, lim codec.Limits) stri
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q (%d bytes)", clip(d.name), d.size)
+		fmt.Fprintf(&b, "%q (%d bytes)", codec.Clip(d.name), d.size)
 	}
 	if n := len(dropped) - maxDroppedNamed; n > 0 {
 		fmt.Fprintf(&b, " and %d more", n)

@@ -239,7 +239,7 @@ func (pc *pubChannel) admit(exchange, key string, msg *amqp.Publishing, mandator
 		lim.Reserve += seqHeaderRoom // for the pairing header enlist adds
 	}
 	if err := codec.CheckPublishing(exchange, key, msg, lim); err != nil {
-		return fmt.Errorf("publish to %q: %w", clip(key), err)
+		return fmt.Errorf("publish to %q: %w", codec.Clip(key), err)
 	}
 	return nil
 }

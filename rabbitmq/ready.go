@@ -27,7 +27,7 @@ func (b *Backend) Ready(ctx context.Context, queue string) (int, error) {
 	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return 0, fmt.Errorf("count ready jobs of %q: %w: the queue does not exist", queue, runtime.ErrUnknownQueue)
+			return 0, unknownQueue(fmt.Sprintf("count ready jobs of %q", queue), "the queue does not exist")
 		}
 		return 0, brokerError(fmt.Sprintf("count ready jobs of %q", queue), err)
 	}
