@@ -12,7 +12,12 @@ import (
 // counters: without the API it fails with an error wrapping
 // admin.ErrCannotList.
 func (b *Backend) MessageCounts(ctx context.Context) (map[string]admin.MessageCounts, error) {
-	c, err := b.management(ctx)
+	return b.ops.messageCounts(ctx)
+}
+
+// messageCounts is Backend.MessageCounts.
+func (o *ops) messageCounts(ctx context.Context) (map[string]admin.MessageCounts, error) {
+	c, err := o.api.client(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -194,7 +194,7 @@ func (k *keeper) copy(ctx context.Context, hs []held) error {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepWait)
 	defer cancel()
-	errs := k.s.b.pub.publishBatch(wctx, msgs)
+	errs := k.s.o.pub.publishBatch(wctx, msgs)
 	var first error
 	i := 0
 	for j := range hs {

@@ -67,7 +67,7 @@ var errScanHeld = errors.New("dead-letter queue has a consumer")
 // returns is then either kept (keep) or taken (take); close keeps those
 // left undecided.
 type deadScan struct {
-	b           *Backend
+	o           *ops
 	queue, dead string
 	ch          *amqp.Channel
 	consumer    string // consumer tag
@@ -91,14 +91,14 @@ type deadScan struct {
 // window messages (all it holds when window is zero or less) from a
 // classic one, and every message from a quorum one. The caller must close
 // it.
-func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
-	if b.opts.NoDeadLetterQueues {
+func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
+	if o.opts.NoDeadLetterQueues {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, errNoDeadLetterQueues)
 	}
-	if b.isClosed() {
-		return nil, fmt.Errorf("dead letters of %q: %w", queue, runtime.ErrClosed)
+	if err := o.life.refuse(fmt.Sprintf("dead letters of %q", queue)); err != nil {
+		return nil, err
 	}
-	s := &deadScan{b: b, queue: queue, dead: b.names.Dead(queue).Name, unacked: map[uint64]bool{}}
+	s := &deadScan{o: o, queue: queue, dead: o.names.Dead(queue).Name, unacked: map[uint64]bool{}}
 	deadline := time.Now().Add(busyWait)
 	for {
 		err := s.open(ctx, window)
@@ -120,7 +120,7 @@ func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*dead
 }
 
 func (s *deadScan) open(ctx context.Context, window int) error {
-	ch, err := s.b.conConn.channel(ctx)
+	ch, err := s.o.conn.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
@@ -140,7 +140,7 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		_ = ch.Close()
 		return errScanHeld
 	}
-	classic, err := s.b.isClassic(ctx, s.dead)
+	classic, err := s.o.isClassic(ctx, s.dead)
 	if err != nil {
 		_ = ch.Close()
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
@@ -195,16 +195,16 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 // the backend's life, so that the broker logs one refusal per queue: were
 // it deleted and declared classic again, it would only be read at a
 // quorum queue's cost.
-func (b *Backend) isClassic(ctx context.Context, dead string) (bool, error) {
-	if _, ok := b.copyRead.Load(dead); ok {
+func (o *ops) isClassic(ctx context.Context, dead string) (bool, error) {
+	if _, ok := o.copyRead.Load(dead); ok {
 		return false, nil
 	}
-	err := b.decl.declare(ctx, topology.Queue{Name: dead, Args: amqp.Table{topology.ArgQueueType: string(runtime.QueueClassic)}})
+	err := o.decl.declare(ctx, topology.Queue{Name: dead, Args: amqp.Table{topology.ArgQueueType: string(runtime.QueueClassic)}})
 	switch {
 	case err == nil:
 		return true, nil
 	case isCode(err, amqp.PreconditionFailed):
-		b.copyRead.Store(dead, struct{}{})
+		o.copyRead.Store(dead, struct{}{})
 		return false, nil
 	case isCode(err, amqp.AccessRefused): // no right to declare it: its type is unknown
 		return false, nil
@@ -282,7 +282,7 @@ func (s *deadScan) keep(m *amqp.Delivery) {
 // take removes message tag, read by next, from the dead-letter queue.
 func (s *deadScan) take(ctx context.Context, tag uint64) error {
 	if !s.announced {
-		if err := s.b.announceTake(ctx, s.queue); err != nil {
+		if err := s.o.announceTake(ctx, s.queue); err != nil {
 			return err
 		}
 		s.announced = true

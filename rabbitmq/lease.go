@@ -48,21 +48,34 @@ const leaseQueuePrefix = "queuey.lease."
 // name.
 func leaseQueue(name string) string { return leaseQueuePrefix + name }
 
+// leases hands out leases (runtime.Leaser): each a queue with a single
+// active consumer, which holds the lease message.
+type leases struct {
+	life lifetime
+	conn *connection // each contender's channel opens here
+	pub  *publisher
+}
+
 // AcquireLease contends for the lease called name until this backend
 // holds it or ctx ends.
 func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLease, error) {
+	return b.leases.acquire(ctx, name)
+}
+
+// acquire is Backend.AcquireLease.
+func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, error) {
 	queue := leaseQueue(name)
-	if b.isClosed() {
-		return nil, fmt.Errorf("lease %q: %w", name, runtime.ErrClosed)
+	if err := l.life.refuse(fmt.Sprintf("lease %q", name)); err != nil {
+		return nil, err
 	}
 	if len(queue) > codec.MaxShortString {
 		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, codec.Clip(queue), len(queue), codec.MaxShortString)
 	}
-	ch, err := b.conConn.channel(ctx)
+	ch, err := l.conn.channel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lease %q: %w", name, err)
 	}
-	h, err := b.contend(ctx, ch, queue)
+	h, err := l.contend(ctx, ch, queue)
 	if err != nil {
 		_ = ch.Close()
 		return nil, err
@@ -70,7 +83,7 @@ func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLe
 	return h, nil
 }
 
-func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (*heldLease, error) {
+func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*heldLease, error) {
 	q, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-single-active-consumer": true})
 	if err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
@@ -80,7 +93,7 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	}
 	if q.Messages == 0 && q.Consumers == 0 {
 		seed := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}}
-		if err := b.pub.publish(ctx, queue, seed); err != nil {
+		if err := l.pub.publish(ctx, queue, seed); err != nil {
 			return nil, fmt.Errorf("seed lease queue %q: %w", queue, err)
 		}
 	}
@@ -92,11 +105,11 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	if err != nil {
 		return nil, brokerError(fmt.Sprintf("consume lease queue %q", queue), err)
 	}
-	h := &heldLease{b: b, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
+	h := &heldLease{life: l.life, pub: l.pub, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-b.closed:
+	case <-l.life.done():
 		return nil, fmt.Errorf("lease queue %q: %w", queue, runtime.ErrClosed)
 	case m, ok := <-msgs:
 		if !ok {
@@ -110,7 +123,8 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 
 // heldLease is a lease message this backend holds unacked.
 type heldLease struct {
-	b     *Backend
+	life  lifetime
+	pub   *publisher
 	queue string
 	ch    *amqp.Channel
 	msgs  <-chan amqp.Delivery
@@ -142,7 +156,7 @@ func leaseMark(body []byte) time.Time {
 func (h *heldLease) watch(closes <-chan *amqp.Error) {
 	select {
 	case <-closes:
-	case <-h.b.closed:
+	case <-h.life.done():
 	case <-h.lost:
 	}
 	h.setLost()
@@ -169,7 +183,7 @@ func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
 	default:
 	}
 	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}, Body: []byte(mark.UTC().Format(time.RFC3339Nano))}
-	if err := h.b.pub.publish(ctx, h.queue, msg); err != nil {
+	if err := h.pub.publish(ctx, h.queue, msg); err != nil {
 		return fmt.Errorf("lease queue %q: store mark: %w", h.queue, err)
 	}
 	if err := h.ch.Ack(h.tag, false); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -19,6 +20,55 @@ import (
 )
 
 var _ admin.Pauser = (*Backend)(nil)
+
+// pauses pauses and resumes queues for every worker on the broker, and
+// tells this backend's watchers when a queue they watch is paused
+// (pauseNotices).
+type pauses struct {
+	life    lifetime
+	log     *slog.Logger
+	conn    *connection // markers' declares and reads, on short-lived channels
+	pubConn *connection // the publishing connection, whose block stops marker reads
+	pool    *consumePool
+	pub     *publisher
+	checks  chan struct{} // one per pause check in flight
+	notices pauseNotices  // the binding every watch hears from
+}
+
+func newPauses(p *pauses) *pauses {
+	p.checks = make(chan struct{}, maxPauseChecks)
+	p.notices.p = p
+	return p
+}
+
+// inspect is a passive declare of the queue called name.
+func (p *pauses) inspect(ctx context.Context, name string) (amqp.Queue, bool, error) {
+	return inspectQueue(ctx, p.life, p.conn, name)
+}
+
+// PauseQueue pauses queue for every worker on the broker until
+// ResumeQueue. A queue that does not exist is runtime.ErrUnknownQueue.
+func (b *Backend) PauseQueue(ctx context.Context, queue string) error {
+	return b.pauses.pause(ctx, queue)
+}
+
+// ResumeQueue resumes queue: its workers consume it again.
+func (b *Backend) ResumeQueue(ctx context.Context, queue string) error {
+	return b.pauses.resume(ctx, queue)
+}
+
+// Paused reports whether queue's marker exists.
+func (b *Backend) Paused(ctx context.Context, queue string) (bool, error) {
+	return b.pauses.paused(ctx, queue)
+}
+
+// WatchPaused sends queue's paused state, read from its marker, now and
+// whenever a notice or a recheck finds it changed. A watch holds no
+// goroutine of its own: the backend reads the markers of every watched
+// queue together (see pauseNotices).
+func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, error) {
+	return b.pauses.watch(ctx, queue)
+}
 
 // Paused queues, with nothing but the broker.
 //
@@ -70,60 +120,59 @@ func recheckDelay(n int) time.Duration {
 // paused.
 func pausedMarker(queue string) string { return pausedPrefix + queue }
 
-// PauseQueue pauses queue for every worker on the broker until
-// ResumeQueue. A queue that does not exist is runtime.ErrUnknownQueue.
-func (b *Backend) PauseQueue(ctx context.Context, queue string) error {
-	marker, err := b.marker(queue)
+// pause is Backend.PauseQueue: pauses queue for every worker on the broker until
+func (p *pauses) pause(ctx context.Context, queue string) error {
+	marker, err := p.marker(queue)
 	if err != nil {
 		return err
 	}
-	_, exists, err := b.inspect(ctx, queue)
+	_, exists, err := p.inspect(ctx, queue)
 	if err != nil {
 		return fmt.Errorf("pause queue %q: %w", queue, err)
 	}
 	if !exists {
 		return absentQueue("pause", queue)
 	}
-	if err := b.control(ctx, func(ch *amqp.Channel) error {
+	if err := p.control(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(marker, true, false, false, false, nil)
 		return err
 	}); err != nil {
 		return fmt.Errorf("pause queue %q: declare marker %q: %w", queue, marker, err)
 	}
-	return b.notify(ctx, "pause", queue)
+	return p.notify(ctx, "pause", queue)
 }
 
-// ResumeQueue resumes queue: its workers consume it again.
-func (b *Backend) ResumeQueue(ctx context.Context, queue string) error {
-	marker, err := b.marker(queue)
+// resume is Backend.ResumeQueue: resumes queue: its workers consume it again.
+func (p *pauses) resume(ctx context.Context, queue string) error {
+	marker, err := p.marker(queue)
 	if err != nil {
 		return err
 	}
-	if err := b.control(ctx, func(ch *amqp.Channel) error {
+	if err := p.control(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDelete(marker, false, false, false)
 		return err
 	}); err != nil {
 		return fmt.Errorf("resume queue %q: delete marker %q: %w", queue, marker, err)
 	}
-	return b.notify(ctx, "resume", queue)
+	return p.notify(ctx, "resume", queue)
 }
 
-// Paused reports whether queue's marker exists.
-func (b *Backend) Paused(ctx context.Context, queue string) (bool, error) {
-	marker, err := b.marker(queue)
+// paused is Backend.Paused: reports whether queue's marker exists.
+func (p *pauses) paused(ctx context.Context, queue string) (bool, error) {
+	marker, err := p.marker(queue)
 	if err != nil {
 		return false, err
 	}
-	_, paused, err := b.inspect(ctx, marker)
+	_, paused, err := p.inspect(ctx, marker)
 	if err != nil {
 		return false, fmt.Errorf("paused state of queue %q: %w", queue, err)
 	}
 	return paused, nil
 }
 
-func (b *Backend) marker(queue string) (string, error) {
-	if b.isClosed() {
-		return "", fmt.Errorf("queue %q: %w", queue, runtime.ErrClosed)
+func (p *pauses) marker(queue string) (string, error) {
+	if err := p.life.refuse(fmt.Sprintf("queue %q", queue)); err != nil {
+		return "", err
 	}
 	m := pausedMarker(queue)
 	if len(m) > codec.MaxShortString {
@@ -135,8 +184,8 @@ func (b *Backend) marker(queue string) (string, error) {
 // control runs fn on a channel of its own on the consuming connection,
 // after declaring the control exchange; the channel is closed after, so
 // a refusal hits nothing else.
-func (b *Backend) control(ctx context.Context, fn func(ch *amqp.Channel) error) error {
-	ch, err := b.conConn.channel(ctx)
+func (p *pauses) control(ctx context.Context, fn func(ch *amqp.Channel) error) error {
+	ch, err := p.conn.channel(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,33 +201,30 @@ func (b *Backend) control(ctx context.Context, fn func(ch *amqp.Channel) error) 
 
 // notify publishes verb and queue to every watcher, confirmed but not
 // mandatory: with no watcher bound, nobody needs the notice.
-func (b *Backend) notify(ctx context.Context, verb, queue string) error {
+func (p *pauses) notify(ctx context.Context, verb, queue string) error {
 	msg := amqp.Publishing{Headers: amqp.Table{}, Body: []byte(verb + " " + queue)}
-	if err := b.pub.send(ctx, controlExchange, "", false, msg); err != nil {
+	if err := p.pub.send(ctx, controlExchange, "", false, msg); err != nil {
 		return fmt.Errorf("%s queue %q: the marker is set, but workers learn of it only when they next read it (every %v or more, longer with many queues): notify them: %w", verb, queue, PauseRecheck, err)
 	}
 	return nil
 }
 
-// WatchPaused sends queue's paused state, read from its marker, now and
-// whenever a notice or a recheck finds it changed. A watch holds no
-// goroutine of its own: the backend reads the markers of every watched
-// queue together (see pauseNotices).
-func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, error) {
-	if _, err := b.marker(queue); err != nil {
+// watch is Backend.WatchPaused: sends queue's paused state, read from its marker, now and
+func (p *pauses) watch(ctx context.Context, queue string) (<-chan bool, error) {
+	if _, err := p.marker(queue); err != nil {
 		return nil, err
 	}
 	w := &pauseWatch{queue: queue, out: make(chan bool, 1)}
 	// Bound before the marker is read: a notice sent after the read
 	// makes it read again.
-	if err := b.notices.add(ctx, w); err != nil {
+	if err := p.notices.add(ctx, w); err != nil {
 		return nil, fmt.Errorf("watch queue %q: %w", queue, err)
 	}
-	if err := b.notices.firstState(ctx, w); err != nil {
-		b.notices.remove(w)
+	if err := p.notices.firstState(ctx, w); err != nil {
+		p.notices.remove(w)
 		return nil, err
 	}
-	b.notices.follow(ctx, w)
+	p.notices.follow(ctx, w)
 	return w.out, nil
 }
 
@@ -221,7 +267,7 @@ const maxPauseChecks = 64
 // queues so holds one channel, one exclusive queue and two goroutines for
 // pausing, not one each, and starts with one pass over its markers.
 type pauseNotices struct {
-	b *Backend
+	p *pauses
 
 	bind    sync.Mutex // held while the first binding is made
 	mu      sync.Mutex
@@ -274,7 +320,7 @@ func (n *pauseNotices) firstState(ctx context.Context, w *pauseWatch) error {
 		return p.errs[w.queue]
 	case <-ctx.Done():
 		return fmt.Errorf("paused state of queue %q: %w", w.queue, ctx.Err())
-	case <-n.b.closed:
+	case <-n.p.life.done():
 		return fmt.Errorf("paused state of queue %q: %w", w.queue, runtime.ErrClosed)
 	}
 }
@@ -366,7 +412,7 @@ func (n *pauseNotices) start(ctx context.Context) error {
 // open opens a channel with an exclusive queue bound to the control
 // exchange and returns its notices.
 func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan amqp.Delivery, error) {
-	pch, err := n.b.cons.channel(ctx)
+	pch, err := n.p.pool.channel(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -400,7 +446,7 @@ func (n *pauseNotices) open(ctx context.Context) (*amqp.Channel, func(), <-chan 
 func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amqp.Delivery) {
 	for {
 		select {
-		case <-n.b.closed:
+		case <-n.p.life.done():
 			_ = ch.Close()
 			release()
 			return
@@ -426,7 +472,7 @@ func (n *pauseNotices) loop(ch *amqp.Channel, release func(), notices <-chan amq
 // rebind binds again, with backoff, until it can; it returns nil notices
 // when the backend closes first.
 func (n *pauseNotices) rebind() (*amqp.Channel, func(), <-chan amqp.Delivery) {
-	ctx, cancel := n.b.untilClosed(context.Background())
+	ctx, cancel := n.p.life.until(context.Background())
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
@@ -437,7 +483,7 @@ func (n *pauseNotices) rebind() (*amqp.Channel, func(), <-chan amqp.Delivery) {
 		if errors.Is(err, runtime.ErrClosed) || ctx.Err() != nil {
 			return nil, nil, nil
 		}
-		n.b.log.Debug("queuey: cannot bind to the control exchange again; trying again", "error", err, "after", backoff)
+		n.p.log.Debug("queuey: cannot bind to the control exchange again; trying again", "error", err, "after", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -467,7 +513,7 @@ func (n *pauseNotices) reads() {
 	defer recheck.Stop()
 	for {
 		select {
-		case <-n.b.closed:
+		case <-n.p.life.done():
 			n.mu.Lock()
 			p := n.next
 			n.next = nil
@@ -498,7 +544,7 @@ func (n *pauseNotices) pass(p *pausePass) {
 	defer close(p.done)
 	tctx, tcancel := context.WithTimeout(context.Background(), pausePassTimeout)
 	defer tcancel()
-	ctx, cancel := n.b.untilClosed(tctx)
+	ctx, cancel := n.p.life.until(tctx)
 	defer cancel()
 	queues := slices.Collect(maps.Keys(p.queues))
 	paused, errs := n.read(ctx, queues)
@@ -512,7 +558,7 @@ func (n *pauseNotices) pass(p *pausePass) {
 			case err == nil:
 				w.send(paused[i])
 			case w.started:
-				n.b.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", q, "paused", w.last, "error", err)
+				n.p.log.Warn("queuey: cannot read whether the queue is paused; keeping the last state", "queue", q, "paused", w.last, "error", err)
 			}
 		}
 	}
@@ -541,13 +587,13 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 	paused := make([]bool, len(queues))
 	errs := map[string]error{}
 	var rest []int // read one by one
-	if _, blocked := n.b.pubConn.blocked(); blocked == nil {
+	if _, blocked := n.p.pubConn.blocked(); blocked == nil {
 		msgs := make([]outMsg, len(queues))
 		for i, q := range queues {
 			msgs[i] = outMsg{key: pausedMarker(q), msg: amqp.Publishing{Expiration: "0"}}
 		}
 		pctx, cancel := context.WithTimeout(ctx, pauseProbeTimeout)
-		for i, err := range n.b.pub.publishBatch(pctx, msgs) {
+		for i, err := range n.p.pub.publishBatch(pctx, msgs) {
 			switch {
 			case err == nil:
 				paused[i] = true
@@ -572,7 +618,7 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 	for _, i := range rest {
 		q := queues[i]
 		select {
-		case n.b.checks <- struct{}{}:
+		case n.p.checks <- struct{}{}:
 		case <-ctx.Done():
 			mu.Lock()
 			errs[q] = fmt.Errorf("paused state of queue %q: %w", q, ctx.Err())
@@ -580,8 +626,8 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 			continue
 		}
 		wg.Go(func() {
-			defer func() { <-n.b.checks }()
-			p, err := n.b.Paused(ctx, q)
+			defer func() { <-n.p.checks }()
+			p, err := n.p.paused(ctx, q)
 			mu.Lock()
 			defer mu.Unlock()
 			paused[i] = p
@@ -592,18 +638,4 @@ func (n *pauseNotices) read(ctx context.Context, queues []string) ([]bool, map[s
 	}
 	wg.Wait()
 	return paused, errs
-}
-
-// untilClosed returns a context of parent that also ends when the backend
-// closes.
-func (b *Backend) untilClosed(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	go func() {
-		select {
-		case <-b.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }

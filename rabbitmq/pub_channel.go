@@ -17,7 +17,7 @@ import (
 
 // pubChannel is one confirm-mode channel. Publishes take pubMu only around
 // basic.publish. Each waits for its own confirm through amqp091-go's
-// deferred confirmation; returns are matched to waiters by one loop
+// deferred confirmation; returns are matched to inflights by one loop
 // goroutine, which never blocks for long, so amqp091-go never drops one.
 //
 // No confirm listener (NotifyPublish) is registered: amqp091-go hands a
@@ -38,7 +38,7 @@ type pubChannel struct {
 	limits codec.Limits
 
 	mu      sync.Mutex
-	pending map[uint64]*waiter
+	pending map[uint64]*inflight
 	ids     map[string]uint64 // message id -> seq of publishes in flight paired by id
 	broken  error             // why the channel takes no more publishes
 	generic bool              // broken says only that the channel was closed, not why
@@ -50,17 +50,17 @@ type pubChannel struct {
 	solo bool
 }
 
-// waiter is one publish in flight: its confirm, and the return that came
+// inflight is one publish in flight: its confirm, and the return that came
 // before it, if any.
-type waiter struct {
+type inflight struct {
 	dc  *amqp.DeferredConfirmation
 	seq uint64
 	ret *amqp.Return // set by the loop, under pc.mu
-	id  string       // message id the waiter is paired by, if any
+	id  string       // message id the publish is paired by, if any
 }
 
 func newPubChannel(ch *amqp.Channel, conn *connection, log *slog.Logger) *pubChannel {
-	pc := &pubChannel{ch: ch, conn: conn, log: log, pubMu: make(chan struct{}, 1), pending: map[uint64]*waiter{}, ids: map[string]uint64{}, done: make(chan struct{})}
+	pc := &pubChannel{ch: ch, conn: conn, log: log, pubMu: make(chan struct{}, 1), pending: map[uint64]*inflight{}, ids: map[string]uint64{}, done: make(chan struct{})}
 	// Each return comes twice, on two unbuffered channels in turn, and the
 	// loop receives the second only once it has paired the first with its
 	// publish. The reader goroutine, blocked on that second hand-over, can
@@ -100,9 +100,9 @@ func (pc *pubChannel) publish(ctx context.Context, exchange, key string, msg amq
 	return pc.await(ctx, w, key)
 }
 
-// start publishes msg and returns the waiter of its confirm.
-func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*waiter, error) {
-	w := &waiter{}
+// start publishes msg and returns its inflight, which awaits its confirm.
+func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.Publishing, mandatory bool) (*inflight, error) {
+	w := &inflight{}
 	if err := pc.startIn(ctx, w, exchange, key, msg, mandatory, false, nil); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (pc *pubChannel) publishRenewing(ctx context.Context, q topology.Queue, msg
 	}
 	var derr error
 	after := func() { derr = declare(true) }
-	w := &waiter{}
+	w := &inflight{}
 	if err := pc.startIn(ctx, w, "", q.Name, msg, true, false, &renewal{before: before, after: after}); err != nil {
 		return err
 	}
@@ -181,13 +181,13 @@ var errHoldGone = errors.New("hold queue expired as the wait was published")
 // the block out before it goes on.
 var errBlockedNow = errors.New("connection blocked")
 
-// startIn is start, with w, which must be zero, as the waiter. With around,
+// startIn is start, with w, which must be zero, as its inflight. With around,
 // its calls run before and after the publish, the channel held and the
 // connection uncorked (publishRenewing). In a corked
 // run (corked), it does not wait for a block of the connection to end,
 // which would hold the connection's other frames back with the cork: it
 // returns errBlockedNow instead.
-func (pc *pubChannel) startIn(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory, corked bool, around *renewal) error {
+func (pc *pubChannel) startIn(ctx context.Context, w *inflight, exchange, key string, msg amqp.Publishing, mandatory, corked bool, around *renewal) error {
 	if err := pc.admit(exchange, key, &msg, mandatory); err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (e sendError) Error() string { return e.err.Error() }
 // block of the connection with waitBlock) and releases. It corks sock
 // before the publish; a plain publish leaves it corked for the caller,
 // one with around uncorks it before around.after.
-func (pc *pubChannel) publishHeld(ctx context.Context, w *waiter, sock *corkConn, exchange, key string, msg amqp.Publishing, mandatory, waitBlock bool, around *renewal) error {
+func (pc *pubChannel) publishHeld(ctx context.Context, w *inflight, sock *corkConn, exchange, key string, msg amqp.Publishing, mandatory, waitBlock bool, around *renewal) error {
 	if err := pc.lock(ctx, key, waitBlock); err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (pc *pubChannel) publishHeld(ctx context.Context, w *waiter, sock *corkConn
 // enlist puts w on the books under the publish's sequence number and,
 // for a mandatory publish, pairs it by message id or seqHeader. It fails
 // with errBroken on a broken channel.
-func (pc *pubChannel) enlist(w *waiter, msg *amqp.Publishing, mandatory bool) error {
+func (pc *pubChannel) enlist(w *inflight, msg *amqp.Publishing, mandatory bool) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.broken != nil {
@@ -317,7 +317,7 @@ func (pc *pubChannel) enlist(w *waiter, msg *amqp.Publishing, mandatory bool) er
 }
 
 // drop takes w, which enlist put on the books, off them.
-func (pc *pubChannel) drop(w *waiter) {
+func (pc *pubChannel) drop(w *inflight) {
 	pc.mu.Lock()
 	pc.forget(w.seq, w)
 	pc.mu.Unlock()
@@ -326,7 +326,7 @@ func (pc *pubChannel) drop(w *waiter) {
 // send is basic.publish of msg, enlisted as w. A failure takes w off the
 // books, marks the channel broken unless ctx ended it, and is a
 // sendError.
-func (pc *pubChannel) send(ctx context.Context, w *waiter, exchange, key string, msg amqp.Publishing, mandatory bool) error {
+func (pc *pubChannel) send(ctx context.Context, w *inflight, exchange, key string, msg amqp.Publishing, mandatory bool) error {
 	dc, err := pc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, msg)
 	if err == nil && dc == nil {
 		// Only a channel out of confirm mode gives no confirmation, and
@@ -388,7 +388,7 @@ func (pc *pubChannel) unlock() { <-pc.pubMu }
 
 // await waits for w's confirm, and says when the connection is blocked by a
 // resource alarm, which is why a confirm does not come.
-func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
+func (pc *pubChannel) await(ctx context.Context, w *inflight, key string) error {
 	return pc.conn.blockedError(ctx, pc.settle(ctx, w, key))
 }
 
@@ -396,7 +396,7 @@ func (pc *pubChannel) await(ctx context.Context, w *waiter, key string) error {
 // the return or nack otherwise, ErrNotConfirmed when the channel closed
 // first (amqp091-go then settles every deferred confirmation as a nack)
 // or when ctx ends first.
-func (pc *pubChannel) settle(ctx context.Context, w *waiter, key string) error {
+func (pc *pubChannel) settle(ctx context.Context, w *inflight, key string) error {
 	select {
 	case <-w.dc.Done():
 	case <-ctx.Done():

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +29,56 @@ import (
 // left) is runtime.ErrCannotConsume as well. The runtime.OrphanCheck ctx
 // carries, if any, is asked before a redelivery is counted as an attempt.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
-	if b.isClosed() {
-		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
+	return b.consumers.subscribe(ctx, q)
+}
+
+// consumers starts subscriptions and keeps the open ones, whose done work
+// Backend.Close acks before the connections close. Settling a delivery
+// reaches the components it needs through it: publishing, waits, dead
+// letters.
+type consumers struct {
+	life   lifetime
+	log    *slog.Logger
+	warn   *warnings
+	pool   *consumePool
+	book   *queueBook
+	enc    encoder
+	pub    *publisher
+	waits  *waiter
+	dead   *deadPublisher
+	names  topology.Names
+	noDead bool // Options.NoDeadLetterQueues
+	// redeclare declares a queue again, with what goes with it
+	// (Backend.Declare), when it was deleted behind this backend's back.
+	redeclare func(ctx context.Context, q runtime.QueueConfig) error
+
+	mu   sync.Mutex
+	open map[*subscription]struct{}
+}
+
+// closeAcks sends the waiting acks of every open subscription.
+func (c *consumers) closeAcks() {
+	c.mu.Lock()
+	subs := slices.Collect(maps.Keys(c.open))
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.acks.close()
 	}
-	declared, err := b.declared(q.Name)
+}
+
+// forget drops s, closed, from the open subscriptions.
+func (c *consumers) forget(s *subscription) {
+	c.mu.Lock()
+	delete(c.open, s)
+	c.mu.Unlock()
+}
+
+// subscribe is Backend.Consume.
+func (c *consumers) subscribe(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
+	if err := c.life.refuse(fmt.Sprintf("consume %q", q.Name)); err != nil {
+		return nil, err
+	}
+	declared, err := c.book.config(q.Name)
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
@@ -36,7 +86,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	// holds is the caller's, which may differ from the declaring producer's.
 	prefetch, attempts := q.WithDefaults().Prefetch, q.WithDefaults().MaxAttempts
 	if q.Timeout > brokerConsumerTimeout {
-		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
+		c.warn.once("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
 			"a job unacked that long makes the broker close its channel and deliver it again; the worker consumes again at once and settles the copy it gets with the run's outcome, "+
 			"but a copy another worker gets runs there again: raise the broker's consumer_timeout "+
 			"(rabbitmq.conf; or the queue argument x-consumer-timeout, or a consumer-timeout policy, on RabbitMQ 3.12 and later), or split the job into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
@@ -48,7 +98,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
-	s, err := b.consume(ctx, q)
+	s, err := c.start(ctx, q)
 	if err == nil {
 		return s, nil
 	}
@@ -57,11 +107,11 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	}
 	// Deleted behind this backend's back since it was declared: declare
 	// it again, with what goes with it, as a worker's start would.
-	if derr := b.Declare(ctx, declared); derr != nil {
+	if derr := c.redeclare(ctx, declared); derr != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q: the queue is missing on the broker, and declaring it again failed", q.Name), derr)
 	}
-	b.log.Warn("queuey: queue was missing on the broker; declared it again", "queue", q.Name)
-	if s, err = b.consume(ctx, q); err != nil {
+	c.log.Warn("queuey: queue was missing on the broker; declared it again", "queue", q.Name)
+	if s, err = c.start(ctx, q); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -72,9 +122,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 // deliver it again. The broker does not tell its setting over AMQP.
 const brokerConsumerTimeout = 30 * time.Minute
 
-// consume is Consume of q, with its declared arguments, once.
-func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
-	pch, err := b.cons.channel(ctx)
+// start is Consume of q, with its declared arguments, once.
+func (c *consumers) start(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
+	pch, err := c.pool.channel(ctx)
 	ch, release := pch.ch, pch.release
 	if err != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)
@@ -102,7 +152,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &subscription{
-		b:       b,
+		cs:      c,
 		q:       q,
 		ch:      ch,
 		conn:    pch.conn,
@@ -119,16 +169,16 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		acks:    newAcker(ch, q.Prefetch),
 		orphans: runtime.OrphanCheckFrom(ctx),
 	}
-	b.mu.Lock()
-	b.subs[s] = struct{}{}
-	b.mu.Unlock()
+	c.mu.Lock()
+	c.open[s] = struct{}{}
+	c.mu.Unlock()
 	go s.loop(msgs, closes)
 	return s, nil
 }
 
 // subscription is a consumer of one queue on its own channel.
 type subscription struct {
-	b    *Backend
+	cs   *consumers
 	q    runtime.QueueConfig
 	ch   *amqp.Channel
 	conn *amqp.Connection // ch's connection, dropped when ch stops answering
@@ -309,9 +359,7 @@ func (s *subscription) Close() error {
 	// back with the channel would make it two.
 	<-s.done
 	s.acks.close() // done work is acked before the channel returns the rest
-	s.b.mu.Lock()
-	delete(s.b.subs, s)
-	s.b.mu.Unlock()
+	s.cs.forget(s)
 	var err error
 	cerr := errNoAnswer
 	if !s.silent.Load() {
@@ -364,8 +412,8 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		select {
 		case <-s.ctx.Done():
 			return // unsettled deliveries go back when the channel closes
-		case <-s.b.closed:
-			s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+		case <-s.cs.life.done():
+			s.fail(s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name)))
 			return
 		case m, ok := <-msgs:
 			if !ok {
@@ -400,8 +448,8 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 				s.fireReady()
 			case <-s.ctx.Done():
 				return
-			case <-s.b.closed:
-				s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+			case <-s.cs.life.done():
+				s.fail(s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name)))
 				return
 			}
 		}
@@ -454,8 +502,8 @@ func (s *subscription) ended(closes <-chan *amqp.Error) {
 	}
 	if err == nil {
 		switch {
-		case s.b.isClosed():
-			err = fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed)
+		case s.cs.life.over():
+			err = s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name))
 		case s.ch.IsClosed():
 			err = fmt.Errorf("consumer of %q: channel closed", s.q.Name)
 		default:
@@ -551,9 +599,9 @@ func (d *delivery) Release(ctx context.Context) error {
 		}
 		next.Headers[headerRedelivered] = "1"
 	}
-	msg, err := d.s.b.encode(next, codec.Options{Priority: d.priority})
+	msg, err := d.s.cs.enc.encode(next, codec.Options{Priority: d.priority})
 	if err == nil {
-		err = d.s.b.pub.publish(ctx, d.s.q.Name, msg)
+		err = d.s.cs.pub.publish(ctx, d.s.q.Name, msg)
 	}
 	if err != nil {
 		return fmt.Errorf("release job %q: %w", next.ID, err)
@@ -563,7 +611,7 @@ func (d *delivery) Release(ctx context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.b.wait(ctx, d.s.q.Name, admin.HoldRetry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.wait(ctx, d.s.q.Name, admin.HoldRetry, next, codec.Options{Priority: next.Priority, Fit: d.s.cs.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -571,11 +619,11 @@ func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time
 
 func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	q, err := d.s.b.declared(d.s.q.Name)
+	q, err := d.s.cs.book.config(d.s.q.Name)
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.wait(ctx, q.Name, admin.HoldDeferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.wait(ctx, q.Name, admin.HoldDeferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.cs.pub.limits()}, delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -583,7 +631,7 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 
 func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reason string) error {
 	next = d.route(next)
-	if d.s.b.opts.NoDeadLetterQueues {
+	if d.s.cs.noDead {
 		if err := d.s.acks.claim(d.tag); err != nil {
 			return d.settleErr("reject", err)
 		}
@@ -594,11 +642,11 @@ func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reaso
 		d.s.acks.settled(d.tag)
 		return nil
 	}
-	msg, err := d.s.b.encodeDead(next, reason)
+	msg, err := d.s.cs.enc.encodeDead(next, reason)
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.publishDead(ctx, d.s.q.Name, msg); err != nil {
+	if err := d.s.cs.dead.publish(ctx, d.s.q.Name, msg); err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)

@@ -102,10 +102,10 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 			next.Headers = make(map[string]string, 1)
 		}
 		next.Headers[headerRedelivered] = "1"
-		msg, err := s.b.encodeCopy(next, codec.Options{Priority: m.Priority})
+		msg, err := s.cs.enc.encodeCopy(next, codec.Options{Priority: m.Priority})
 		if err == nil {
 			ctx, cancel := s.moveCtx()
-			err = s.b.pub.publish(ctx, s.q.Name, msg)
+			err = s.cs.pub.publish(ctx, s.q.Name, msg)
 			cancel()
 		}
 		s.settleMoved(m, env, err, "publish it again with its attempt raised")
@@ -113,8 +113,8 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	}
 	runs := attempt - 1
 	reason := reasons.Unsettled(runs, env.MaxAttempts)
-	s.b.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
-	if s.b.opts.NoDeadLetterQueues {
+	s.cs.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
+	if s.cs.noDead {
 		if err := m.Reject(false); err == nil {
 			s.acks.settled(m.DeliveryTag)
 			env.Attempt, env.LastError = runs, reason
@@ -126,10 +126,10 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	next.Attempt = runs
 	next.LastError = reason
 	delete(next.Headers, headerRedelivered)
-	msg, err := s.b.encodeDead(next, reason)
+	msg, err := s.cs.enc.encodeDead(next, reason)
 	if err == nil {
 		ctx, cancel := s.moveCtx()
-		err = s.b.publishDead(ctx, s.q.Name, msg)
+		err = s.cs.dead.publish(ctx, s.q.Name, msg)
 		cancel()
 	}
 	if s.settleMoved(m, env, err, "move it to the dead-letter queue") {
@@ -144,12 +144,12 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) bool {
 	if err == nil {
 		if aerr := s.acks.ack(m.DeliveryTag); aerr != nil {
-			s.b.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
+			s.cs.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
 			return false
 		}
 		return true
 	}
-	s.b.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
+	s.cs.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
 	s.requeueAfter(m, redeliveryBackoff)
 	return false
 }
