@@ -69,15 +69,15 @@ const (
 	keepBatch    = 256
 )
 
-// keepWait bounds how long a batch of copies waits for its confirms. A
+// keepTimeout bounds how long a batch of copies waits for its confirms. A
 // batch in flight is waited for even when the caller's context has ended:
 // a copy whose confirm was not awaited may have been stored, and giving
 // its original back would then duplicate the letter.
-const keepWait = 10 * time.Second
+const keepTimeout = 10 * time.Second
 
-// finishWait bounds how long the end of a scan waits for the broker to
+// finishTimeout bounds how long the end of a scan waits for the broker to
 // cancel its consumer and hand over what it had sent.
-const finishWait = 5 * time.Second
+const finishTimeout = 5 * time.Second
 
 func newKeeper(s *deadScan, prefetch int) *keeper {
 	return &keeper{s: s, prefetch: prefetch, budget: s.want - prefetch}
@@ -192,7 +192,7 @@ func (k *keeper) copy(ctx context.Context, hs []held) error {
 			msgs = append(msgs, outMsg{key: k.s.dead, msg: k.keptCopy(h.m)})
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer cancel()
 	errs := k.s.o.pub.publishBatch(wctx, msgs)
 	var first error
@@ -240,7 +240,7 @@ func (k *keeper) keptCopy(m *amqp.Delivery) amqp.Publishing {
 // broker had sent by then; copies every letter kept and acks it; and
 // closes the channel once the queue has applied every ack. Only reading
 // the rest honours ctx: what the scan holds is copied even when ctx has
-// ended, within keepWait per batch, so that none of it goes back. Once
+// ended, within keepTimeout per batch, so that none of it goes back. Once
 // copying failed, what the scan holds goes back to the queue (nack with
 // requeue), which counts one delivery of each.
 func (k *keeper) finish(ctx context.Context) error {
@@ -285,10 +285,10 @@ func (k *keeper) finish(ctx context.Context) error {
 // a delivery that arrives for a cancelled consumer, and the broker gives
 // such a letter back as the channel closes, counting a delivery. Only when
 // someone else took letters meanwhile can fewer come than the credit
-// allows: then it waits finishWait for them and cancels anyway.
+// allows: then it waits finishTimeout for them and cancels anyway.
 func (k *keeper) stop(ctx context.Context) error {
 	s := k.s
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	k.holding = true
 	due := min(s.want, k.acked+k.prefetch)
@@ -320,7 +320,7 @@ credit:
 			}
 			k.receive(&m)
 		case <-wctx.Done():
-			return fmt.Errorf("dead letters of %q: the broker did not end the read of %q within %v", s.queue, s.dead, finishWait)
+			return fmt.Errorf("dead letters of %q: the broker did not end the read of %q within %v", s.queue, s.dead, finishTimeout)
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (k *keeper) settleRest() error {
 	return nil
 }
 
-// awaitLetGo waits, at most finishWait, until the queue has applied every
+// awaitLetGo waits, at most finishTimeout, until the queue has applied every
 // settle of the scan. The channel must not close before: a quorum queue's
 // client in the broker holds back settles while many are in flight and
 // drops those it still holds when the channel closes, and the queue then
@@ -369,7 +369,7 @@ func (k *keeper) settleRest() error {
 // applied.
 func (k *keeper) awaitLetGo(ctx context.Context) error {
 	s := k.s
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishWait)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	for {
 		q, err := callCtx(ctx, func() (amqp.Queue, error) {
@@ -377,7 +377,7 @@ func (k *keeper) awaitLetGo(ctx context.Context) error {
 		}, nil)
 		switch {
 		case ctx.Err() != nil:
-			return fmt.Errorf("dead letters of %q: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.queue, s.dead, finishWait)
+			return fmt.Errorf("dead letters of %q: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.queue, s.dead, finishTimeout)
 		case err != nil || q.Consumers == 0:
 			return nil // deleted meanwhile, or let go
 		}

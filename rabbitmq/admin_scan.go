@@ -51,17 +51,17 @@ import (
 // purge from the management UI, say).
 const scanIdle = 2 * time.Second
 
-// busyWait bounds how long a scan waits for another scan of the same queue
+// busyTimeout bounds how long a scan waits for another scan of the same queue
 // to end.
-const busyWait = 30 * time.Second
+const busyTimeout = 30 * time.Second
 
 // ErrBusy is returned when another scan of a dead-letter queue (another
 // queuey command or dashboard) holds it for longer than a scan waits.
 var ErrBusy = errors.New("rabbitmq: dead-letter queue in use by another reader")
 
-// errScanHeld says a dead-letter queue has a consumer: another scan, or one
+// errScanBusy says a dead-letter queue has a consumer: another scan, or one
 // the broker has not finished letting go.
-var errScanHeld = errors.New("dead-letter queue has a consumer")
+var errScanBusy = errors.New("dead-letter queue has a consumer")
 
 // deadScan reads a dead-letter queue from its head. Every letter next
 // returns is then either kept (keep) or taken (take); close keeps those
@@ -99,17 +99,17 @@ func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan
 		return nil, err
 	}
 	s := &deadScan{o: o, queue: queue, dead: o.names.Dead(queue).Name, unacked: map[uint64]bool{}}
-	deadline := time.Now().Add(busyWait)
+	deadline := time.Now().Add(busyTimeout)
 	for {
 		err := s.open(ctx, window)
 		if err == nil {
 			return s, nil
 		}
-		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanHeld) {
+		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanBusy) {
 			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyWait)
+			return nil, fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -138,7 +138,7 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		// messages asynchronously, so until then they count as neither
 		// ready nor readable.
 		_ = ch.Close()
-		return errScanHeld
+		return errScanBusy
 	}
 	classic, err := s.o.isClassic(ctx, s.dead)
 	if err != nil {

@@ -273,7 +273,7 @@ func (c *connection) channelConn(ctx context.Context) (*amqp.Channel, *amqp.Conn
 		return nil, nil, err
 	}
 	what := fmt.Sprintf("rabbitmq: open channel on %s connection", c.name)
-	if err := c.waitUnblocked(ctx); err != nil {
+	if err := c.awaitUnblocked(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
@@ -322,9 +322,9 @@ func (c *connection) frameMax() int {
 // defaultFrameMax is RabbitMQ's default frame_max, and amqp091-go's.
 const defaultFrameMax = 131072
 
-// waitUnblocked waits until the connection is not blocked by a resource
+// awaitUnblocked waits until the connection is not blocked by a resource
 // alarm, and fails with ErrBlocked when ctx ends first.
-func (c *connection) waitUnblocked(ctx context.Context) error {
+func (c *connection) awaitUnblocked(ctx context.Context) error {
 	reason, unblocked := c.blocked()
 	if unblocked == nil {
 		return nil

@@ -83,7 +83,7 @@ func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, er
 	return h, nil
 }
 
-func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*heldLease, error) {
+func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*ownedLease, error) {
 	q, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-single-active-consumer": true})
 	if err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
@@ -105,7 +105,7 @@ func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*h
 	if err != nil {
 		return nil, brokerError(fmt.Sprintf("consume lease queue %q", queue), err)
 	}
-	h := &heldLease{life: l.life, pub: l.pub, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
+	h := &ownedLease{life: l.life, pub: l.pub, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -121,8 +121,8 @@ func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*h
 	return h, nil
 }
 
-// heldLease is a lease message this backend holds unacked.
-type heldLease struct {
+// ownedLease is a lease message this backend holds unacked.
+type ownedLease struct {
 	life  lifetime
 	pub   *publisher
 	queue string
@@ -138,7 +138,7 @@ type heldLease struct {
 }
 
 // take holds m as the lease message.
-func (h *heldLease) take(m amqp.Delivery) {
+func (h *ownedLease) take(m amqp.Delivery) {
 	h.tag = m.DeliveryTag
 	h.mark = leaseMark(m.Body)
 }
@@ -153,7 +153,7 @@ func leaseMark(body []byte) time.Time {
 }
 
 // watch marks the lease lost when its channel closes or the backend does.
-func (h *heldLease) watch(closes <-chan *amqp.Error) {
+func (h *ownedLease) watch(closes <-chan *amqp.Error) {
 	select {
 	case <-closes:
 	case <-h.life.done():
@@ -162,19 +162,19 @@ func (h *heldLease) watch(closes <-chan *amqp.Error) {
 	h.setLost()
 }
 
-func (h *heldLease) setLost() { h.lostOnce.Do(func() { close(h.lost) }) }
+func (h *ownedLease) setLost() { h.lostOnce.Do(func() { close(h.lost) }) }
 
-func (h *heldLease) Mark() time.Time {
+func (h *ownedLease) Mark() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.mark
 }
 
-func (h *heldLease) Lost() <-chan struct{} { return h.lost }
+func (h *ownedLease) Lost() <-chan struct{} { return h.lost }
 
 // Advance publishes a lease message carrying mark, confirmed, then acks the
 // one held and takes the next, dropping copies older than mark.
-func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
+func (h *ownedLease) Advance(ctx context.Context, mark time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	select {
@@ -216,7 +216,7 @@ func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
 
 // Release closes the lease's channel: the broker hands the lease message
 // to the next contender.
-func (h *heldLease) Release() error {
+func (h *ownedLease) Release() error {
 	h.setLost()
 	if err := h.ch.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return brokerError(fmt.Sprintf("lease queue %q: release", h.queue), err)

@@ -83,7 +83,7 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 			}
 			// The connection is blocked by a resource alarm: wait it
 			// out uncorked, so that its other frames still go.
-			if err := pc.conn.waitUnblocked(ctx); err != nil {
+			if err := pc.conn.awaitUnblocked(ctx); err != nil {
 				for ; i < hi; i++ {
 					errs[i] = fmt.Errorf("publish to %q: %w", msgs[i].key, err)
 				}

@@ -115,7 +115,7 @@ func (pc *pubChannel) start(ctx context.Context, exchange, key string, msg amqp.
 // held, a declare of q (creating it if it is gone), then the publish, then
 // a passive declare. The broker
 // handles a channel's frames in order, so the passive declare, which
-// renews q's lease (x-expires), comes right after the message entered q,
+// renews q's expiry (x-expires), comes right after the message entered q,
 // however long the publish took to reach the broker. A q that was gone
 // when the publish came returns it (ErrUnroutable); a q that expired
 // between the publish and the passive declare fails that declare
@@ -201,7 +201,7 @@ func (pc *pubChannel) startIn(ctx context.Context, w *inflight, exchange, key st
 	if corked {
 		sock = nil // a nil *corkConn corks nothing
 	}
-	err := pc.publishHeld(ctx, w, sock, exchange, key, msg, mandatory, !corked, around)
+	err := pc.publishLocked(ctx, w, sock, exchange, key, msg, mandatory, !corked, around)
 	var failed sendError
 	switch {
 	case errors.Is(err, errBroken):
@@ -255,12 +255,12 @@ type sendError struct{ err error }
 
 func (e sendError) Error() string { return e.err.Error() }
 
-// publishHeld publishes msg with pubMu held, which it takes (waiting out a
-// block of the connection with waitBlock) and releases. It corks sock
+// publishLocked publishes msg with pubMu held, which it takes (waiting out a
+// block of the connection with awaitBlock) and releases. It corks sock
 // before the publish; a plain publish leaves it corked for the caller,
 // one with around uncorks it before around.after.
-func (pc *pubChannel) publishHeld(ctx context.Context, w *inflight, sock *corkConn, exchange, key string, msg amqp.Publishing, mandatory, waitBlock bool, around *renewal) error {
-	if err := pc.lock(ctx, key, waitBlock); err != nil {
+func (pc *pubChannel) publishLocked(ctx context.Context, w *inflight, sock *corkConn, exchange, key string, msg amqp.Publishing, mandatory, awaitBlock bool, around *renewal) error {
+	if err := pc.lock(ctx, key, awaitBlock); err != nil {
 		return err
 	}
 	defer pc.unlock()
@@ -367,12 +367,12 @@ func (pc *pubChannel) sendFailed(ctx context.Context, key string, err error) err
 // would only add to what it has not read. Either wait ends with ctx, and
 // then the publish fails with ErrBlocked or ctx's error.
 //
-// Without waitBlock it does not wait for a block: the caller looked just
+// Without awaitBlock it does not wait for a block: the caller looked just
 // before, and a publish made as a block begins waits in the cork or the
 // socket, as it would have in the broker.
-func (pc *pubChannel) lock(ctx context.Context, key string, waitBlock bool) error {
-	if waitBlock {
-		if err := pc.conn.waitUnblocked(ctx); err != nil {
+func (pc *pubChannel) lock(ctx context.Context, key string, awaitBlock bool) error {
+	if awaitBlock {
+		if err := pc.conn.awaitUnblocked(ctx); err != nil {
 			return fmt.Errorf("publish to %q: %w", key, err)
 		}
 	}

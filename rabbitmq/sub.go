@@ -271,8 +271,8 @@ func (s *subscription) Stop() error {
 	// with the channel's close, counted as a run that never happened. So
 	// acks are held back until the cancel is answered, and the cancel
 	// waits until the broker has no prefetch left to send with.
-	s.acks.hold()
-	defer s.acks.unhold()
+	s.acks.stall()
+	defer s.acks.unstall()
 	s.awaitPrefetchSpent()
 	err := s.c.callAnswering(stopTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	if errors.Is(err, errNoAnswer) {

@@ -61,12 +61,12 @@ type acker struct {
 
 	mu      sync.Mutex
 	low     uint64              // lowest tag not known settled
-	waiting map[uint64]struct{} // done, ack not yet sent
+	unsent  map[uint64]struct{} // done, ack not yet sent
 	claimed map[uint64]struct{} // a nack or reject on its way to the wire
 	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
 	err     error               // why acks can no longer be sent
 	closing bool
-	held    bool // acks wait for unhold (close sends them anyway)
+	stalled bool // acks wait for unstall (close sends them anyway)
 	// gathering says the gathering timer runs: it will flush what
 	// waits, so an ack below the threshold need not flush.
 	gathering bool
@@ -87,7 +87,7 @@ func newAcker(ch ackSender, prefetch int) *acker {
 		ch:        ch,
 		threshold: max(1, prefetch/2),
 		low:       1,
-		waiting:   map[uint64]struct{}{},
+		unsent:    map[uint64]struct{}{},
 		claimed:   map[uint64]struct{}{},
 	}
 	a.gather = time.AfterFunc(time.Hour, a.gathered)
@@ -114,7 +114,7 @@ func (a *acker) ack(tag uint64) error {
 		a.mu.Unlock()
 		return err
 	}
-	a.waiting[tag] = struct{}{}
+	a.unsent[tag] = struct{}{}
 	flush := a.nextLocked()
 	a.mu.Unlock()
 	if flush {
@@ -125,12 +125,12 @@ func (a *acker) ack(tag uint64) error {
 
 // nextLocked starts the gathering timer when acks wait and it is not
 // running, and reports whether enough wait (half the prefetch) to send
-// them now. It does neither while acks are held. a.mu must be held.
+// them now. It does neither while acks are stalled. a.mu must be held.
 func (a *acker) nextLocked() (flush bool) {
-	if a.held || a.closing || a.err != nil || len(a.waiting) == 0 {
+	if a.stalled || a.closing || a.err != nil || len(a.unsent) == 0 {
 		return false
 	}
-	if len(a.waiting) >= a.threshold {
+	if len(a.unsent) >= a.threshold {
 		return true
 	}
 	if !a.gathering {
@@ -151,11 +151,11 @@ func (a *acker) straggled() { a.fired(&a.straggling, true) }
 
 // fired is a timer's end: running, the timer's flag under a.mu, is
 // cleared, and what waits is flushed (force: stragglers too) unless acks
-// are held or closing.
+// are stalled or closing.
 func (a *acker) fired(running *bool, force bool) {
 	a.mu.Lock()
 	*running = false
-	stop := a.held || a.closing
+	stop := a.stalled || a.closing
 	a.mu.Unlock()
 	if !stop {
 		a.flushAndArm(force)
@@ -205,7 +205,7 @@ func (a *acker) settled(tag uint64) {
 	a.mu.Lock()
 	delete(a.claimed, tag)
 	if tag >= a.low && !a.isSettledLocked(tag) {
-		delete(a.waiting, tag)
+		delete(a.unsent, tag)
 		a.addSettledLocked(tag)
 	}
 	flush := a.nextLocked()
@@ -224,7 +224,7 @@ func (a *acker) usableLocked(tag uint64) error {
 	case tag < a.low || a.isSettledLocked(tag):
 		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
-	if _, ok := a.waiting[tag]; ok {
+	if _, ok := a.unsent[tag]; ok {
 		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
 	if _, ok := a.claimed[tag]; ok {
@@ -277,8 +277,8 @@ func (a *acker) flush(force bool) (left bool) {
 	}
 	var multi uint64
 	for {
-		if _, ok := a.waiting[a.low]; ok {
-			delete(a.waiting, a.low)
+		if _, ok := a.unsent[a.low]; ok {
+			delete(a.unsent, a.low)
 			multi = a.low
 			a.low++
 			continue
@@ -291,17 +291,17 @@ func (a *acker) flush(force bool) (left bool) {
 		break
 	}
 	var singles []uint64
-	if len(a.waiting) > 0 && (force || len(a.waiting) >= a.threshold) {
-		for tag := range a.waiting {
+	if len(a.unsent) > 0 && (force || len(a.unsent) >= a.threshold) {
+		for tag := range a.unsent {
 			singles = append(singles, tag)
 		}
 		slices.Sort(singles)
-		clear(a.waiting)
+		clear(a.unsent)
 		for _, tag := range singles {
 			a.addSettledLocked(tag)
 		}
 	}
-	left = len(a.waiting) > 0
+	left = len(a.unsent) > 0
 	a.mu.Unlock()
 
 	var err error
@@ -324,19 +324,19 @@ func (a *acker) flush(force bool) (left bool) {
 	return left
 }
 
-// hold keeps acks from going out until unhold: settles are recorded, and
+// stall keeps acks from going out until unstall: settles are recorded, and
 // the broker, which sends a consumer no more than its prefetch unacked,
 // sends no delivery for them meanwhile.
-func (a *acker) hold() {
+func (a *acker) stall() {
 	a.mu.Lock()
-	a.held = true
+	a.stalled = true
 	a.mu.Unlock()
 }
 
-// unhold lets the acks held back go out.
-func (a *acker) unhold() {
+// unstall lets the acks stalled go out.
+func (a *acker) unstall() {
 	a.mu.Lock()
-	a.held = false
+	a.stalled = false
 	flush := a.nextLocked()
 	a.mu.Unlock()
 	if flush {

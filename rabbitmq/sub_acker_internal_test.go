@@ -134,8 +134,8 @@ func TestAckerMemoryIsBounded(t *testing.T) {
 		}
 	}
 	a.flush(true)
-	if len(a.waiting) != 0 || len(a.ranges) != 1 || a.low != 1 {
-		t.Fatalf("after 10,000 acks behind tag 1: %d waiting, %d ranges, low %d; want 0, 1, 1", len(a.waiting), len(a.ranges), a.low)
+	if len(a.unsent) != 0 || len(a.ranges) != 1 || a.low != 1 {
+		t.Fatalf("after 10,000 acks behind tag 1: %d waiting, %d ranges, low %d; want 0, 1, 1", len(a.unsent), len(a.ranges), a.low)
 	}
 	f.take()
 	mustAck(t, a, 1)

@@ -30,9 +30,9 @@ type waiter struct {
 	mode        runtime.DelayMode // Options.Delay: a queue's when it names none
 	provisioned bool              // Options.ProvisionedDelayExchange
 
-	holds    singleflight.Group // hold queue declares in flight, by name
-	holdDecl holdDeclares       // which hold queues need a declare of their own
-	delayers map[runtime.DelayMode]delayer
+	declaring singleflight.Group // hold queue declares in flight, by name
+	holdDecl  holdDeclares       // which hold queues need a declare of their own
+	delayers  map[runtime.DelayMode]delayer
 }
 
 func newWaiter(w *waiter) *waiter {

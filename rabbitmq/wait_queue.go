@@ -45,7 +45,7 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admi
 			}
 		}
 		sent := time.Now()
-		if leaseOf(hold) > 0 {
+		if expiryOf(hold) > 0 {
 			// Whether to declare it first is known once the channel is
 			// held: opening a channel, or waiting for one, takes time.
 			stale := func() bool {
@@ -86,7 +86,7 @@ func (d queueDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admi
 // caller giving up does not fail the others; each caller still stops
 // waiting when its own ctx ends.
 func (d queueDelayer) declareHold(ctx context.Context, hold topology.Queue) error {
-	res := d.w.holds.DoChan(hold.Name, func() (any, error) {
+	res := d.w.declaring.DoChan(hold.Name, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDeclareTimeout)
 		defer cancel()
 		sent := time.Now()

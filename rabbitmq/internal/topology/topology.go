@@ -180,13 +180,13 @@ func classicHoldArgs(name string, ttl int64) amqp.Table {
 	}
 }
 
-// HoldMargin is the least time by which a classic hold queue's lease
+// HoldMargin is the least time by which a classic hold queue's expiry
 // (x-expires) outlasts the TTL of a message published into it.
 const HoldMargin = time.Second
 
 // HoldExpires is the x-expires, in milliseconds, of a classic hold queue
 // whose TTL is ttl milliseconds: twice the TTL, and at least the TTL plus
-// HoldMargin. The lease is renewed by the declare sent right before each
+// HoldMargin. The expiry is renewed by the declare sent right before each
 // publish into the queue, and the message leaves the queue one TTL after
 // it entered, so the margin is what the broker has to take the publish
 // and run the message's TTL timer before the queue expires: one TTL is a
