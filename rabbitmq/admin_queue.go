@@ -75,12 +75,7 @@ func (o *ops) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQu
 		if q.Consumers > 0 && !opts.Force {
 			return res, fmt.Errorf("delete queue %q: %w: %d attached", queue, admin.ErrQueueInUse, q.Consumers)
 		}
-		var n int
-		err := o.onChannel(ctx, func(ch *amqp.Channel) error {
-			var err error
-			n, err = ch.QueueDelete(queue, false, false, false)
-			return err
-		})
+		n, err := o.deleteOne(ctx, queue)
 		if err != nil {
 			return res, brokerError(fmt.Sprintf("delete queue %q", queue), err)
 		}
@@ -89,6 +84,14 @@ func (o *ops) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQu
 	if !opts.WithWaits {
 		return res, nil
 	}
+	return res, o.deleteWaits(ctx, queue, listed, &res)
+}
+
+// deleteWaits deletes what goes with queue, found in listed or by name:
+// its hold queues, its dead-letter queue and its paused marker, whose
+// delete resumes it. A queue only named like a hold queue of queue is
+// kept, and counted in res.Kept.
+func (o *ops) deleteWaits(ctx context.Context, queue string, listed []mgmt.Queue, res *admin.DeleteResult) error {
 	others, kept := o.waitsOf(queue, listed)
 	marker, merr := o.pauses.marker(queue)
 	if merr == nil {
@@ -97,28 +100,24 @@ func (o *ops) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQu
 	for _, name := range slices.Compact(others) {
 		_, found, err := inspectQueue(ctx, o.life, o.conn, name)
 		if err != nil {
-			return res, fmt.Errorf("delete queue %q: %w", queue, err)
+			return fmt.Errorf("delete queue %q: %w", queue, err)
 		}
 		if !found {
 			continue
 		}
 		if name == o.names.Dead(queue).Name {
 			if err := o.announceTake(ctx, queue); err != nil {
-				return res, fmt.Errorf("delete queue %q: %w", queue, err)
+				return fmt.Errorf("delete queue %q: %w", queue, err)
 			}
 		}
-		var n int
-		if err := o.onChannel(ctx, func(ch *amqp.Channel) error {
-			var err error
-			n, err = ch.QueueDelete(name, false, false, false)
-			return err
-		}); err != nil {
-			return res, brokerError(fmt.Sprintf("delete queue %q: delete %q", queue, name), err)
+		n, err := o.deleteOne(ctx, name)
+		if err != nil {
+			return brokerError(fmt.Sprintf("delete queue %q: delete %q", queue, name), err)
 		}
 		res.Deleted = append(res.Deleted, admin.DeletedQueue{Name: name, Jobs: n})
 		if name == marker {
 			if err := o.pauses.notify(ctx, "resume", queue); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
@@ -129,7 +128,19 @@ func (o *ops) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQu
 		}
 		res.Kept = append(res.Kept, k)
 	}
-	return res, nil
+	return nil
+}
+
+// deleteOne deletes the queue called name and returns how many messages
+// it held.
+func (o *ops) deleteOne(ctx context.Context, name string) (int, error) {
+	var n int
+	err := o.onChannel(ctx, func(ch *amqp.Channel) error {
+		var err error
+		n, err = ch.QueueDelete(name, false, false, false)
+		return err
+	})
+	return n, err
 }
 
 // waitsOf returns, from the management API's list, the dead-letter queue

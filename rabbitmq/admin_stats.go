@@ -133,16 +133,7 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admi
 
 // stats is Backend.QueueStats.
 func (o *ops) stats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
-	listed, lerr := o.listQueues(ctx)
-	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]holdRef{}, err: lerr}
-	if lerr == nil {
-		for _, q := range listed {
-			l.byName[q.Name] = q
-			if h, ok, _ := o.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok {
-				l.holds[h.Queue] = append(l.holds[h.Queue], holdRef{q.Name, h})
-			}
-		}
-	}
+	l := o.list(ctx)
 	out := make([]admin.QueueStats, len(queues))
 	readers := min(statsReaders, (len(queues)+statsPerReader-1)/statsPerReader)
 	if readers <= 1 {
@@ -201,6 +192,23 @@ const (
 	statsReaders   = 8
 	statsPerReader = 32
 )
+
+// list reads the management API's listing of the broker's queues, its
+// hold queues known by their arguments; without the API, its err says why.
+func (o *ops) list(ctx context.Context) listing {
+	listed, err := o.listQueues(ctx)
+	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]holdRef{}, err: err}
+	if err != nil {
+		return l
+	}
+	for _, q := range listed {
+		l.byName[q.Name] = q
+		if h, ok, _ := o.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok {
+			l.holds[h.Queue] = append(l.holds[h.Queue], holdRef{q.Name, h})
+		}
+	}
+	return l
+}
 
 // listing is what the management API listed for QueueStats: the queues by
 // name and the hold queues of each logical queue (known by their
@@ -264,6 +272,13 @@ func (o *ops) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l lis
 	if cfg.PluginDelay {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
+	return st, o.countHolds(ctx, p, cfg, l, &st)
+}
+
+// countHolds counts, into st, the jobs in flight on cfg's queue and the
+// waits in its hold queues: found in l, or without the management API
+// looked for by the names its retry schedule gives.
+func (o *ops) countHolds(ctx context.Context, p *passive, cfg admin.Queue, l listing, st *admin.QueueStats) error {
 	var holds []holdRef
 	if l.err != nil {
 		st.Unacked = admin.NotSeen
@@ -281,7 +296,7 @@ func (o *ops) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l lis
 	for _, h := range holds {
 		q, found, err := p.declare(ctx, h.name)
 		if err != nil {
-			return st, err
+			return err
 		}
 		if !found || q.Messages == 0 {
 			continue
@@ -289,7 +304,7 @@ func (o *ops) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l lis
 		st.Holds = append(st.Holds, admin.HoldStats{Name: h.name, Kind: h.Kind, Delay: h.Delay, Jobs: q.Messages, NextReleaseBy: now.Add(h.Delay)})
 		st.Waiting += q.Messages
 	}
-	return st, nil
+	return nil
 }
 
 // retryHolds names the retry hold queues q's retry schedule uses, when q
