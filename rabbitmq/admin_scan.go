@@ -119,14 +119,24 @@ func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan
 	}
 }
 
+// open opens the scan on a channel of its own, closed again unless the
+// scan consumes on it.
 func (s *deadScan) open(ctx context.Context, window int) error {
 	ch, err := s.o.conn.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
+	if err := s.consume(ctx, ch, window); err != nil || s.ch == nil {
+		return err
+	}
+	return nil
+}
+
+// consume starts the scan's consumer on ch, unless the queue is empty: s.ch
+// is set once it consumes. The caller closes ch otherwise.
+func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) error {
 	q, err := ch.QueueDeclarePassive(s.dead, true, false, false, false, nil)
 	if err != nil {
-		_ = ch.Close()
 		if isCode(err, amqp.NotFound) {
 			return unknownQueue(fmt.Sprintf("dead letters of %q", s.queue), fmt.Sprintf("its dead-letter queue %q does not exist", s.dead))
 		}
@@ -137,12 +147,10 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		// yet been let go: a quorum queue returns a closed consumer's
 		// messages asynchronously, so until then they count as neither
 		// ready nor readable.
-		_ = ch.Close()
 		return errScanBusy
 	}
 	classic, err := s.o.isClassic(ctx, s.dead)
 	if err != nil {
-		_ = ch.Close()
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
 	s.depth = q.Messages
@@ -151,7 +159,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		s.want = min(window, s.depth)
 	}
 	if s.want == 0 {
-		_ = ch.Close()
 		return nil
 	}
 	var prefetch int
@@ -166,7 +173,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		prefetch = min(s.want, keepPrefetch)
 	}
 	if err := ch.Qos(prefetch, 0, false); err != nil {
-		_ = ch.Close()
 		return brokerError(fmt.Sprintf("dead letters of %q: set prefetch", s.queue), err)
 	}
 	var token [8]byte
@@ -174,7 +180,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 	s.consumer = "queuey-dead-read-" + hex.EncodeToString(token[:])
 	d, err := ch.Consume(s.dead, s.consumer, false, true, false, false, nil)
 	if err != nil {
-		_ = ch.Close()
 		return err
 	}
 	s.ch, s.deliveries = ch, d
