@@ -91,26 +91,42 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	if s.orphans != nil && s.orphans(env) {
 		return false
 	}
-	if attempt <= env.MaxAttempts {
-		if s.q.QueueType == runtime.QueueQuorum {
-			env.Attempt = attempt
-			return false
-		}
-		next := env.Clone()
-		next.Attempt = attempt
-		if next.Headers == nil {
-			next.Headers = make(map[string]string, 1)
-		}
-		next.Headers[headerRedelivered] = "1"
-		msg, err := s.cs.enc.encodeCopy(next, codec.Options{Priority: m.Priority})
-		if err == nil {
-			ctx, cancel := s.moveCtx()
-			err = s.cs.pub.publish(ctx, s.q.Name, msg)
-			cancel()
-		}
-		s.settleMoved(m, env, err, "publish it again with its attempt raised")
+	switch {
+	case attempt > env.MaxAttempts:
+		s.deadLetterUnsettled(m, env, attempt)
+		return true
+	case s.q.QueueType == runtime.QueueQuorum:
+		env.Attempt = attempt
+		return false
+	default:
+		s.republish(m, env, attempt)
 		return true
 	}
+}
+
+// republish publishes a copy of env, delivered again as m, with its
+// attempt raised to attempt and marked a redelivery, and settles m once
+// the copy is confirmed (settleMoved).
+func (s *subscription) republish(m *amqp.Delivery, env *runtime.Envelope, attempt int) {
+	next := env.Clone()
+	next.Attempt = attempt
+	if next.Headers == nil {
+		next.Headers = make(map[string]string, 1)
+	}
+	next.Headers[headerRedelivered] = "1"
+	msg, err := s.cs.enc.encodeCopy(next, codec.Options{Priority: m.Priority})
+	if err == nil {
+		ctx, cancel := s.moveCtx()
+		err = s.cs.pub.publish(ctx, s.q.Name, msg)
+		cancel()
+	}
+	s.settleMoved(m, env, err, "publish it again with its attempt raised")
+}
+
+// deadLetterUnsettled moves env, delivered again as m past its last
+// attempt (attempt is one more), to the dead-letter queue, or rejects it
+// without one.
+func (s *subscription) deadLetterUnsettled(m *amqp.Delivery, env *runtime.Envelope, attempt int) {
 	runs := attempt - 1
 	reason := reasons.Unsettled(runs, env.MaxAttempts)
 	s.cs.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
@@ -120,7 +136,7 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 			env.Attempt, env.LastError = runs, reason
 			s.deadLettered(env, "", reason)
 		}
-		return true
+		return
 	}
 	next := env.Clone()
 	next.Attempt = runs
@@ -135,7 +151,6 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	if s.settleMoved(m, env, err, "move it to the dead-letter queue") {
 		s.deadLettered(next, "", reason)
 	}
-	return true
 }
 
 // settleMoved acks m once its new copy is published (err nil), or puts it
