@@ -77,8 +77,9 @@ func letterID(m *amqp.Delivery) string {
 	return admin.PoisonID(m.Body)
 }
 
-// bind binds the queue of notices, unless bound. x.mu is held.
-func (x *deadIndex) bind(ctx context.Context, o *ops) error {
+// bindIndex binds the queue of notices, unless bound. x.mu is held.
+func (o *ops) bindIndex(ctx context.Context) error {
+	x := &o.index
 	if x.ch != nil && !x.ch.IsClosed() {
 		return nil
 	}
@@ -111,10 +112,11 @@ func (x *deadIndex) forget() {
 	x.ch, x.byQueue = nil, nil
 }
 
-// drain gets every notice waiting and forgets the indexes they name.
+// drainIndex gets every notice waiting and forgets the indexes they name.
 // x.mu is held.
-func (x *deadIndex) drain(ctx context.Context, o *ops) error {
-	if err := x.bind(ctx, o); err != nil {
+func (o *ops) drainIndex(ctx context.Context) error {
+	x := &o.index
+	if err := o.bindIndex(ctx); err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
@@ -133,13 +135,14 @@ func (x *deadIndex) drain(ctx context.Context, o *ops) error {
 	return ctx.Err()
 }
 
-// current returns queue's index when it is still true, and how many
+// currentIndex returns queue's index when it is still true, and how many
 // letters the queue holds. x.mu is held.
-func (x *deadIndex) current(ctx context.Context, o *ops, queue string) (*deadLetters, int, bool) {
+func (o *ops) currentIndex(ctx context.Context, queue string) (*deadLetters, int, bool) {
+	x := &o.index
 	if x.byQueue[queue] == nil {
 		return nil, 0, false
 	}
-	if err := x.drain(ctx, o); err != nil {
+	if err := o.drainIndex(ctx); err != nil {
 		return nil, 0, false
 	}
 	idx := x.byQueue[queue]
@@ -198,11 +201,12 @@ func (o *ops) peekDead(ctx context.Context, queue string) (int, string, bool) {
 // classic.
 var errNotIndexed = errors.New("dead-letter queue not indexed")
 
-// make reads the whole of queue's dead-letter queue, keeping every
+// makeIndex reads the whole of queue's dead-letter queue, keeping every
 // letter in place, and makes its index. x.mu is held.
-func (x *deadIndex) make(ctx context.Context, o *ops, queue string) (*deadLetters, error) {
+func (o *ops) makeIndex(ctx context.Context, queue string) (*deadLetters, error) {
+	x := &o.index
 	delete(x.byQueue, queue)
-	if err := x.bind(ctx, o); err != nil {
+	if err := o.bindIndex(ctx); err != nil {
 		return nil, err
 	}
 	classic, err := o.isClassic(ctx, o.names.Dead(queue).Name)
@@ -222,7 +226,7 @@ func (x *deadIndex) make(ctx context.Context, o *ops, queue string) (*deadLetter
 		}
 		// The notices waiting now were sent by takers that let the queue
 		// go before this read held it: the letters they took are gone.
-		if err := x.drain(ctx, o); err != nil {
+		if err := o.drainIndex(ctx); err != nil {
 			return nil, err
 		}
 		idx := &deadLetters{letters: make([]amqp.Delivery, 0, s.want), at: make(map[string]int, s.want)}
@@ -259,11 +263,11 @@ func (o *ops) indexedPage(ctx context.Context, queue, after string, limit int) (
 	x := &o.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	idx, total, ok := x.current(ctx, o, queue)
+	idx, total, ok := o.currentIndex(ctx, queue)
 	for fresh := false; ; fresh = true {
 		if !ok {
 			var err error
-			if idx, err = x.make(ctx, o, queue); err != nil {
+			if idx, err = o.makeIndex(ctx, queue); err != nil {
 				if errors.Is(err, errNotIndexed) {
 					return admin.DeadLetterList{}, false, nil
 				}
@@ -297,13 +301,13 @@ func (o *ops) indexedLetter(ctx context.Context, queue, id string) (admin.DeadLe
 	x := &o.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	idx, _, ok := x.current(ctx, o, queue)
+	idx, _, ok := o.currentIndex(ctx, queue)
 	if ok {
 		if i, found := idx.at[id]; found {
 			return deadLetterInfo(queue, &idx.letters[i]), true, nil
 		}
 	}
-	idx, err := x.make(ctx, o, queue)
+	idx, err := o.makeIndex(ctx, queue)
 	if err != nil {
 		if errors.Is(err, errNotIndexed) {
 			return admin.DeadLetterInfo{}, false, nil
