@@ -152,29 +152,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 			t.Stop()
 		}
 	}
-	c.mu.Lock()
-	start := c.next
-	c.mu.Unlock()
-
-	var (
-		conn *amqp.Connection
-		sock *corkConn
-		node int
-		errs []error
-	)
-	for i := range c.urls {
-		if ctx.Err() != nil {
-			break
-		}
-		node = (start + i) % len(c.urls)
-		var err error
-		conn, sock, err = c.dial(ctx, c.urls[node])
-		if err == nil {
-			break
-		}
-		errs = append(errs, err)
-	}
-
+	conn, sock, node, errs := c.dialNodes(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.round = nil
@@ -202,6 +180,28 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 	c.conn, c.cork, c.fails, c.lastErr = conn, sock, 0, nil
 	c.node, c.next = node, (node+1)%len(c.urls)
 	c.block = watchBlocked(conn)
+}
+
+// dialNodes dials the nodes once each, from the one after the node last
+// lost, until one answers or ctx ends: its connection and socket and the
+// node's index, or nil and every dial's error.
+func (c *connection) dialNodes(ctx context.Context) (*amqp.Connection, *corkConn, int, []error) {
+	c.mu.Lock()
+	start := c.next
+	c.mu.Unlock()
+	var errs []error
+	for i := range c.urls {
+		if ctx.Err() != nil {
+			break
+		}
+		node := (start + i) % len(c.urls)
+		conn, sock, err := c.dial(ctx, c.urls[node])
+		if err == nil {
+			return conn, sock, node, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, nil, 0, errs
 }
 
 // dial opens an AMQP connection to url, bounded by dialTimeout and by ctx,
