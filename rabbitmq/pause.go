@@ -16,6 +16,31 @@ import (
 
 var _ admin.Pauser = (*Backend)(nil)
 
+// Paused queues, with nothing but the broker.
+//
+// A paused queue q has a marker: the durable, empty queue
+// "queuey.paused.<q>". Its existence is the paused state, so it outlives
+// every worker. Pausing declares the marker, resuming deletes it, and
+// either then publishes a notice, "pause <q>" or "resume <q>", to the
+// durable fanout exchange "queuey.control". A backend binds one exclusive
+// queue to that exchange, for all its watchers, before the first reads its
+// marker, so none misses a notice, and on each notice reads the marker of
+// the queue it names again: the marker decides, the notice only says when
+// to look. A backend also reads every watched marker every PauseRecheck or
+// more (see recheckDelay) and whenever it binds again after a lost
+// connection, which covers a notice lost with a connection.
+//
+// A watcher reads many markers in one pass: a message published to each
+// through the default exchange, mandatory and expiring at once, comes back
+// when the marker does not exist and is routed (and dropped) when it does
+// (see pauseNotices.read). Paused reads one marker with a passive declare.
+
+// Names of the pause topology.
+const (
+	pausedPrefix    = "queuey.paused."
+	controlExchange = "queuey.control"
+)
+
 // pauses pauses and resumes queues for every worker on the broker, and
 // tells this backend's watchers when a queue they watch is paused
 // (pauseNotices).
@@ -64,31 +89,6 @@ func (b *Backend) Paused(ctx context.Context, queue string) (bool, error) {
 func (b *Backend) WatchPaused(ctx context.Context, queue string) (<-chan bool, error) {
 	return b.pauses.watch(ctx, queue)
 }
-
-// Paused queues, with nothing but the broker.
-//
-// A paused queue q has a marker: the durable, empty queue
-// "queuey.paused.<q>". Its existence is the paused state, so it outlives
-// every worker. Pausing declares the marker, resuming deletes it, and
-// either then publishes a notice, "pause <q>" or "resume <q>", to the
-// durable fanout exchange "queuey.control". A backend binds one exclusive
-// queue to that exchange, for all its watchers, before the first reads its
-// marker, so none misses a notice, and on each notice reads the marker of
-// the queue it names again: the marker decides, the notice only says when
-// to look. A backend also reads every watched marker every PauseRecheck or
-// more (see recheckDelay) and whenever it binds again after a lost
-// connection, which covers a notice lost with a connection.
-//
-// A watcher reads many markers in one pass: a message published to each
-// through the default exchange, mandatory and expiring at once, comes back
-// when the marker does not exist and is routed (and dropped) when it does
-// (see pauseNotices.read). Paused reads one marker with a passive declare.
-
-// Names of the pause topology.
-const (
-	pausedPrefix    = "queuey.paused."
-	controlExchange = "queuey.control"
-)
 
 // PauseRecheck is how often, at least, a backend reads the markers of the
 // queues it watches with no notice. Each read is a publish, so a backend
