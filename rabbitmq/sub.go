@@ -611,7 +611,7 @@ func (d *delivery) Release(ctx context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.cs.waits.wait(ctx, d.s.q.Name, admin.HoldRetry, next, codec.Options{Priority: next.Priority, Fit: d.s.cs.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.waitCopy(ctx, d.s.q.Name, admin.HoldRetry, next, next.Priority, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -623,7 +623,7 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.cs.waits.wait(ctx, q.Name, admin.HoldDeferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.cs.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.waitCopy(ctx, q.Name, admin.HoldDeferred, next, maxPriority(q), delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)

@@ -28,7 +28,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		return
 	}
 	dead := s.cs.names.Dead(s.q.Name).Name
-	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.cs.pub.limits())
+	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.cs.enc.fit())
 	ctx, cancel := s.moveCtx()
 	defer cancel()
 	if err := s.cs.dead.publish(ctx, s.q.Name, msg); err != nil {

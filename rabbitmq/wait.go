@@ -95,3 +95,10 @@ func (w *waiter) wait(ctx context.Context, queue string, kind admin.HoldKind, en
 	}
 	return d.wait(ctx, q, kind, msg, rounded)
 }
+
+// waitCopy is wait of env, a copy of a job on the broker (a retry, a
+// deferral), at wire priority priority, made to fit what the publishing
+// connection takes (encoder.encodeCopy).
+func (w *waiter) waitCopy(ctx context.Context, queue string, kind admin.HoldKind, env *runtime.Envelope, priority uint8, delay time.Duration) error {
+	return w.wait(ctx, queue, kind, env, codec.Options{Priority: priority, Fit: w.enc.fit()}, delay)
+}
