@@ -18,7 +18,7 @@
 //     blocks until something happens awaits it (awaitUnblocked).
 //   - A hold queue holds the waits of one delay for one queue, and its TTL
 //     dead-letters them back to that queue. Hold names nothing else: acks
-//     kept off the wire while a consumer stops are stalled (acker.stall).
+//     kept off the wire while a consumer stops are stalled (acker.Acker.Stall).
 //   - An expiry is a classic hold queue's x-expires, which every declare
 //     of it renews (wait_declares.go).
 //   - A lease is a runtime.Leaser's: the one message of a lease queue,
@@ -28,8 +28,9 @@
 //
 // Each component owns its state and has its files: connections (conn_),
 // confirmed publishing (pub_), declares (decl_), waits (wait_), consuming
-// and settling (sub_), pausing (pause), leases (lease) and the operators'
-// reads (admin_). Backend (backend.go) wires them.
+// and settling (sub_, and the coalescing of acks in internal/acker),
+// pausing (pause), leases (lease) and the operators' reads (admin_).
+// Backend (backend.go) wires them.
 //
 // # Connections
 //

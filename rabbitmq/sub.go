@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queuey/queuey/rabbitmq/internal/acker"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"log/slog"
 	"maps"
@@ -62,7 +63,7 @@ func (c *consumers) closeAcks() {
 	subs := slices.Collect(maps.Keys(c.open))
 	c.mu.Unlock()
 	for _, s := range subs {
-		s.acks.close()
+		s.acks.Close()
 	}
 }
 
@@ -166,7 +167,7 @@ func (c *consumers) start(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		endc:    make(chan struct{}),
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
-		acks:    newAcker(ch, q.Prefetch),
+		acks:    acker.New(ch, q.Prefetch),
 		orphans: runtime.OrphanCheckFrom(ctx),
 	}
 	c.mu.Lock()
@@ -187,7 +188,7 @@ type subscription struct {
 	release func()
 	tag     string
 	out     chan runtime.Delivery
-	acks    *acker
+	acks    *acker.Acker
 	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
 	// orphans is the consuming worker's OrphanCheck, if any: the copy of
 	// a job its handler still runs is no new attempt (see redelivered).
@@ -271,8 +272,8 @@ func (s *subscription) Stop() error {
 	// with the channel's close, counted as a run that never happened. So
 	// acks are held back until the cancel is answered, and the cancel
 	// waits until the broker has no prefetch left to send with.
-	s.acks.stall()
-	defer s.acks.unstall()
+	s.acks.Stall()
+	defer s.acks.Unstall()
 	s.awaitPrefetchSpent()
 	err := s.c.callAnswering(stopTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	if errors.Is(err, errNoAnswer) {
@@ -303,7 +304,7 @@ func (s *subscription) awaitPrefetchSpent() {
 	limit := time.NewTimer(spentMax)
 	defer limit.Stop()
 	for {
-		if s.lastTag.Load()-s.acks.settledOnWire() >= uint64(s.q.Prefetch) {
+		if s.lastTag.Load()-s.acks.SettledOnWire() >= uint64(s.q.Prefetch) {
 			return
 		}
 		select {
@@ -358,7 +359,7 @@ func (s *subscription) Close() error {
 	// sent: its copy may be on the broker already, and the original going
 	// back with the channel would make it two.
 	<-s.done
-	s.acks.close() // done work is acked before the channel returns the rest
+	s.acks.Close() // done work is acked before the channel returns the rest
 	s.cs.forget(s)
 	var err error
 	cerr := errNoAnswer
@@ -496,9 +497,9 @@ func (s *subscription) ended(closes <-chan *amqp.Error) {
 	}
 	switch {
 	case err != nil:
-		s.acks.gone(err) // no ack can be sent any more
+		s.acks.Gone(err) // no ack can be sent any more
 	case s.ch.IsClosed():
-		s.acks.gone(errors.New("channel closed"))
+		s.acks.Gone(errors.New("channel closed"))
 	}
 	if err == nil {
 		switch {
@@ -536,13 +537,13 @@ func (s *subscription) requeueAfter(m *amqp.Delivery, d time.Duration) {
 		s.mu.Lock()
 		delete(s.timers, t)
 		s.mu.Unlock()
-		if s.acks.claim(m.DeliveryTag) != nil {
+		if s.acks.Claim(m.DeliveryTag) != nil {
 			return
 		}
 		if m.Nack(false, true) == nil { // fails only when the channel closed, which puts it back too
-			s.acks.settled(m.DeliveryTag)
+			s.acks.Settled(m.DeliveryTag)
 		} else {
-			s.acks.unclaim(m.DeliveryTag)
+			s.acks.Unclaim(m.DeliveryTag)
 		}
 	})
 	s.timers[t] = struct{}{}
@@ -562,7 +563,7 @@ func (d *delivery) Envelope() *runtime.Envelope { return d.env }
 // Ack hands the ack to the subscription's acker, which coalesces acks;
 // it fails once the channel is known gone.
 func (d *delivery) Ack(context.Context) error {
-	if err := d.s.acks.ack(d.tag); err != nil {
+	if err := d.s.acks.Ack(d.tag); err != nil {
 		return d.settleErr("ack", err)
 	}
 	return nil
@@ -571,14 +572,14 @@ func (d *delivery) Ack(context.Context) error {
 // Requeue puts the delivery back (basic.nack, requeue=true); a delivery
 // already settled is refused before anything is sent.
 func (d *delivery) Requeue(context.Context) error {
-	if err := d.s.acks.claim(d.tag); err != nil {
+	if err := d.s.acks.Claim(d.tag); err != nil {
 		return d.settleErr("requeue", err)
 	}
 	if err := d.s.ch.Nack(d.tag, false, true); err != nil {
-		d.s.acks.unclaim(d.tag)
+		d.s.acks.Unclaim(d.tag)
 		return d.settleErr("requeue", err)
 	}
-	d.s.acks.settled(d.tag)
+	d.s.acks.Settled(d.tag)
 	return nil
 }
 
@@ -632,14 +633,14 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reason string) error {
 	next = d.route(next)
 	if d.s.cs.noDead {
-		if err := d.s.acks.claim(d.tag); err != nil {
+		if err := d.s.acks.Claim(d.tag); err != nil {
 			return d.settleErr("reject", err)
 		}
 		if err := d.s.ch.Reject(d.tag, false); err != nil {
-			d.s.acks.unclaim(d.tag)
+			d.s.acks.Unclaim(d.tag)
 			return d.settleErr("reject", err)
 		}
-		d.s.acks.settled(d.tag)
+		d.s.acks.Settled(d.tag)
 		return nil
 	}
 	msg, err := d.s.cs.enc.encodeDead(next, reason)

@@ -23,7 +23,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 			s.cs.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
 			return
 		}
-		s.acks.settled(m.DeliveryTag)
+		s.acks.Settled(m.DeliveryTag)
 		s.deadLettered(nil, m.MessageId, reason)
 		return
 	}
@@ -41,7 +41,7 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 		attrs = append(attrs, "dropped_headers", dropped)
 	}
 	s.cs.log.Error("queuey: invalid message moved to dead-letter queue", attrs...)
-	if err := s.acks.ack(m.DeliveryTag); err != nil {
+	if err := s.acks.Ack(m.DeliveryTag); err != nil {
 		s.cs.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
 		return // it comes back, and is moved and told of again
 	}

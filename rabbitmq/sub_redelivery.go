@@ -132,7 +132,7 @@ func (s *subscription) deadLetterUnsettled(m *amqp.Delivery, env *runtime.Envelo
 	s.cs.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
 	if s.cs.noDead {
 		if err := m.Reject(false); err == nil {
-			s.acks.settled(m.DeliveryTag)
+			s.acks.Settled(m.DeliveryTag)
 			env.Attempt, env.LastError = runs, reason
 			s.deadLettered(env, "", reason)
 		}
@@ -158,7 +158,7 @@ func (s *subscription) deadLetterUnsettled(m *amqp.Delivery, env *runtime.Envelo
 // It reports whether m was acked.
 func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) bool {
 	if err == nil {
-		if aerr := s.acks.ack(m.DeliveryTag); aerr != nil {
+		if aerr := s.acks.Ack(m.DeliveryTag); aerr != nil {
 			s.cs.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
 			return false
 		}
