@@ -47,9 +47,10 @@ func Connections(b *Backend) (publish, consume *amqp.Connection) {
 	b.pubConn.mu.Lock()
 	publish = b.pubConn.conn
 	b.pubConn.mu.Unlock()
-	b.cons.conns[0].c.mu.Lock()
-	consume = b.cons.conns[0].c.conn
-	b.cons.conns[0].c.mu.Unlock()
+	first := b.ops.conn // the first consuming connection
+	first.mu.Lock()
+	consume = first.conn
+	first.mu.Unlock()
 	return publish, consume
 }
 
