@@ -305,9 +305,3 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	}
 	return missingQueue(env.Queue, b.pub.publish(ctx, env.Queue, msg))
 }
-
-// maxPriority is the wire priority a deferred job of q travels at: its
-// MaxPriority, or 0 on a queue of runtime.NoPriority.
-func maxPriority(q runtime.QueueConfig) uint8 {
-	return uint8(min(max(q.MaxPriority, 0), 255))
-}

@@ -102,3 +102,9 @@ func (w *waiter) wait(ctx context.Context, queue string, kind admin.HoldKind, en
 func (w *waiter) waitCopy(ctx context.Context, queue string, kind admin.HoldKind, env *runtime.Envelope, priority uint8, delay time.Duration) error {
 	return w.wait(ctx, queue, kind, env, codec.Options{Priority: priority, Fit: w.enc.fit()}, delay)
 }
+
+// maxPriority is the wire priority a deferred job of q travels at: its
+// MaxPriority, or 0 on a queue of runtime.NoPriority.
+func maxPriority(q runtime.QueueConfig) uint8 {
+	return uint8(min(max(q.MaxPriority, 0), 255))
+}
