@@ -77,6 +77,12 @@ type connection struct {
 	active atomic.Int64
 }
 
+// errConnClosed is runtime.ErrClosed of the connection called name,
+// closed with its backend.
+func errConnClosed(name string) error {
+	return fmt.Errorf("rabbitmq: %s connection: %w", name, runtime.ErrClosed)
+}
+
 func newConnection(urls []string, name string, log *slog.Logger) *connection {
 	return &connection{urls: urls, name: name, log: log, done: make(chan struct{})}
 }
@@ -98,7 +104,7 @@ func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+		return nil, errConnClosed(c.name)
 	}
 	if c.conn != nil && !c.conn.IsClosed() {
 		conn := c.conn
@@ -121,7 +127,7 @@ func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+		return nil, errConnClosed(c.name)
 	case c.conn != nil && !c.conn.IsClosed():
 		return c.conn, nil
 	case c.lastErr != nil:
@@ -164,7 +170,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 		c.fails++
 		c.lastErr = errors.Join(errs...)
 		if c.lastErr == nil {
-			c.lastErr = fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+			c.lastErr = errConnClosed(c.name)
 		}
 		// Only a connection that was up and was lost is dialled again, by
 		// its next use; a first dial's failure goes to its caller (Dial

@@ -110,7 +110,7 @@ func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*o
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-l.life.done():
-		return nil, fmt.Errorf("lease queue %q: %w", queue, runtime.ErrClosed)
+		return nil, l.life.refuse(fmt.Sprintf("lease queue %q", queue))
 	case m, ok := <-msgs:
 		if !ok {
 			return nil, fmt.Errorf("lease queue %q: channel closed while contending", queue)

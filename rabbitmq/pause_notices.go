@@ -106,7 +106,7 @@ func (n *pauseNotices) firstState(ctx context.Context, w *pauseWatch) error {
 	case <-ctx.Done():
 		return fmt.Errorf("paused state of queue %q: %w", w.queue, ctx.Err())
 	case <-n.p.life.done():
-		return fmt.Errorf("paused state of queue %q: %w", w.queue, runtime.ErrClosed)
+		return n.p.life.refuse(fmt.Sprintf("paused state of queue %q", w.queue))
 	}
 }
 
