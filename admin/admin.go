@@ -2,8 +2,8 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"time"
+
+	"github.com/queuey/queuey/runtime"
 )
 
 // Inspector is implemented by backends that let operators look at queues
@@ -28,30 +28,6 @@ type Inspector interface {
 	DeadLetter(ctx context.Context, queue, id string) (DeadLetterInfo, error)
 }
 
-// Queue is a logical queue whose statistics Inspector.QueueStats is asked
-// for. Only Name is required. The other fields are the queue's
-// configuration, as the application declares it (runtime.QueueConfig, or
-// the queue's //queuey:queue annotation); a backend that cannot list hold
-// queues (RabbitMQ without its management API) finds the queue's retry
-// hold queues by them, and says what it could not count.
-type Queue struct {
-	// Name is the logical queue.
-	Name string
-	// MaxAttempts, RetryBase and RetryMax are the queue's retry schedule,
-	// as in runtime.QueueConfig. Zero MaxAttempts means the schedule is not
-	// known: no retry hold queue is looked for by it; zero RetryBase or
-	// RetryMax is the runtime's default.
-	MaxAttempts         int
-	RetryBase, RetryMax time.Duration
-	// Quorum is set for a quorum queue (queue_type=quorum), whose hold
-	// queues are named for the rungs of their own ladder of delays.
-	Quorum bool
-	// PluginDelay is set when the queue's waits are held by the RabbitMQ
-	// delayed-message-exchange plugin (delay=plugin), which cannot count
-	// them.
-	PluginDelay bool
-}
-
 // DeadLetterAdmin is implemented by backends that can put dead letters back
 // to work and delete them. It is an optional capability beside
 // runtime.Backend.
@@ -74,26 +50,8 @@ type DeadLetterAdmin interface {
 }
 
 // Pauser is implemented by backends that can pause a queue for every
-// worker of every process using the backend, and keep it paused across
-// worker restarts until it is resumed. While a queue is paused, workers
-// take none of its jobs (those they are running finish), enqueues go on
-// and jobs accumulate. It is an optional capability beside
-// runtime.Backend; workers watch it when their backend implements it.
-type Pauser interface {
-	// PauseQueue pauses queue. Pausing a paused queue does nothing more. A
-	// queue that does not exist is runtime.ErrUnknownQueue.
-	PauseQueue(ctx context.Context, queue string) error
-	// ResumeQueue resumes queue. Resuming a queue that is not paused does
-	// nothing.
-	ResumeQueue(ctx context.Context, queue string) error
-	// Paused reports whether queue is paused.
-	Paused(ctx context.Context, queue string) (bool, error)
-	// WatchPaused sends whether queue is paused now, then each change,
-	// until ctx ends; then it closes the channel. Only the latest state
-	// waits in the channel: a reader that falls behind misses states in
-	// between, never the last. Workers use it to stop and start consuming.
-	WatchPaused(ctx context.Context, queue string) (<-chan bool, error)
-}
+// worker; see runtime.Pauser, which workers watch.
+type Pauser = runtime.Pauser
 
 // ReadyCounter is implemented by backends that can tell how many jobs wait
 // ready on a queue: not handed to a consumer, not held in a wait. It serves
@@ -101,17 +59,3 @@ type Pauser interface {
 type ReadyCounter interface {
 	Ready(ctx context.Context, queue string) (int, error)
 }
-
-var (
-	// ErrDeadLetterNotFound is returned when no dead letter has the ID
-	// asked for.
-	ErrDeadLetterNotFound = errors.New("queuey: no such dead letter")
-	// ErrCannotList is wrapped by errors about what a backend cannot see,
-	// such as hold queues made by other processes when the RabbitMQ
-	// management API is not reachable.
-	ErrCannotList = errors.New("queuey: cannot list")
-	// ErrEmptySelector is returned by RedriveDeadLetters and
-	// PurgeDeadLetters for a selector that selects nothing: say All, or
-	// give IDs, a reason or a kind.
-	ErrEmptySelector = errors.New("queuey: empty dead-letter selector")
-)

@@ -11,12 +11,15 @@
 // re-drives dead letters onto their queue with a fresh attempt count,
 // publishing each before removing it, and purges them; Pauser pauses and
 // resumes a queue for every worker; ReadyCounter counts a queue's ready
-// jobs, for monitoring. runtime.MemoryBackend and rabbitmq.Backend
-// implement all four. QueueAdmin purges a queue's ready jobs and deletes a
-// queue with its waits; rabbitmq.Backend implements it.
-// OutboxReader reads the backlog and dead rows of a transactional outbox;
-// outbox.StatsReader makes one.
+// jobs, for monitoring; QueueAdmin purges a queue's ready jobs and deletes
+// a queue with its waits. runtime.MemoryBackend and rabbitmq.Backend
+// implement all five. OutboxReader reads the backlog and dead rows of a
+// transactional outbox; outbox.StatsReader makes one.
 //
-// This package imports neither runtime nor a backend, so that backends can
-// implement its interfaces.
+// Package runtime, whose memory backend implements them, imports no
+// operators' package: the types of this API (QueueStats, DeadLetterInfo,
+// the re-drive and purge results, their errors) are defined in an
+// internal package below both, and named here by aliases; go doc on
+// github.com/queuey/queuey/internal/adminapi shows their fields. Pauser,
+// which workers watch, is runtime.Pauser.
 package admin

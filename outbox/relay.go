@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	backoffs "github.com/queuey/queuey/internal/backoff"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -373,13 +373,5 @@ func (b *backoff) next(first, most time.Duration) time.Duration {
 // wait sleeps the next backoff, and says false when ctx ended first.
 func (b *backoff) wait(ctx context.Context) bool {
 	d := b.next(100*time.Millisecond, 10*time.Second)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoffs.Sleep(ctx, backoffs.Jitter(d))
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/testclock"
+	"github.com/queuey/queuey/internal/clock"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -55,11 +56,11 @@ func New(t testing.TB, queues ...runtime.QueueConfig) *Backend {
 		consumed:      map[string]int{},
 		changed:       make(chan struct{}, 1),
 		workers:       map[*runtime.Worker]*running{},
-		clock:         &Clock{fake: testclock.NewFake(time.Now().UTC().Truncate(time.Second))},
+		clock:         &Clock{fake: clock.NewFake(time.Now().UTC().Truncate(time.Second))},
 		t:             t,
 		cleanup:       t.Cleanup,
 	}
-	if err := testclock.SetMemory(b.MemoryBackend, b.clock.fake); err != nil {
+	if err := runtime.Hooks(hooks.Key{}).SetClock(b.MemoryBackend, b.clock.fake); err != nil {
 		t.Fatalf("queueytest: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })

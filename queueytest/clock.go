@@ -3,7 +3,7 @@ package queueytest
 import (
 	"time"
 
-	"github.com/queuey/queuey/internal/testclock"
+	"github.com/queuey/queuey/internal/clock"
 )
 
 // Clock is the time of a Backend: the waits of its jobs (retries,
@@ -12,7 +12,7 @@ import (
 // starts at the real time New was called, to the second. It is safe for
 // concurrent use.
 type Clock struct {
-	fake *testclock.Fake
+	fake *clock.Fake
 }
 
 // Now returns the clock's time.

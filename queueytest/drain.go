@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/testclock"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -167,7 +167,7 @@ func (b *Backend) start(w *runtime.Worker) *running {
 // schedulesWaiting reports whether each of w's schedules waits for its
 // next tick.
 func schedulesWaiting(w *runtime.Worker) bool {
-	waiting, total := testclock.Schedules(w)
+	waiting, total := runtime.Hooks(hooks.Key{}).Schedules(w)
 	return waiting >= total
 }
 

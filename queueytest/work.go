@@ -9,7 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/queuey/queuey/internal/workone"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -60,21 +60,21 @@ func Work[T any](t testing.TB, w *runtime.Worker, queue runtime.Job[T], job T, o
 		MaxAttempts: cfg.maxAttempts,
 		EnqueuedAt:  time.Now(),
 	}
-	s, err := workone.Run(context.Background(), w, q.Name, env)
+	s, err := runtime.Hooks(hooks.Key{}).Run(context.Background(), w, q.Name, env)
 	if err != nil {
 		t.Fatalf("queueytest: %v", err)
 	}
 	o := Outcome{ID: env.ID, Queue: env.Queue, Kind: env.Kind, Attempt: env.Attempt, Delay: s.Delay, Reason: s.Reason}
 	switch s.Outcome {
-	case workone.Acked:
+	case hooks.Acked:
 		o.Result = Done
-	case workone.Retried:
+	case hooks.Retried:
 		o.Result = Retried
-	case workone.Deferred:
+	case hooks.Deferred:
 		o.Result = Deferred
-	case workone.DeadLettered:
+	case hooks.DeadLettered:
 		o.Result = DeadLettered
-	case workone.Requeued:
+	case hooks.Requeued:
 		o.Result = Requeued
 	default:
 		t.Fatalf("queueytest: the run of job %s was not settled", env.ID)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/backoff"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -42,7 +42,7 @@ func redialBackoff(n int) time.Duration {
 	}
 	d := redialMin << min(n-1, 10)
 	d = min(d, redialMax)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Jitter(d)
 }
 
 // connection owns one AMQP connection: the only place one is dialled, so

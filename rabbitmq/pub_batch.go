@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/chans"
 )
 
 // batchWindow is how many publishes of one batch may await their confirms
@@ -63,7 +65,7 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		w := &flights[i]
 		switch {
 		case w.dc == nil: // not started
-		case ctx.Err() != nil && !isDone(w.dc.Done()):
+		case ctx.Err() != nil && !chans.Closed(w.dc.Done()):
 			// The broker still owes it a confirm: settle would leave a
 			// goroutine each behind to wait for it; one waits for all.
 			abandoned = append(abandoned, w)
@@ -105,15 +107,5 @@ func forgetAll(pc *pubChannel, ws []*inflight) {
 		pc.mu.Lock()
 		pc.forget(w.seq, w)
 		pc.mu.Unlock()
-	}
-}
-
-// isDone reports whether c is closed.
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
@@ -107,7 +108,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 	large := make([]byte, 2<<20)
 
 	stop := enqueueAlongside(t, p, q, 20)
-	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit-8), runtime.WithID("too-big"))
+	_, bad := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), p, q, make([]byte, limit-8), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
 	if !errors.Is(bad, runtime.ErrTooLarge) {
@@ -124,7 +125,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 		payloads[i] = []byte{0x80}
 	}
 	payloads[10] = large
-	_, err := p.EnqueuePayloads(ctxT(t), q, payloads)
+	_, err := runtime.Hooks(hooks.Key{}).EnqueuePayloads(ctxT(t), p, q, payloads)
 	var be *runtime.BatchError
 	if !errors.As(err, &be) {
 		t.Fatalf("batch with one 2 MiB job = %v, want a BatchError", err)
@@ -174,7 +175,7 @@ func TestBrokerMaxMessageSizeIsTheDefault(t *testing.T) {
 	}
 
 	stop := enqueueAlongside(t, p, q, 20)
-	_, bad := p.EnqueuePayload(ctxT(t), q, make([]byte, limit+1), runtime.WithID("too-big"))
+	_, bad := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), p, q, make([]byte, limit+1), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
 	if !errors.Is(bad, runtime.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {

@@ -31,9 +31,8 @@ func (e *RuleError) Error() string {
 const MaxTickAhead = time.Minute
 
 // checkJob returns h behind the checks of each job against q, the queue
-// as w registered it, before h runs (see admit).
+// as w registered it (defaulted), before h runs (see admit).
 func (w *Worker) checkJob(q QueueConfig, h HandlerFunc) HandlerFunc {
-	q = q.WithDefaults()
 	return func(ctx context.Context, env *Envelope) error {
 		if err := w.admit(q, env); err != nil {
 			return err

@@ -18,15 +18,15 @@
 // handler outcomes (Defer, Permanent), InfoFromContext, and the errors to
 // match.
 //
-// Backend implementers use the names whose doc says they are for backend
-// implementers: Backend, Subscription and Delivery, the optional
-// capabilities beside them (BatchPublisher, WaitTargeter, ReadyCounter,
-// Redelivery, Leaser and HeldLease) and RedriveEnvelope, with package
-// backendtest, the conformance suite every backend passes. Application
-// code only hands a Backend to NewProducer and NewWorker and closes it.
+// Backend implementers use what the last section, For backend
+// implementers, lists. Application code only hands a Backend to
+// NewProducer and NewWorker and closes it.
 //
 // Operators' tools (the queuey command, a dashboard) inspect and manage
 // queues and dead letters through package admin.
+//
+// Hooks serves this module's test kit (package queueytest) alone; nothing
+// outside this module can call it.
 //
 // # Outcomes
 //
@@ -94,24 +94,36 @@
 // workers enqueue a job at each tick of a cron spec: one worker of every
 // process at a time, elected through the backend's Leaser, fires each
 // tick, at least once, with the deterministic ID name@tick (see
-// Schedule.Name). A backend that is an admin.Pauser lets an operator pause
-// a queue: every worker stops taking its jobs and starts again on resume.
-//
-// # Backends
-//
-// A Backend declares queues, publishes envelopes, opens Subscriptions
-// whose Deliveries are settled by Ack, Requeue, Retry, Defer or DeadLetter,
-// and is closed with Close. A queue name carries one job kind: Declare
-// refuses a second one (ErrKindConflict). An enqueue onto a queue that does
-// not exist is ErrUnknownQueue on every backend.
-// NewMemoryBackend keeps everything in process under the same rules as the
-// RabbitMQ backend in package rabbitmq; package backendtest is the
-// conformance suite both pass.
+// Schedule.Name). A backend that is a Pauser lets an operator pause a
+// queue: every worker stops taking its jobs and starts again on resume.
 //
 // # Operating
 //
 // Operators' tools (the queuey command, a dashboard) use package admin:
 // queue statistics, dead letters, re-drive, purge and pausing, optional
-// capabilities that both backends implement. A worker whose backend is an
-// admin.Pauser stops taking a paused queue's jobs.
+// capabilities that both backends implement. A worker whose backend is a
+// Pauser stops taking a paused queue's jobs.
+//
+// # For backend implementers
+//
+// A Backend declares queues, publishes envelopes, opens Subscriptions
+// whose Deliveries are settled by Ack, Requeue, Retry, Defer or DeadLetter,
+// and is closed with Close. A queue name carries one job kind: Declare
+// refuses a second one (ErrKindConflict). An enqueue onto a queue that does
+// not exist is ErrUnknownQueue on every backend. NewMemoryBackend keeps
+// everything in process under the same rules as the RabbitMQ backend in
+// package rabbitmq; package backendtest is the conformance suite both
+// pass.
+//
+// What a backend implements is in the files named backend_*.go, and each
+// name's doc says it is for backend implementers: the contract, Backend,
+// Subscription and Delivery (backend.go); the optional capabilities a
+// worker or producer finds by type assertion (backend_capabilities.go):
+// BatchPublisher, WaitTargeter, DeadLetterNotifier with DeadLetter and
+// MaxUnnotifiedDeadLetters, EndNotifier, ReadyNotifier, Redelivery, and
+// OrphanCheck with WithOrphanCheck and OrphanCheckFrom; Pauser
+// (backend_pause.go); Leaser and HeldLease, on which schedules are built
+// (backend_lease.go); and RedriveEnvelope, the envelope a re-drive puts
+// back (backend_redrive.go). The operators' capabilities a backend may
+// implement beside them are package admin's.
 package runtime

@@ -1,4 +1,22 @@
 package runtime
 
+import "context"
+
 // DeclareConcurrency is declareConcurrency, for tests.
 const DeclareConcurrency = declareConcurrency
+
+// WithInfo is withInfo, for tests of what a handler's context carries.
+var WithInfo = withInfo
+
+// EnqueuePayload is enqueuePayload, for tests.
+func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
+	return p.enqueuePayload(ctx, q, payload, opts...)
+}
+
+// EnqueuePayloads is enqueuePayloads, for tests.
+func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
+	return p.enqueuePayloads(ctx, q, payloads, opts...)
+}
+
+// Register is register, for tests of registrations no job type makes.
+func (w *Worker) Register(q QueueConfig, h HandlerFunc) { w.register(q, h) }

@@ -39,9 +39,8 @@ func (c *infoContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// WithInfo returns ctx carrying info. The worker does this for every run;
-// tests of handlers can too.
-func WithInfo(ctx context.Context, info Info) context.Context {
+// withInfo returns ctx carrying info. The worker does this for every run.
+func withInfo(ctx context.Context, info Info) context.Context {
 	return &infoContext{Context: ctx, info: info}
 }
 

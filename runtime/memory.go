@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
+	"github.com/queuey/queuey/internal/clock"
 	"github.com/queuey/queuey/internal/mpscan"
 	"github.com/queuey/queuey/internal/queueerr"
-	"github.com/queuey/queuey/internal/rawpublish"
 	"github.com/queuey/queuey/internal/reasons"
-	"github.com/queuey/queuey/internal/testclock"
 	"github.com/queuey/queuey/internal/waits"
 )
 
@@ -28,12 +27,12 @@ import (
 // process ends.
 type MemoryBackend struct {
 	log *slog.Logger
-	clk testclock.Clock // its waits' and its workers' schedules'
+	clk clock.Clock // its waits' and its workers' schedules'
 
 	mu     sync.Mutex
 	queues map[string]*memQueue
-	timers map[testclock.Timer]memHold // waits not yet over
-	leases map[string]*memLease        // made on first use
+	timers map[clock.Timer]memHold // waits not yet over
+	leases map[string]*memLease    // made on first use
 	pauses memPauses
 	seq    uint64
 	closed bool
@@ -62,7 +61,6 @@ func (b *MemoryBackend) tellLocked(sub *memSub, env *Envelope, reason string) {
 
 var (
 	_ Backend            = (*MemoryBackend)(nil)
-	_ admin.ReadyCounter = (*MemoryBackend)(nil)
 	_ Redelivery         = (*memDelivery)(nil)
 	_ DeadLetterNotifier = (*memSub)(nil)
 )
@@ -86,9 +84,9 @@ func MemoryLogger(l *slog.Logger) MemoryOption {
 func NewMemoryBackend(opts ...MemoryOption) *MemoryBackend {
 	b := &MemoryBackend{
 		log:    slog.Default(),
-		clk:    realClock{},
+		clk:    clock.Real{},
 		queues: map[string]*memQueue{},
-		timers: map[testclock.Timer]memHold{},
+		timers: map[clock.Timer]memHold{},
 	}
 	for _, opt := range opts {
 		opt(b)
@@ -154,8 +152,21 @@ func (b *MemoryBackend) Publish(ctx context.Context, env *Envelope, delay time.D
 	if err := b.checkSize(env); err != nil {
 		return err
 	}
-	return b.publish(ctx, env.Clone(), env.Priority, delay, false, admin.HoldDeferred)
+	return b.publish(ctx, env.Clone(), env.Priority, delay, false, adminapi.HoldDeferred)
 }
+
+// ownedPublisher is a backend that can keep an envelope nobody else holds
+// without the copy Publish makes (Producer.enqueue): the memory backend.
+type ownedPublisher interface {
+	// publishOwned is Publish of env, which the backend keeps as it is.
+	publishOwned(ctx context.Context, env *Envelope, delay time.Duration) error
+	// keeper returns the backend that keeps the envelopes. A type that
+	// embeds one has its methods too, but is not it: its own Publish
+	// must see every job.
+	keeper() Backend
+}
+
+func (b *MemoryBackend) keeper() Backend { return b }
 
 // publishOwned is Publish of an envelope nobody else holds: it is stored
 // without a copy.
@@ -163,12 +174,12 @@ func (b *MemoryBackend) publishOwned(ctx context.Context, env *Envelope, delay t
 	if err := b.checkSize(env); err != nil {
 		return err
 	}
-	return b.publish(ctx, env, env.Priority, delay, false, admin.HoldDeferred)
+	return b.publish(ctx, env, env.Priority, delay, false, adminapi.HoldDeferred)
 }
 
 // publish stores env (owned by the backend from here on) at wire priority
 // prio; atMax raises it to the queue's maximum. A wait is held as kind.
-func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
+func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, delay time.Duration, atMax bool, kind adminapi.HoldKind) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -177,7 +188,7 @@ func (b *MemoryBackend) publish(ctx context.Context, env *Envelope, prio uint8, 
 	return b.publishLocked(env, prio, delay, atMax, kind)
 }
 
-func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind admin.HoldKind) error {
+func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Duration, atMax bool, kind adminapi.HoldKind) error {
 	d, err := waits.Round(delay, DefaultGranularity)
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", env.Queue, err)
@@ -198,7 +209,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 		b.pushLocked(q, m)
 		return nil
 	}
-	var t testclock.Timer
+	var t clock.Timer
 	t = b.clk.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.unlock()
@@ -214,18 +225,8 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	return nil
 }
 
-func init() {
-	rawpublish.ToMemory = func(ctx context.Context, b any, queue string, body []byte) error {
-		mb, ok := b.(*MemoryBackend)
-		if !ok {
-			return fmt.Errorf("rawpublish: %T is not a *runtime.MemoryBackend", b)
-		}
-		return mb.publishRaw(ctx, queue, body)
-	}
-}
-
 // publishRaw puts body on queue as a message of its own, as a foreign
-// producer might (rawpublish.ToMemory, for tests). A body that is not a
+// producer might (Hooks, for tests). A body that is not a
 // msgpack Envelope of this queue is poison: it is moved to the dead
 // letters when it reaches a consumer.
 func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byte) error {

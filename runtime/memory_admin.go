@@ -7,19 +7,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
 	"github.com/queuey/queuey/internal/queueerr"
-)
-
-var (
-	_ admin.Inspector       = (*MemoryBackend)(nil)
-	_ admin.DeadLetterAdmin = (*MemoryBackend)(nil)
 )
 
 // memHold is one wait of a MemoryBackend: a job held by a timer.
 type memHold struct {
 	queue string
-	kind  admin.HoldKind
+	kind  adminapi.HoldKind
 	due   time.Time
 }
 
@@ -33,17 +28,17 @@ type memDead struct {
 }
 
 // info describes d, a dead letter of queue, as operators see it.
-func (d memDead) info(queue string) admin.DeadLetterInfo {
+func (d memDead) info(queue string) adminapi.DeadLetterInfo {
 	if d.env == nil {
-		return admin.DeadLetterInfo{ID: admin.PoisonID(d.body), Queue: queue, Reason: d.reason, Poison: true, Body: d.body, Payload: json.RawMessage("null"), DeadLetteredAt: d.at}
+		return adminapi.DeadLetterInfo{ID: adminapi.PoisonID(d.body), Queue: queue, Reason: d.reason, Poison: true, Body: d.body, Payload: json.RawMessage("null"), DeadLetteredAt: d.at}
 	}
 	e := d.env
-	info := admin.DeadLetterInfo{
+	info := adminapi.DeadLetterInfo{
 		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
 		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
 		Reason: d.reason, LastError: e.LastError, DeadLetteredAt: d.at,
 	}
-	if p, err := admin.PayloadJSON(e.Payload); err != nil {
+	if p, err := adminapi.PayloadJSON(e.Payload); err != nil {
 		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()
 	} else {
 		info.Payload = p
@@ -80,24 +75,24 @@ func (b *MemoryBackend) Queues(ctx context.Context) ([]string, error) {
 
 // QueueStats returns each queue's counts. Its holds are its timers, one
 // HoldStats per kind, with the exact time the first is due.
-func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
+func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...adminapi.Queue) ([]adminapi.QueueStats, error) {
 	b.mu.Lock()
 	defer b.unlock()
-	out := make([]admin.QueueStats, 0, len(queues))
+	out := make([]adminapi.QueueStats, 0, len(queues))
 	for _, cfg := range queues {
 		q, err := b.queueLocked(cfg.Name)
 		if err != nil {
 			return nil, err
 		}
-		st := admin.QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []admin.HoldStats{}, Paused: b.pauses.paused[cfg.Name]}
+		st := adminapi.QueueStats{Queue: cfg.Name, Ready: q.ready.Len(), Dead: len(q.dead), Holds: []adminapi.HoldStats{}, Paused: b.pauses.paused[cfg.Name]}
 		for _, s := range q.subs {
 			st.Unacked += len(s.unacked)
 			if !s.stopped {
 				st.Consumers++
 			}
 		}
-		for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
-			h := admin.HoldStats{Name: cfg.Name + " " + string(kind) + " timers", Kind: kind}
+		for _, kind := range []adminapi.HoldKind{adminapi.HoldRetry, adminapi.HoldDeferred} {
+			h := adminapi.HoldStats{Name: cfg.Name + " " + string(kind) + " timers", Kind: kind}
 			for _, w := range b.timers {
 				if w.queue != cfg.Name || w.kind != kind {
 					continue
@@ -118,18 +113,18 @@ func (b *MemoryBackend) QueueStats(ctx context.Context, queues ...admin.Queue) (
 }
 
 // DeadLetters returns a page of queue's dead letters, oldest first.
-func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
+func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page adminapi.DeadLetterPage) (adminapi.DeadLetterList, error) {
 	limit := pageLimit(page.Limit)
 	b.mu.Lock()
 	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return admin.DeadLetterList{}, err
+		return adminapi.DeadLetterList{}, err
 	}
-	list := admin.DeadLetterList{Letters: []admin.DeadLetterInfo{}, Total: len(q.dead)}
+	list := adminapi.DeadLetterList{Letters: []adminapi.DeadLetterInfo{}, Total: len(q.dead)}
 	start := 0
 	if page.After != "" {
-		_, after := admin.ParseCursor(page.After)
+		_, after := adminapi.ParseCursor(page.After)
 		start = -1
 		for i, d := range q.dead {
 			if d.info(queue).ID == after {
@@ -138,12 +133,12 @@ func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page admi
 			}
 		}
 		if start < 0 {
-			return admin.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", admin.ErrDeadLetterNotFound, queue, after)
+			return adminapi.DeadLetterList{}, fmt.Errorf("%w: queue %q has no dead letter %q to page after (re-driven or purged since?)", adminapi.ErrDeadLetterNotFound, queue, after)
 		}
 	}
 	for _, d := range q.dead[start:] {
 		if len(list.Letters) == limit {
-			list.Next = admin.Cursor(start+limit, list.Letters[limit-1].ID)
+			list.Next = adminapi.Cursor(start+limit, list.Letters[limit-1].ID)
 			break
 		}
 		list.Letters = append(list.Letters, d.info(queue))
@@ -154,33 +149,33 @@ func (b *MemoryBackend) DeadLetters(ctx context.Context, queue string, page admi
 // pageLimit is the page size an admin.DeadLetterPage.Limit asks for.
 func pageLimit(n int) int {
 	if n <= 0 {
-		return admin.DefaultDeadLetterLimit
+		return adminapi.DefaultDeadLetterLimit
 	}
-	return min(n, admin.MaxDeadLetterLimit)
+	return min(n, adminapi.MaxDeadLetterLimit)
 }
 
 // DeadLetter returns the dead letter of queue with ID id.
-func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
+func (b *MemoryBackend) DeadLetter(ctx context.Context, queue, id string) (adminapi.DeadLetterInfo, error) {
 	b.mu.Lock()
 	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return admin.DeadLetterInfo{}, err
+		return adminapi.DeadLetterInfo{}, err
 	}
 	for _, d := range q.dead {
 		if info := d.info(queue); info.ID == id {
 			return info, nil
 		}
 	}
-	return admin.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", admin.ErrDeadLetterNotFound, queue, id)
+	return adminapi.DeadLetterInfo{}, fmt.Errorf("%w: queue %q has no dead letter %q", adminapi.ErrDeadLetterNotFound, queue, id)
 }
 
 // RedriveDeadLetters puts the selected dead letters back on queue, one at
 // a time, each in one critical section with its removal.
-func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector, progress func(admin.RedriveProgress)) (admin.RedriveResult, error) {
-	res := admin.RedriveResult{Moved: []string{}}
+func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, sel adminapi.DeadLetterSelector, progress func(adminapi.RedriveProgress)) (adminapi.RedriveResult, error) {
+	res := adminapi.RedriveResult{Moved: []string{}}
 	if sel.Empty() {
-		return res, fmt.Errorf("%w: re-drive of %q", admin.ErrEmptySelector, queue)
+		return res, fmt.Errorf("%w: re-drive of %q", adminapi.ErrEmptySelector, queue)
 	}
 	seen := map[string]bool{}
 	b.mu.Lock()
@@ -205,7 +200,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 			return res, ErrClosed
 		}
 		i := next
-		var info admin.DeadLetterInfo
+		var info adminapi.DeadLetterInfo
 		for ; i < len(q.dead); i++ {
 			info = q.dead[i].info(queue)
 			if sel.Selects(info) {
@@ -219,7 +214,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 		seen[info.ID] = true
 		d := q.dead[i]
 		if d.env == nil {
-			res.Refused = append(res.Refused, admin.RefusedLetter{ID: info.ID, Reason: admin.PoisonRefusal})
+			res.Refused = append(res.Refused, adminapi.RefusedLetter{ID: info.ID, Reason: adminapi.PoisonRefusal})
 			next = i + 1
 		} else {
 			env := RedriveEnvelope(d.env, queue, time.Now())
@@ -231,7 +226,7 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 		}
 		b.unlock()
 		if progress != nil {
-			progress(admin.RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
+			progress(adminapi.RedriveProgress{Moved: len(res.Moved), Refused: len(res.Refused), Total: total})
 		}
 	}
 	res.NotFound = sel.NotFound(seen)
@@ -239,18 +234,18 @@ func (b *MemoryBackend) RedriveDeadLetters(ctx context.Context, queue string, se
 }
 
 // PurgeDeadLetters deletes the selected dead letters of queue.
-func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector) (admin.PurgeResult, error) {
+func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel adminapi.DeadLetterSelector) (adminapi.PurgeResult, error) {
 	if sel.Empty() {
-		return admin.PurgeResult{}, fmt.Errorf("%w: purge of %q", admin.ErrEmptySelector, queue)
+		return adminapi.PurgeResult{}, fmt.Errorf("%w: purge of %q", adminapi.ErrEmptySelector, queue)
 	}
 	if err := ctx.Err(); err != nil {
-		return admin.PurgeResult{}, err
+		return adminapi.PurgeResult{}, err
 	}
 	b.mu.Lock()
 	defer b.unlock()
 	q, err := b.queueLocked(queue)
 	if err != nil {
-		return admin.PurgeResult{}, err
+		return adminapi.PurgeResult{}, err
 	}
 	seen := map[string]bool{}
 	before := len(q.dead)
@@ -262,7 +257,7 @@ func (b *MemoryBackend) PurgeDeadLetters(ctx context.Context, queue string, sel 
 		}
 		return false
 	})
-	return admin.PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
+	return adminapi.PurgeResult{Purged: before - len(q.dead), NotFound: sel.NotFound(seen)}, nil
 }
 
 // deadNow is the time a letter dead-lettered now records: the backend's

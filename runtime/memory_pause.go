@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/queueerr"
 )
 
-var _ admin.Pauser = (*MemoryBackend)(nil)
+var _ Pauser = (*MemoryBackend)(nil)
 
 // memPauses is the paused state of a MemoryBackend's queues and who
 // watches it.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
 )
-
-var _ admin.QueueAdmin = (*MemoryBackend)(nil)
 
 // PurgeQueue deletes queue's ready jobs and returns how many. Jobs handed
 // to a consumer, waiting or dead stay.
@@ -42,14 +40,14 @@ var errKeepsWaits = errors.New("the in-memory backend keeps a queue's dead lette
 // of a deleted queue. The result names the queue, then "QUEUE.dead" for
 // its dead letters and "QUEUE retry timers" / "QUEUE deferred timers" for
 // its waits, when asked to delete them.
-func (b *MemoryBackend) DeleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) (admin.DeleteResult, error) {
+func (b *MemoryBackend) DeleteQueue(ctx context.Context, queue string, opts adminapi.DeleteQueueOptions) (adminapi.DeleteResult, error) {
 	deleted, err := b.deleteQueue(ctx, queue, opts)
-	return admin.DeleteResult{Deleted: deleted}, err
+	return adminapi.DeleteResult{Deleted: deleted}, err
 }
 
 // deleteQueue deletes queue as DeleteQueue does, and returns what it
 // deleted. Its waits are its own, never named like another queue.
-func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQueueOptions) ([]admin.DeletedQueue, error) {
+func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts adminapi.DeleteQueueOptions) ([]adminapi.DeletedQueue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -67,9 +65,9 @@ func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admi
 		}
 	}
 	if consumers > 0 && !opts.Force {
-		return nil, fmt.Errorf("delete queue %q: %d consumer(s) attached: %w", queue, consumers, admin.ErrQueueInUse)
+		return nil, fmt.Errorf("delete queue %q: %d consumer(s) attached: %w", queue, consumers, adminapi.ErrQueueInUse)
 	}
-	held := map[admin.HoldKind]int{}
+	held := map[adminapi.HoldKind]int{}
 	for _, h := range b.timers {
 		if h.queue == queue {
 			held[h.kind]++
@@ -77,7 +75,7 @@ func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admi
 	}
 	if !opts.WithWaits && (len(q.dead) > 0 || len(held) > 0) {
 		return nil, fmt.Errorf("delete queue %q: %w: dead letters: %d, waits: %d; delete it with its waits, or re-drive or purge its dead letters and let its waits end first",
-			queue, errKeepsWaits, len(q.dead), held[admin.HoldRetry]+held[admin.HoldDeferred])
+			queue, errKeepsWaits, len(q.dead), held[adminapi.HoldRetry]+held[adminapi.HoldDeferred])
 	}
 	for _, s := range q.subs {
 		s.closeLocked(false)
@@ -85,20 +83,20 @@ func (b *MemoryBackend) deleteQueue(ctx context.Context, queue string, opts admi
 	}
 	q.subs = nil
 	delete(b.queues, queue)
-	deleted := []admin.DeletedQueue{{Name: queue, Jobs: q.ready.Len() + unacked}}
+	deleted := []adminapi.DeletedQueue{{Name: queue, Jobs: q.ready.Len() + unacked}}
 	if !opts.WithWaits {
 		return deleted, nil
 	}
-	deleted = append(deleted, admin.DeletedQueue{Name: queue + ".dead", Jobs: len(q.dead)})
+	deleted = append(deleted, adminapi.DeletedQueue{Name: queue + ".dead", Jobs: len(q.dead)})
 	for t, h := range b.timers {
 		if h.queue == queue {
 			t.Stop()
 			delete(b.timers, t)
 		}
 	}
-	for _, kind := range []admin.HoldKind{admin.HoldRetry, admin.HoldDeferred} {
+	for _, kind := range []adminapi.HoldKind{adminapi.HoldRetry, adminapi.HoldDeferred} {
 		if n := held[kind]; n > 0 {
-			deleted = append(deleted, admin.DeletedQueue{Name: queue + " " + string(kind) + " timers", Jobs: n})
+			deleted = append(deleted, adminapi.DeletedQueue{Name: queue + " " + string(kind) + " timers", Jobs: n})
 		}
 	}
 	if b.pauses.paused[queue] {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
 	"github.com/queuey/queuey/internal/notes"
 	"github.com/queuey/queuey/internal/waits"
 )
@@ -171,9 +171,9 @@ func (d *memDelivery) wait(ctx context.Context, next *Envelope, delay time.Durat
 	if err := d.heldLocked(); err != nil {
 		return err
 	}
-	kind := admin.HoldRetry
+	kind := adminapi.HoldRetry
 	if ahead {
-		kind = admin.HoldDeferred
+		kind = adminapi.HoldDeferred
 	}
 	if err := d.b.publishLocked(next.Clone(), next.Priority, delay, ahead, kind); err != nil {
 		return err

@@ -9,15 +9,24 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"
+)
+
+// The memory backend is every operators' capability of package admin.
+var (
+	_ admin.Inspector       = (*runtime.MemoryBackend)(nil)
+	_ admin.DeadLetterAdmin = (*runtime.MemoryBackend)(nil)
+	_ admin.Pauser          = (*runtime.MemoryBackend)(nil)
+	_ admin.QueueAdmin      = (*runtime.MemoryBackend)(nil)
+	_ admin.ReadyCounter    = (*runtime.MemoryBackend)(nil)
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
-			return rawpublish.ToMemory(ctx, b, queue, body)
+			return runtime.Hooks(hooks.Key{}).PublishRaw(ctx, b.(*runtime.MemoryBackend), queue, body)
 		},
 	}
 	backendtest.Run(t, f, func(t *testing.T) runtime.Backend {

@@ -114,17 +114,3 @@ type Observer interface {
 func WithObserver(obs ...Observer) WorkerOption {
 	return func(w *Worker) { w.observers = append(w.observers, obs...) }
 }
-
-// Redelivery is for backend implementers: an optional capability beside
-// Delivery, of deliveries that can tell whether they are a redelivery of a
-// job that was handed out before and never settled; the worker then tells
-// its observers OutcomeRedelivered before the run. The memory and RabbitMQ
-// backends' deliveries implement it. A backend that turns a redelivered
-// message into a new one (republished with its attempt raised, say)
-// should report true for the delivery of that new message, since that is
-// the one the worker sees.
-type Redelivery interface {
-	// Redelivered reports whether the job was handed out before and never
-	// settled.
-	Redelivered() bool
-}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -328,7 +328,7 @@ func TestObserverSeesPoison(t *testing.T) {
 	p := producerOf(t, b, q)
 	const poison = 6
 	for i := range poison {
-		if err := rawpublish.ToMemory(context.Background(), b, q.Name, []byte{0xc1, byte(i)}); err != nil {
+		if err := runtime.Hooks(hooks.Key{}).PublishRaw(context.Background(), b, q.Name, []byte{0xc1, byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,21 +7,6 @@ import (
 	"time"
 )
 
-// ReadyNotifier is for backend implementers: a Subscription that can tell
-// when a delivery is waiting. A worker then holds no goroutine of its own
-// for a queue that has had nothing to deliver for a while: it parks the
-// queue, and the call wakes it. (It parks a queue only when the queue's
-// paused states, if the backend is an admin.Pauser, come on a buffered
-// channel, which it looks at meanwhile.)
-type ReadyNotifier interface {
-	// NotifyReady arranges for fn to be called once, from any goroutine,
-	// as soon as Deliveries has a delivery waiting or is closed; at once
-	// (possibly before NotifyReady returns) if it has or is already. A
-	// later call replaces an fn not called yet, and nil clears it. fn
-	// does not block.
-	NotifyReady(fn func())
-}
-
 // parkAfter is how long a queue's runner waits for a delivery, with no
 // handler running, before it parks: it gives up its goroutine until a
 // delivery, a change of the queue's paused state or the worker's shutdown

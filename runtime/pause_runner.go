@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/backoff"
 )
 
 // pauseGate follows one queue's paused state for its runner.
@@ -17,15 +17,15 @@ type pauseGate struct {
 }
 
 // watchPause starts following queue's paused state when the backend is an
-// admin.Pauser, trying again with backoff until it can: a worker must not consume
+// Pauser, trying again with backoff until it can: a worker must not consume
 // a queue before it knows the queue is not paused. It returns nil when ctx
 // ends first, and an error when the backend was closed.
 func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
-	p, ok := c.w.backend.(admin.Pauser)
+	p, ok := c.w.backend.(Pauser)
 	if !ok {
 		return &pauseGate{}, nil
 	}
-	backoff := resubscribeMin
+	wait := resubscribeMin
 	for {
 		states, err := p.WatchPaused(ctx, c.queue.Name)
 		if err == nil {
@@ -37,11 +37,11 @@ func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
 		if errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("watch queue %q: %w", c.queue.Name, err)
 		}
-		c.w.log.Error("queuey: cannot read whether the queue is paused; not consuming it until then", "queue", c.queue.Name, "error", err, "after", backoff)
-		if !sleepCtx(ctx, backoff) {
+		c.w.log.Error("queuey: cannot read whether the queue is paused; not consuming it until then", "queue", c.queue.Name, "error", err, "after", wait)
+		if !backoff.Sleep(ctx, wait) {
 			return nil, nil
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		wait = min(wait*2, 5*time.Second)
 	}
 }
 

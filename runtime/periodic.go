@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/internal/backoff"
 )
 
 // HeaderTick is the header that carries, on each job a schedule enqueues,
@@ -95,7 +97,7 @@ const (
 // whenever it holds it. It returns an error only when the backend was
 // closed.
 func (p *periodic) run(ctx context.Context, leaser Leaser) error {
-	backoff := leaseRetryMin
+	wait := leaseRetryMin
 	for {
 		lease, err := leaser.AcquireLease(ctx, leasePrefix+p.sched.Name)
 		if ctx.Err() != nil {
@@ -108,14 +110,14 @@ func (p *periodic) run(ctx context.Context, leaser Leaser) error {
 			if errors.Is(err, ErrClosed) {
 				return fmt.Errorf("schedule %q: %w", p.sched.Name, err)
 			}
-			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", backoff)
-			if !sleepCtx(ctx, backoff) {
+			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", wait)
+			if !backoff.Sleep(ctx, wait) {
 				return nil
 			}
-			backoff = min(backoff*2, leaseRetryMax)
+			wait = min(wait*2, leaseRetryMax)
 			continue
 		}
-		backoff = leaseRetryMin
+		wait = leaseRetryMin
 		p.w.log.Info("queuey: this worker fires the schedule's ticks", "schedule", p.sched.Name, "spec", p.sched.Spec)
 		p.lead(ctx, lease)
 		if err := lease.Release(); err != nil {
@@ -202,27 +204,27 @@ func (p *periodic) fire(ctx context.Context, lease HeldLease, t time.Time) bool 
 		defer cancel()
 		return fn(stepCtx)
 	}
-	backoff := leaseRetryMin
+	wait := leaseRetryMin
 	for {
 		payload, err := p.payload()
 		if err == nil {
 			err = step(func(ctx context.Context) error {
-				_, err := producer.EnqueuePayload(ctx, p.queue, payload, WithID(id), withTick(t))
+				_, err := producer.enqueuePayload(ctx, p.queue, payload, WithID(id), withTick(t))
 				return err
 			})
 		}
 		if err == nil {
 			break
 		}
-		p.w.log.Error("queuey: cannot enqueue the schedule's tick; trying again", "schedule", p.sched.Name, "job_id", id, "error", err, "after", backoff)
+		p.w.log.Error("queuey: cannot enqueue the schedule's tick; trying again", "schedule", p.sched.Name, "job_id", id, "error", err, "after", wait)
 		select {
 		case <-ctx.Done():
 			return false
 		case <-lease.Lost():
 			return false
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, leaseRetryMax)
+		wait = min(wait*2, leaseRetryMax)
 	}
 	if err := step(func(ctx context.Context) error { return lease.Advance(ctx, t) }); err != nil {
 		p.w.log.Error("queuey: cannot record the schedule's tick; another scheduler may enqueue it again, with the same ID", "schedule", p.sched.Name, "job_id", id, "error", err)

@@ -122,9 +122,9 @@ func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) { o.id, o.hasID = id, true }
 }
 
-// EnqueuePayload enqueues an already encoded payload onto q and returns the
-// job's ID. Generated code calls Enqueue instead.
-func (p *Producer) EnqueuePayload(ctx context.Context, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
+// enqueuePayload enqueues an already encoded payload onto q and returns the
+// job's ID; the payload stays the caller's.
+func (p *Producer) enqueuePayload(ctx context.Context, q QueueConfig, payload []byte, opts ...EnqueueOption) (string, error) {
 	return p.enqueue(ctx, q, payload, false, opts)
 }
 
@@ -148,15 +148,15 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	p.mu.RLock()
 	chain := p.publish
 	p.mu.RUnlock()
-	// The memory backend itself (not a wrapper of it, whose Publish must
-	// see every job), when no middleware stands between, keeps the envelope
-	// without the copy Publish makes: it was built here and nothing touches
-	// it again.
-	if mb, ok := p.backend.(*MemoryBackend); ok && chain == nil {
+	// A backend that keeps envelopes (not a wrapper of one, whose Publish
+	// must see every job), when no middleware stands between, keeps the
+	// envelope without the copy Publish makes: it was built here and
+	// nothing touches it again.
+	if ob, ok := p.backend.(ownedPublisher); ok && chain == nil && ob.keeper() == p.backend {
 		if !owned {
 			env.Payload = bytes.Clone(payload)
 		}
-		err = mb.publishOwned(ctx, env, o.delay)
+		err = ob.publishOwned(ctx, env, o.delay)
 	} else {
 		err = p.publisher()(ctx, []*Envelope{env}, o.delay)[0]
 	}
@@ -166,12 +166,12 @@ func (p *Producer) enqueue(ctx context.Context, q QueueConfig, payload []byte, o
 	return env.ID, nil
 }
 
-// EnqueuePayloads enqueues already encoded payloads onto q, with the same
+// enqueuePayloads enqueues already encoded payloads onto q, with the same
 // options for each, keeping many publishes in flight where the backend can
 // (BatchPublisher). It returns every job's ID, in order, and a *BatchError
 // naming the jobs that were not enqueued, if any. WithID is refused: IDs
-// must differ. Generated code calls EnqueueMany instead.
-func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
+// must differ.
+func (p *Producer) enqueuePayloads(ctx context.Context, q QueueConfig, payloads [][]byte, opts ...EnqueueOption) ([]string, error) {
 	o, q, err := p.options(q, opts)
 	if err != nil {
 		return nil, err

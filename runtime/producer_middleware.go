@@ -9,8 +9,8 @@ import (
 
 // PublishFunc publishes envelopes a Producer has built, all onto one queue
 // with one delay, and returns one error per envelope, nil where it was
-// stored. A single enqueue is a call with one envelope; EnqueuePayloads
-// (and so EnqueueMany) is one call with all of its envelopes.
+// stored. A single enqueue is a call with one envelope; EnqueueMany is one
+// call with all of its envelopes.
 type PublishFunc func(ctx context.Context, envs []*Envelope, delay time.Duration) []error
 
 // ProducerMiddleware wraps the publishing of every enqueue: for tracing,

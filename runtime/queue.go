@@ -79,8 +79,7 @@ type QueueConfig struct {
 	// a backend refuses to declare one queue name for two kinds. Enqueue,
 	// EnqueueMany, Handle and Periodic refuse a job type of another kind
 	// (ErrJobType), and give a config with no Kind their job type's
-	// (KindOf). Empty means any kind to the untyped calls (EnqueuePayload,
-	// Worker.Register).
+	// (KindOf).
 	Kind string
 	// Prefetch is how many unacked deliveries a consumer holds,
 	// 1..PrefetchLimit. Zero means DefaultPrefetch.

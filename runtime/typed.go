@@ -65,7 +65,7 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 		}
 		payloads[i] = payload
 	}
-	return p.EnqueuePayloads(ctx, q, payloads, opts...)
+	return p.enqueuePayloads(ctx, q, payloads, opts...)
 }
 
 // Handle registers h as the handler of q's jobs on w. Each payload is
@@ -73,6 +73,14 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 // not fit its field (300 for an int8), is dead-lettered at once with a
 // DecodeError. When q has a Schedule, w also enqueues a zero T at each of
 // its ticks (see Periodic). Generated HandleX functions call it.
+//
+// A bad config or a queue handled twice (naming both job types when their
+// kinds differ) is reported by Run. Each job is checked against q before
+// h runs: a job of another kind fails with a KindError, one that breaks
+// another of q's rules with a RuleError, and either is dead-lettered (see
+// RuleError). q's MaxAttempts is every job's, whatever its envelope says.
+// Handling after Run has started is a programming error and panics, as
+// nothing could report it.
 func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) error) {
 	if err := checkJobType[T](&q); err != nil {
 		w.refuse(fmt.Errorf("handler of queue %q: %w", q.Name, err))
@@ -85,7 +93,7 @@ func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) 
 	// so the T a decode needs is not allocated once per job.
 	jobs := sync.Pool{New: func() any { return new(T) }}
 	fit := mpfit.For(reflect.TypeFor[T]())
-	w.Register(q, func(ctx context.Context, env *Envelope) error {
+	w.register(q, func(ctx context.Context, env *Envelope) error {
 		var zero T
 		jp := jobs.Get().(*T)
 		err := decodePayload(env.Payload, jp, fit)

@@ -83,7 +83,7 @@ type Worker struct {
 	timedOut atomic.Bool   // a shutdown timeout passed with handlers running
 	// idleSchedules counts the schedules waiting for their next tick,
 	// for tests that run a worker until nothing is left to do
-	// (testclock.Schedules).
+	// (Hooks).
 	idleSchedules atomic.Int32
 	parked        parkedQueues // queues with nothing to deliver, holding no goroutine
 
@@ -135,16 +135,11 @@ func (w *Worker) Use(mw ...Middleware) {
 	w.middleware = append(slices.Clone(mw), w.middleware...)
 }
 
-// Register makes h the handler of q's jobs. Generated HandleX functions call
-// it. A bad config or a queue registered twice (naming both job types when
-// their kinds differ) is reported by Run. Each job is checked against q
-// before h runs: a job of another kind fails with a KindError, one that
-// breaks another of q's rules with a RuleError, and either is
-// dead-lettered (see RuleError). q's MaxAttempts is every job's, whatever
-// its envelope says.
-// Registering after Run has started is a programming error and panics, as
-// nothing could report it.
-func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
+// register makes h the handler of q's jobs (Handle). A bad config or a
+// queue registered twice (naming both job types when their kinds differ)
+// is reported by Run. Each job is checked against q before h runs.
+// Registering after Run has started panics, as nothing could report it.
+func (w *Worker) register(q QueueConfig, h HandlerFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -166,7 +161,8 @@ func (w *Worker) Register(q QueueConfig, h HandlerFunc) {
 		w.regErrs = append(w.regErrs, err)
 		return
 	}
-	w.regs = append(w.regs, registration{queue: q.WithDefaults(), handler: w.checkJob(q, h)})
+	q = q.WithDefaults()
+	w.regs = append(w.regs, registration{queue: q, handler: w.checkJob(q, h)})
 }
 
 // refuse records err, a registration that cannot be made, for Run to
@@ -192,7 +188,7 @@ func (w *Worker) Queues() []QueueConfig {
 // Run declares every registered queue (and each queue a schedule enqueues
 // onto), consumes each with its prefetch and concurrency, runs handlers
 // and contends for each schedule's lease (see Periodic) until ctx ends or
-// Stop is called. A queue paused through the backend (see admin.Pauser) is
+// Stop is called. A queue paused through the backend (see Pauser) is
 // not consumed until it is resumed. Then it
 // stops consuming and waits for in-flight handlers up to the shutdown
 // timeout. Jobs whose handlers had not finished by then are left unsettled,

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/generated_test/roundtrip/other"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -192,7 +193,7 @@ func TestUndecodablePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 0xc1 is the one byte msgpack never uses.
-	if _, err := p.EnqueuePayload(ctx, EverythingQueue, []byte{0xc1}); err != nil {
+	if _, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, p, EverythingQueue, []byte{0xc1}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -44,7 +45,7 @@ func benchServer(b *testing.B, queues, dead int) (*Server, string) {
 		for i := range batch {
 			batch[i] = payload
 		}
-		if _, err := p.EnqueuePayloads(ctx, first, batch); err != nil {
+		if _, err := runtime.Hooks(hooks.Key{}).EnqueuePayloads(ctx, p, first, batch); err != nil {
 			b.Fatal(err)
 		}
 		for range batch {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/rawpublish"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -37,7 +37,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := f.dead(t)
-	if err := rawpublish.ToMemory(ctx, f.b, testQueue, []byte(body)); err != nil {
+	if err := runtime.Hooks(hooks.Key{}).PublishRaw(ctx, f.b, testQueue, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := f.b.Consume(ctx, testConfig)

@@ -14,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -68,7 +69,7 @@ func (f *memFixture) kill(t *testing.T, reason string, jobs ...job) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := p.EnqueuePayload(ctx, testConfig, payload)
+		id, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, p, testConfig, payload)
 		if err != nil {
 			t.Fatal(err)
 		}

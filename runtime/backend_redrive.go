@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/adminapi"
 )
 
 // RedriveEnvelope returns the envelope that re-drives dead job e onto
@@ -19,8 +19,8 @@ func RedriveEnvelope(e *Envelope, queue string, now time.Time) *Envelope {
 	if n.Headers == nil {
 		n.Headers = map[string]string{}
 	}
-	count, _ := strconv.Atoi(n.Headers[admin.HeaderRedrives])
-	n.Headers[admin.HeaderRedrives] = strconv.Itoa(count + 1)
-	n.Headers[admin.HeaderRedrivenAt] = now.UTC().Format(time.RFC3339Nano)
+	count, _ := strconv.Atoi(n.Headers[adminapi.HeaderRedrives])
+	n.Headers[adminapi.HeaderRedrives] = strconv.Itoa(count + 1)
+	n.Headers[adminapi.HeaderRedrivenAt] = now.UTC().Format(time.RFC3339Nano)
 	return n
 }

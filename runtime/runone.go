@@ -7,20 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queuey/queuey/internal/hooks"
 	"github.com/queuey/queuey/internal/waits"
-	"github.com/queuey/queuey/internal/workone"
 )
-
-func init() {
-	workone.Run = func(ctx context.Context, w any, queue string, env any) (workone.Settled, error) {
-		return w.(*Worker).runOne(ctx, queue, env.(*Envelope))
-	}
-}
 
 // runOne runs env through the handler registered for queue, with w's
 // middleware and observers, and settles it on a delivery that only
-// records the outcome (workone.Run). w is not started.
-func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (workone.Settled, error) {
+// records the outcome (Hooks). w is not started.
+func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (hooks.Settled, error) {
 	w.mu.Lock()
 	regErr := errors.Join(w.regErrs...)
 	i := slices.IndexFunc(w.regs, func(r registration) bool { return r.queue.Name == queue })
@@ -31,10 +25,10 @@ func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (worko
 	middleware := w.middleware
 	w.mu.Unlock()
 	if regErr != nil {
-		return workone.Settled{}, regErr
+		return hooks.Settled{}, regErr
 	}
 	if i < 0 {
-		return workone.Settled{}, fmt.Errorf("%w: no handler for queue %q on this worker", ErrInvalidOption, queue)
+		return hooks.Settled{}, fmt.Errorf("%w: no handler for queue %q on this worker", ErrInvalidOption, queue)
 	}
 	// The test kit's run n of max (queueytest.Attempt) stands for a queue
 	// of max attempts: deliveries take the queue's instead (process).
@@ -52,29 +46,29 @@ func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (worko
 // settled, refusing the waits a backend refuses.
 type recordedDelivery struct {
 	env     *Envelope
-	settled workone.Settled
+	settled hooks.Settled
 }
 
 func (d *recordedDelivery) Envelope() *Envelope { return d.env }
 
 func (d *recordedDelivery) Ack(ctx context.Context) error {
-	d.settled = workone.Settled{Outcome: workone.Acked}
+	d.settled = hooks.Settled{Outcome: hooks.Acked}
 	return nil
 }
 
 func (d *recordedDelivery) Requeue(ctx context.Context) error {
-	d.settled = workone.Settled{Outcome: workone.Requeued}
+	d.settled = hooks.Settled{Outcome: hooks.Requeued}
 	return nil
 }
 
 func (d *recordedDelivery) Release(ctx context.Context) error { return nil }
 
 func (d *recordedDelivery) Retry(ctx context.Context, next *Envelope, delay time.Duration) error {
-	return d.wait(workone.Retried, next.LastError, delay)
+	return d.wait(hooks.Retried, next.LastError, delay)
 }
 
 func (d *recordedDelivery) Defer(ctx context.Context, next *Envelope, delay time.Duration) error {
-	return d.wait(workone.Deferred, "", delay)
+	return d.wait(hooks.Deferred, "", delay)
 }
 
 func (d *recordedDelivery) wait(outcome, reason string, delay time.Duration) error {
@@ -82,11 +76,11 @@ func (d *recordedDelivery) wait(outcome, reason string, delay time.Duration) err
 	if err != nil {
 		return fmt.Errorf("queue %q: %w", d.env.Queue, err)
 	}
-	d.settled = workone.Settled{Outcome: outcome, Delay: delay, Reason: reason}
+	d.settled = hooks.Settled{Outcome: outcome, Delay: delay, Reason: reason}
 	return nil
 }
 
 func (d *recordedDelivery) DeadLetter(ctx context.Context, next *Envelope, reason string) error {
-	d.settled = workone.Settled{Outcome: workone.DeadLettered, Reason: reason}
+	d.settled = hooks.Settled{Outcome: hooks.DeadLettered, Reason: reason}
 	return nil
 }

@@ -1,9 +1,8 @@
-// Package testclock is the clock that the waits of a runtime.MemoryBackend
-// and the schedules of the workers over it follow, and a fake one that
-// moves only when told: package queueytest drives retries, deferrals,
-// delayed enqueues and schedule ticks with it, in no real time, while
-// package runtime offers applications no clock to set.
-package testclock
+// Package clock is the clock that the waits of a runtime.MemoryBackend and
+// the schedules of the workers over it follow: the real one, or a fake one
+// that moves only when told, on which package queueytest drives retries,
+// deferrals, delayed enqueues and schedule ticks in no real time.
+package clock
 
 import (
 	"cmp"
@@ -25,16 +24,14 @@ type Timer interface {
 	Stop() bool
 }
 
-// SetMemory makes c the clock of b, a *runtime.MemoryBackend with no wait
-// held yet, and of the schedules of every worker over it. Package runtime
-// sets SetMemory when it is initialised.
-var SetMemory func(b any, c Clock) error
+// Real is the clock of the process.
+type Real struct{}
 
-// Schedules returns how many of the schedules of w, a *runtime.Worker,
-// wait for their next tick, and how many it has: a schedule that waits
-// holds its lease and has its timer set. Package runtime sets Schedules
-// when it is initialised.
-var Schedules func(w any) (waiting, total int)
+// Now returns time.Now().
+func (Real) Now() time.Time { return time.Now() }
+
+// AfterFunc is time.AfterFunc.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // Fake is a Clock that stands still until Advance or Set moves it. It is
 // safe for concurrent use.
