@@ -31,30 +31,30 @@ import (
 type keeper struct {
 	s         *deadScan
 	prefetch  int
-	budget    int      // acks that may be sent while the consumer runs
-	acked     int      // acks sent while the consumer runs
-	deferred  []uint64 // acks past the budget, sent once the consumer is cancelled
-	holding   bool     // acks wait until the consumer is cancelled
-	stopped   bool     // the consumer is cancelled
-	delivered int      // messages delivered to the scan
-	held      []held   // letters read and not yet acked, in the order read
-	back      []uint64 // the scan's own copies it received: they go back as it ends
-	err       error    // why copying stopped
+	budget    int          // acks that may be sent while the consumer runs
+	acked     int          // acks sent while the consumer runs
+	deferred  []uint64     // acks past the budget, sent once the consumer is cancelled
+	stalled   bool         // acks wait until the consumer is cancelled
+	stopped   bool         // the consumer is cancelled
+	delivered int          // messages delivered to the scan
+	read      []readLetter // letters read and not yet acked, in the order read
+	back      []uint64     // the scan's own copies it received: they go back as it ends
+	err       error        // why copying stopped
 }
 
-// held is a letter a scan has read and not yet acked.
-type held struct {
+// readLetter is a letter a scan has read and not yet acked.
+type readLetter struct {
 	m     *amqp.Delivery
-	state heldState
+	state letterState
 }
 
-type heldState int
+type letterState int
 
 const (
-	undecided heldState = iota
-	kept                // to be copied, then acked
-	settled             // acked: taken by the caller, or copied
-	failed              // its copy failed: it goes back as the scan ends
+	undecided letterState = iota
+	kept                  // to be copied, then acked
+	settled               // acked: taken by the caller, or copied
+	failed                // its copy failed: it goes back as the scan ends
 )
 
 // headerKeptBy names the scan that last kept a letter of a quorum
@@ -96,16 +96,16 @@ func (k *keeper) ownCopy(m *amqp.Delivery) bool {
 
 func (k *keeper) add(m *amqp.Delivery) {
 	k.delivered++
-	k.held = append(k.held, held{m: m})
+	k.read = append(k.read, readLetter{m: m})
 }
 
-// find returns the held letter with delivery tag tag, or nil. The caller
+// find returns the letter read with delivery tag tag, or nil. The caller
 // decides on a letter soon after reading it, so the search starts with the
 // last one read.
-func (k *keeper) find(tag uint64) *held {
-	for i := len(k.held) - 1; i >= 0; i-- {
-		if k.held[i].m.DeliveryTag == tag {
-			return &k.held[i]
+func (k *keeper) find(tag uint64) *readLetter {
+	for i := len(k.read) - 1; i >= 0; i-- {
+		if k.read[i].m.DeliveryTag == tag {
+			return &k.read[i]
 		}
 	}
 	return nil
@@ -133,7 +133,7 @@ func (k *keeper) take(tag uint64) error {
 // cancelled.
 func (k *keeper) ack(tag uint64) error {
 	if !k.stopped {
-		if k.holding || k.acked >= k.budget {
+		if k.stalled || k.acked >= k.budget {
 			k.deferred = append(k.deferred, tag)
 			return nil
 		}
@@ -145,7 +145,7 @@ func (k *keeper) ack(tag uint64) error {
 	return nil
 }
 
-// flush copies the kept letters at the front of held, in order, and acks
+// flush copies the kept letters at the front of read, in order, and acks
 // each original whose copy is confirmed. Unless all is set it waits until
 // there are keepBatch of them, or the prefetch is used up. A letter not
 // yet decided stops it: the letters behind it wait, to keep their order.
@@ -155,8 +155,8 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 	}
 	for {
 		n, copies := 0, 0
-		for n < len(k.held) && k.held[n].state != undecided && copies < keepBatch {
-			if k.held[n].state == kept {
+		for n < len(k.read) && k.read[n].state != undecided && copies < keepBatch {
+			if k.read[n].state == kept {
 				copies++
 			}
 			n++
@@ -165,10 +165,10 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 			k.drop(n)
 			return nil
 		}
-		if copies < keepBatch && !all && len(k.held) < k.prefetch {
+		if copies < keepBatch && !all && len(k.read) < k.prefetch {
 			return nil
 		}
-		if err := k.copy(ctx, k.held[:n]); err != nil {
+		if err := k.copy(ctx, k.read[:n]); err != nil {
 			k.err = err
 			return err
 		}
@@ -176,16 +176,16 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 	}
 }
 
-// drop forgets the first n letters of held, which are acked, or go back
+// drop forgets the first n letters of read, which are acked, or go back
 // as the channel closes.
 func (k *keeper) drop(n int) {
-	clear(k.held[:n]) // lets their bodies go
-	k.held = k.held[n:]
+	clear(k.read[:n]) // lets their bodies go
+	k.read = k.read[n:]
 }
 
 // copy publishes a copy of each kept letter of hs and acks the letters
 // whose copies are confirmed; it marks the others failed.
-func (k *keeper) copy(ctx context.Context, hs []held) error {
+func (k *keeper) copy(ctx context.Context, hs []readLetter) error {
 	msgs := make([]outMsg, 0, len(hs))
 	for _, h := range hs {
 		if h.state == kept {
@@ -245,9 +245,9 @@ func (k *keeper) keptCopy(m *amqp.Delivery) amqp.Publishing {
 // requeue), which counts one delivery of each.
 func (k *keeper) finish(ctx context.Context) error {
 	s := k.s
-	for i := range k.held {
-		if k.held[i].state == undecided {
-			k.held[i].state = kept
+	for i := range k.read {
+		if k.read[i].state == undecided {
+			k.read[i].state = kept
 		}
 	}
 	var err error
@@ -290,7 +290,7 @@ func (k *keeper) stop(ctx context.Context) error {
 	s := k.s
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	k.holding = true
+	k.stalled = true
 	due := min(s.want, k.acked+k.prefetch)
 	if s.dry {
 		due = k.delivered // the queue had no more: nothing is on its way
@@ -341,7 +341,7 @@ func (k *keeper) receive(m *amqp.Delivery) {
 func (k *keeper) settleRest() error {
 	s := k.s
 	back := k.back
-	for _, h := range k.held {
+	for _, h := range k.read {
 		if h.state != settled {
 			back = append(back, h.m.DeliveryTag)
 		}
