@@ -32,7 +32,7 @@ import (
 // limit, or none (the default of 20), keeps it, and so does a queue under a
 // policy that sets one: a warning names the queue, the limit and the fix.
 
-// declareUnlimited declares q as the broker's version has it
+// unlimited declares q as the broker's version has it
 // (topology.Version.Unlimited). When q exists with an x-delivery-limit of
 // its own, or without one where q asks for -1 (the broker refuses the
 // declare), it is declared as it is, and a warning says once what limit is

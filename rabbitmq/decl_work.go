@@ -10,7 +10,7 @@ import (
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
-// declareWork declares work queue q. With dead-letter queues on, q
+// work declares work queue q. With dead-letter queues on, q
 // dead-letters into q.dead through the default exchange, so that the
 // broker's own dead-lettering (a quorum queue's delivery limit) never
 // drops a job. A q that exists without these arguments (declared by
