@@ -26,26 +26,70 @@ BROKER4_ENV := QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:5673/ QUEUEY_MANAGEM
 BROKER4_PKGS := ./rabbitmq/ ./cmd/queuey/cli/ ./internal/dashboard/ ./clients/ ./outbox/ ./otelqueuey/ ./examples/... ./generated_test/adopt/
 
 .PHONY: test
-test: broker broker4 postgres chromium clients verify ## everything: set-up, verify, unit, golden, conformance, broker, database, browser and client tests with -race on the main broker (3.x), the broker suites again on RabbitMQ 4.0, then the fault suite
+test: broker broker4 postgres chromium clients verify ## everything: set-up, verify, then at once the main broker's lane (unit, golden, conformance, broker, database, browser and client tests with -race on 3.x, then the fault suite) and RabbitMQ 4.0's; last PostgreSQL restarted under the outbox
+	@./scripts/lanes.sh \
+		'main broker (3.x), then its fault suite' '$(MAKE) --no-print-directory lane-main lane-faults' \
+		'RabbitMQ 4.0' '$(MAKE) --no-print-directory lane-broker4'
+	@$(MAKE) --no-print-directory lane-postgres-restart
+
+# The lanes of make test, without its set-up. Lanes that use different
+# brokers run at once (scripts/lanes.sh keeps their output apart); the
+# fault suite runs after the main lane, in the same lane, since it stops
+# the main broker's app and sets alarms on it, and no other test may use
+# that broker meanwhile; the PostgreSQL restart runs after every lane,
+# since both lanes' outbox tests use the database. QUEUEY_SERIAL_LANES=1
+# runs the lanes one after another instead.
+.PHONY: lane-main lane-broker4 lane-faults lane-postgres-restart
+lane-main:
 	@./scripts/brokerversion.sh
 	@start=$$(date +%s); \
 	QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 QUEUEY_REQUIRE_CLIENTS=1 $(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/faults$$') && \
 	echo "== main broker: every package passed in $$(($$(date +%s) - start))s"
-	$(MAKE) test-broker4
-	$(MAKE) test-faults
 
-.PHONY: test-broker4
-test-broker4: broker4 postgres chromium clients ## the broker suites (conformance, backend, command, dashboard, clients, outbox) with -race on RabbitMQ 4.0; fails too when its log names a deprecated feature used
+lane-broker4:
 	@env $(BROKER4_ENV) ./scripts/brokerversion.sh
 	@mark=$$(./scripts/broker4.sh logmark); start=$$(date +%s); \
-	env $(BROKER4_ENV) QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 QUEUEY_REQUIRE_CLIENTS=1 $(GO) test -race -count=1 -timeout 30m $(BROKER4_PKGS) && \
+	env $(BROKER4_ENV) QUEUEY_SCREENSHOTS="$${TMPDIR:-/tmp}/queuey-dashboard-screenshots-rabbitmq4" QUEUEY_REQUIRE_BROKER=1 QUEUEY_REQUIRE_BROWSER=1 QUEUEY_REQUIRE_CLIENTS=1 $(GO) test -race -count=1 -timeout 30m $(BROKER4_PKGS) && \
 	./scripts/broker4.sh deprecated "$$mark" && \
 	echo "== RabbitMQ 4.0: the broker suites passed in $$(($$(date +%s) - start))s"
 
+lane-faults:
+	@start=$$(date +%s); \
+	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 15m -v ./faults/ && \
+	echo "== the fault suite passed in $$(($$(date +%s) - start))s"
+
+lane-postgres-restart:
+	@start=$$(date +%s); \
+	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 5m -v -run '^TestPostgresRestart$$' ./outbox/ && \
+	echo "== PostgreSQL restarted under the outbox: passed in $$(($$(date +%s) - start))s"
+
+.PHONY: test-broker4
+test-broker4: broker4 postgres chromium clients ## the broker suites (conformance, backend, command, dashboard, clients, outbox) with -race on RabbitMQ 4.0; fails too when its log names a deprecated feature used
+	@$(MAKE) --no-print-directory lane-broker4
+
 .PHONY: test-faults
 test-faults: broker postgres ## the fault suite alone: it closes connections, restarts the broker's app, sets a memory alarm (nothing else may use the broker meanwhile); then restarts PostgreSQL under the outbox
-	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 15m -v ./faults/
-	QUEUEY_FAULTS=1 QUEUEY_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 5m -v -run '^TestPostgresRestart$$' ./outbox/
+	@$(MAKE) --no-print-directory lane-faults lane-postgres-restart
+
+# What make check runs its tests without: no broker, database, cluster or
+# network. The services' addresses point at a port where nothing listens,
+# so the tests that need one skip (internal/brokertest, internal/pgtest);
+# CI and the QUEUEY_REQUIRE_* switches are emptied so that they skip
+# rather than fail; GOPROXY=off keeps the go command (and the modules the
+# docs and generator tests build) off the network; -short skips the long
+# ones (the README's install in a fresh module cache, the scale tests).
+# Left out by package: the fault suite, and rabbitmq/cluster, which starts
+# its three nodes.
+NOSERVICE_ENV := CI= QUEUEY_REQUIRE_BROKER= QUEUEY_REQUIRE_BROWSER= QUEUEY_REQUIRE_CLIENTS= QUEUEY_FAULTS= \
+	QUEUEY_AMQP_URL=amqp://guest:guest@127.0.0.1:1/ QUEUEY_MANAGEMENT_URL=http://guest:guest@127.0.0.1:1/ \
+	QUEUEY_DATABASE_URL=postgres://queuey:queuey@127.0.0.1:1/queuey QUEUEY_RABBITMQCTL=false GOPROXY=off
+
+.PHONY: check
+check: ## quick, with no service (broker, database, network): verify, then the unit, golden and memory-backend tests with -short; the broker's and database's tests skip
+	@start=$$(date +%s); \
+	env $(NOSERVICE_ENV) $(MAKE) --no-print-directory verify && \
+	env $(NOSERVICE_ENV) $(GO) test -short $$($(GO) list ./... | grep -v -e '/faults$$' -e '/rabbitmq/cluster$$') && \
+	echo "== check passed in $$(($$(date +%s) - start))s"
 
 .PHONY: test-short
 test-short: ## unit tests without the broker and without -race
@@ -56,12 +100,14 @@ generate: ## regenerate queuey_gen.go files
 	$(GO) generate ./...
 
 .PHONY: verify
-verify: ## gofmt, go vet and go.mod tidy (bench/peers too), generated code fresh (queuey-gen -check)
+verify: ## gofmt, go vet, staticcheck and go.mod tidy (bench/peers too), generated code fresh (queuey-gen -check)
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	$(GO) -C bench/peers mod tidy -diff
 	$(GO) -C bench/peers vet ./...
+	cd bench/peers && "$$($(GO) -C $(CURDIR) tool -n staticcheck)" ./...
 	$(GO) tool queuey-gen -check ./...
 	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
 

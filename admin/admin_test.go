@@ -21,6 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestCursor: a cursor parses back into its position and ID, an ID that
 // holds colons included; anything else is a plain ID at position 0.
 func TestCursor(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"a", "job:with:colons", "", "7"} {
 		if pos, got := admin.ParseCursor(admin.Cursor(42, id)); pos != 42 || got != id {
 			t.Errorf("ParseCursor(Cursor(42, %q)) = %d, %q", id, pos, got)
@@ -36,6 +37,7 @@ func TestCursor(t *testing.T) {
 // TestSelector: IDs win over everything else, All takes every letter,
 // Reason and Kind filter together, and an empty selector takes none.
 func TestSelector(t *testing.T) {
+	t.Parallel()
 	a := admin.DeadLetterInfo{ID: "a", Kind: "emails.Send", Reason: "smtp: 550 mailbox full"}
 	b := admin.DeadLetterInfo{ID: "b", Kind: "billing.Charge", Reason: "card declined"}
 	for _, tc := range []struct {
@@ -73,6 +75,7 @@ func TestSelector(t *testing.T) {
 // TestPoisonID: the ID of a poison letter is stable, short and tells
 // bodies apart.
 func TestPoisonID(t *testing.T) {
+	t.Parallel()
 	id := admin.PoisonID([]byte("not an envelope"))
 	if id != admin.PoisonID([]byte("not an envelope")) || len(id) != len("raw-")+12 || id[:4] != "raw-" {
 		t.Errorf("PoisonID = %q, want a stable raw- and 12 hex digits", id)
@@ -85,6 +88,7 @@ func TestPoisonID(t *testing.T) {
 // TestPayloadJSON: a payload decodes to JSON with its field names, and one
 // crafted to nest millions deep is refused without recursing.
 func TestPayloadJSON(t *testing.T) {
+	t.Parallel()
 	payload, err := msgpack.Marshal(map[string]any{"To": "a@b.c", "N": 3, "Raw": []byte{1, 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +104,7 @@ func TestPayloadJSON(t *testing.T) {
 }
 
 func TestDeadLetteredAtJSON(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("CET", 3600))
 	for _, c := range []struct {
 		at   time.Time

@@ -25,6 +25,7 @@ func parse(t *testing.T, src string) ([]annotations.Job, error) {
 }
 
 func TestSnakeCase(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"SendEmail":       "send_email",
 		"SendHTTPRequest": "send_http_request",
@@ -44,6 +45,7 @@ func TestSnakeCase(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	jobs, err := parse(t, `package emails
 
 //queuey:queue
@@ -67,6 +69,7 @@ type SendHTTPRequest struct{ URL string }
 }
 
 func TestEveryKey(t *testing.T) {
+	t.Parallel()
 	jobs, err := parse(t, `package emails
 
 type (
@@ -103,6 +106,7 @@ type (
 const scheduleAccepted = `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <whole seconds, at least 1s>" ("@every 90s")`
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, directive, want string
 	}{
@@ -147,6 +151,7 @@ func TestErrors(t *testing.T) {
 // where the second name comes from: its name= value when it has one, else
 // its type.
 func TestDuplicateQueueName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, src, want string }{
 		{"both given", "//queuey:queue name=q\ntype A struct{}\n\n//queuey:queue prefetch=2 name=q\ntype B struct{}\n",
 			`jobs.go:6:32: name=q of B is already the queue of A (jobs.go:3:21); give one of them another name=`},
@@ -171,6 +176,7 @@ func TestDuplicateQueueName(t *testing.T) {
 // TestProseIsIgnored checks that comments which mention queuey: as prose
 // are neither directives nor errors, wherever they are.
 func TestProseIsIgnored(t *testing.T) {
+	t.Parallel()
 	jobs, err := parse(t, `// Package p is where jobs live.
 // queuey: the job framework we use
 // queuey:queue annotations mark its jobs.
@@ -210,6 +216,7 @@ var x = 1
 // TestMisspeltDirective checks that a line meant as a directive but not
 // written as one is refused where it could be meant for a type.
 func TestMisspeltDirective(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, src, want string }{
 		{"plural", "//queuey:queues prefetch=3\ntype Job struct{}\n",
 			`jobs.go:3:1: unknown directive //queuey:queues (did you mean //queuey:queue?); the only one is //queuey:queue`},

@@ -38,6 +38,7 @@ import (
 
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -541,17 +542,16 @@ func runRules(t *testing.T, lang language) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(letters) < 2 && time.Now().Before(deadline); {
+	eventually.Wait(30*time.Second, func() bool {
 		m, ok, err := ch.Get(q.Name+".dead", true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
-			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
-			continue
+		if ok {
+			letters[m.MessageId] = m
 		}
-		letters[m.MessageId] = m
-	}
+		return len(letters) >= 2
+	})
 	stop()
 	for id, infos := range got {
 		for _, info := range infos {
@@ -621,30 +621,31 @@ func checkDeadLetters(t *testing.T, url string, q runtime.QueueConfig) {
 		"wrong-kind":      fmt.Sprintf("job of kind %q on queue %q, whose handler takes %q", emails.SendEmailQueue.Kind, q.Name, q.Kind),
 		"not-an-envelope": fmt.Sprintf("message on queue %q is not a valid envelope: invalid envelope: content type \"application/json\"", q.Name),
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(want) > 0 && time.Now().Before(deadline) {
-		m, ok, err := ch.Get(q.Name+".dead", true)
-		if err != nil {
-			t.Fatal(err)
+	eventually.Wait(10*time.Second, func() bool {
+		for len(want) > 0 {
+			m, ok, err := ch.Get(q.Name+".dead", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				return false
+			}
+			prefix, expected := want[m.MessageId]
+			if !expected {
+				t.Errorf("unexpected dead letter %q: %v", m.MessageId, m.Headers)
+				continue
+			}
+			delete(want, m.MessageId)
+			reason, _ := m.Headers["x-queuey-dead-reason"].(string)
+			if !strings.HasPrefix(reason, prefix) {
+				t.Errorf("dead letter %q: reason %q, want it to start %q", m.MessageId, reason, prefix)
+			}
+			if qn, _ := m.Headers["x-queuey-queue"].(string); qn != q.Name {
+				t.Errorf("dead letter %q: x-queuey-queue %q, want %q", m.MessageId, qn, q.Name)
+			}
 		}
-		if !ok {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		prefix, expected := want[m.MessageId]
-		if !expected {
-			t.Errorf("unexpected dead letter %q: %v", m.MessageId, m.Headers)
-			continue
-		}
-		delete(want, m.MessageId)
-		reason, _ := m.Headers["x-queuey-dead-reason"].(string)
-		if !strings.HasPrefix(reason, prefix) {
-			t.Errorf("dead letter %q: reason %q, want it to start %q", m.MessageId, reason, prefix)
-		}
-		if qn, _ := m.Headers["x-queuey-queue"].(string); qn != q.Name {
-			t.Errorf("dead letter %q: x-queuey-queue %q, want %q", m.MessageId, qn, q.Name)
-		}
-	}
+		return true
+	})
 	for id := range want {
 		t.Errorf("message %q was not dead-lettered within 10s", id)
 	}

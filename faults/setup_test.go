@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	poll "github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -100,16 +101,12 @@ func depth(t *testing.T, url, queue string) int {
 // with the logs of the given workers.
 func eventually(t *testing.T, what string, cond func() bool, ws ...*workerProc) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			var logs strings.Builder
-			for _, w := range ws {
-				fmt.Fprintf(&logs, "\n--- worker %s log:\n%s", w.name, w.logTail())
-			}
-			t.Fatalf("%s: not within %v%s", what, wait, logs.String())
+	if !poll.Wait(wait, cond) {
+		var logs strings.Builder
+		for _, w := range ws {
+			fmt.Fprintf(&logs, "\n--- worker %s log:\n%s", w.name, w.logTail())
 		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		t.Fatalf("%s: not within %v%s", what, wait, logs.String())
 	}
 }
 

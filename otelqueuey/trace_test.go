@@ -95,8 +95,8 @@ func checkOneTrace(t *testing.T, b runtime.Backend, name, system string) {
 			"messaging.message.id":       id,
 			"messaging.operation.type":   c.op,
 		} {
-			if v, _ := attrs.Value(attribute.Key(key)); v.Emit() != want {
-				t.Errorf("%s span: %s = %q, want %q", c.op, key, v.Emit(), want)
+			if v, _ := attrs.Value(attribute.Key(key)); v.String() != want {
+				t.Errorf("%s span: %s = %q, want %q", c.op, key, v.String(), want)
 			}
 		}
 	}
@@ -142,7 +142,7 @@ func TestTraceRetriedJob(t *testing.T) {
 		}
 		attrs := attribute.NewSet(cons.Attributes()...)
 		if v, _ := attrs.Value("queuey.job.attempt"); v.AsInt64() != int64(attempt) {
-			t.Errorf("run %d: queuey.job.attempt = %v", attempt, v.Emit())
+			t.Errorf("run %d: queuey.job.attempt = %v", attempt, v.String())
 		}
 	}
 	if first := spans[1]; first.Status().Code != codes.Error || first.Status().Description != errFlaky.Error() || !hasEvent(first, "retried") {
@@ -157,7 +157,7 @@ func TestTraceRetriedJob(t *testing.T) {
 // queuey.outcome attribute and, unless acked, as an event.
 func outcomeShown(s sdktrace.ReadOnlySpan, outcome string) bool {
 	attrs := attribute.NewSet(s.Attributes()...)
-	if v, _ := attrs.Value("queuey.outcome"); v.Emit() != outcome {
+	if v, _ := attrs.Value("queuey.outcome"); v.String() != outcome {
 		return false
 	}
 	return outcome == "acked" || hasEvent(s, outcome)

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -154,25 +155,20 @@ func brokerPolicy(t *testing.T, queue string, definition map[string]any) {
 	}); err != nil {
 		t.Fatalf("set policy: %v", err)
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	var q struct {
+		Policy string `json:"policy"`
+	}
+	if !eventually.Wait(wait, func() bool {
 		body, err := do(http.MethodGet, "api/queues/"+url.PathEscape("/")+"/"+url.PathEscape(queue), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var q struct {
-			Policy string `json:"policy"`
-		}
 		if err := json.Unmarshal(body, &q); err != nil {
 			t.Fatal(err)
 		}
-		if q.Policy == name {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %q shows policy %q after %v, want %q", queue, q.Policy, wait, name)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return q.Policy == name
+	}) {
+		t.Fatalf("queue %q shows policy %q after %v, want %q", queue, q.Policy, wait, name)
 	}
 }
 

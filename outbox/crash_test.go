@@ -98,7 +98,7 @@ func TestRelayKilled(t *testing.T) {
 			_ = cmd.Wait()
 			t.Fatalf("relay %d did not start within %v", i, wait)
 		}
-		time.Sleep(time.Duration(200+rand.N(300)) * time.Millisecond)
+		time.Sleep(time.Duration(200+rand.N(300)) * time.Millisecond) // the relay runs a while under load before it is killed
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatalf("kill relay %d: %v", i, err)
 		}

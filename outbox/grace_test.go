@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -34,20 +36,16 @@ func TestMissingQueueGrace(t *testing.T) {
 	// The relay tried both and set them apart.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for {
+	eventually.Nil(t, wait, func() error {
 		var tried int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM queuey_outbox WHERE attempts > 0 AND last_error LIKE '%does not exist%'").Scan(&tried); err != nil {
 			t.Fatal(err)
 		}
-		if tried == 2 {
-			break
+		if tried != 2 {
+			return fmt.Errorf("%d of the 2 jobs of the missing queue tried and set apart", tried)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of the 2 jobs of the missing queue tried and set apart after %v", tried, wait)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	}, "the missing queue's jobs tried and set apart")
 	// Jobs of another queue go meanwhile, many of them, each at once.
 	for i := range 20 {
 		id := enqueue(t, pool, other, i, true)

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/queuey/queuey/examples/emails/emails"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -133,20 +135,16 @@ func waitEmpty(t *testing.T, pool interface {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for {
+	eventually.Nil(t, wait, func() error {
 		var left int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM queuey_outbox").Scan(&left); err != nil {
 			t.Fatalf("count rows: %v", err)
 		}
-		if left == 0 {
-			return
+		if left != 0 {
+			return fmt.Errorf("%d rows left in the outbox", left)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d rows left in the outbox after %v", left, wait)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	}, "the outbox empty")
 }
 
 // TestTwoRelays runs two relays on one outbox under load: each job is
@@ -252,7 +250,7 @@ func TestDelayCountsFromEnqueue(t *testing.T) {
 	// The relay comes late; the job's wait goes on meanwhile. It runs
 	// on a backend of its own, which did not declare the queue: it learns
 	// how the queue holds waits from the row.
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // real time passes before the relay starts: what the test is about
 	brokertest.Run(t, &outbox.Relay{Pool: pool, Backend: dial(t), Logger: quiet()})
 	h.waitDistinct(t, 1)
 	h.mu.Lock()

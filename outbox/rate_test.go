@@ -63,7 +63,7 @@ func TestPoisonRate(t *testing.T) {
 						deadAt <- time.Since(start)
 						return
 					}
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // polling that measures when the poisons are set aside: the interval is its resolution
 				}
 			})
 		}

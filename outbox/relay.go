@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,9 +120,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	rl := &relayRun{
 		Relay: r,
 		log:   log.With("component", "outbox relay"),
-		batch: cmpOr(r.BatchSize, DefaultBatchSize),
-		poll:  cmpOr(r.PollInterval, DefaultPollInterval),
-		grace: cmpOr(r.MissingQueueGrace, DefaultMissingQueueGrace),
+		batch: cmp.Or(r.BatchSize, DefaultBatchSize),
+		poll:  cmp.Or(r.PollInterval, DefaultPollInterval),
+		grace: cmp.Or(r.MissingQueueGrace, DefaultMissingQueueGrace),
 		wake:  make(chan struct{}, 1),
 	}
 	if err := rl.checkSchema(ctx); err != nil {
@@ -139,15 +140,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		rl.dropLock()
 	}()
 	return rl.loop(ctx)
-}
-
-// cmpOr returns v, or def when v is zero.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // relayRun is one call of Run.

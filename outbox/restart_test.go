@@ -72,7 +72,7 @@ func TestPostgresRestart(t *testing.T) {
 				if err != nil {
 					// The database is away, or the commit's outcome
 					// unknown: such jobs may or may not be handled.
-					time.Sleep(50 * time.Millisecond)
+					time.Sleep(50 * time.Millisecond) // paces the retries of the load while the database is away
 					continue
 				}
 				mu.Lock()
@@ -83,14 +83,14 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	const restarts = 2
 	for range restarts {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // a second of load between restarts
 		if err := ctlcluster("restart"); err != nil {
 			stop.Store(true)
 			wg.Wait()
 			t.Fatal("restart failed")
 		}
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second of load after the last restart
 	stop.Store(true)
 	wg.Wait()
 

@@ -63,6 +63,7 @@ func TestDrainRetriesToDeadLetter(t *testing.T) {
 // TestDeferralEndsOnTime: a deferred job is back when the clock reaches
 // the end of its wait, not a nanosecond before.
 func TestDeferralEndsOnTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := queueytest.New(t, hourly)
 	if _, err := qruntime.Enqueue(ctx, qruntime.NewProducerUndeclared(b), hourly, ping{}, qruntime.WithID("d")); err != nil {
@@ -93,6 +94,7 @@ func TestDeferralEndsOnTime(t *testing.T) {
 // TestScheduleTicks: a schedule ticks each time the clock passes its
 // time, and only then.
 func TestScheduleTicks(t *testing.T) {
+	t.Parallel()
 	b := queueytest.New(t)
 	w := qruntime.NewWorker(b)
 	var n atomic.Int32

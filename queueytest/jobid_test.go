@@ -13,6 +13,7 @@ import (
 // TestKitRefusesLongIDs: the kit refuses a job ID RabbitMQ cannot carry,
 // as every backend does, naming the limit, and stores nothing.
 func TestKitRefusesLongIDs(t *testing.T) {
+	t.Parallel()
 	b := queueytest.New(t, hourly)
 	_, err := qruntime.Enqueue(context.Background(), qruntime.NewProducerUndeclared(b), hourly, ping{}, qruntime.WithID(strings.Repeat("i", 300)))
 	if !errors.Is(err, qruntime.ErrInvalidOption) || !strings.Contains(err.Error(), "over 255") {

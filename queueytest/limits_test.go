@@ -15,6 +15,7 @@ type attachment struct{ Data []byte }
 // broker with its default settings takes, as the RabbitMQ backend does,
 // and records nothing for it.
 func TestRefusesOversizedJobs(t *testing.T) {
+	t.Parallel()
 	q := qruntime.QueueConfig{Name: "mail.attachments", Kind: qruntime.KindOf[attachment]()}
 	b := queueytest.New(t, q)
 	p, err := qruntime.NewProducer(context.Background(), b, q)

@@ -47,6 +47,7 @@ func failure(fn func(tb testing.TB)) string {
 }
 
 func TestRequireEnqueuedOptions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := queueytest.New(t)
 	p, err := qruntime.NewProducer(ctx, b, emails.Queues()...)
@@ -94,6 +95,7 @@ enqueued onto "emails.send_email":
 }
 
 func TestRequireFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := queueytest.New(t, emails.Queues()...)
 	p := qruntime.NewProducerUndeclared(b)
@@ -139,6 +141,7 @@ enqueued onto "billing.charge_card":
 // is busy, including a job one handler enqueues onto another queue, and
 // reports each run's outcome.
 func TestDrainOutcomes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := queueytest.New(t)
 	p, err := qruntime.NewProducer(ctx, b, emails.Queues()...)
@@ -192,6 +195,7 @@ func TestDrainOutcomes(t *testing.T) {
 // TestDrainNothing: with nothing enqueued, Drain returns no outcome once
 // the worker consumes its queues.
 func TestDrainNothing(t *testing.T) {
+	t.Parallel()
 	b := queueytest.New(t)
 	w := qruntime.NewWorker(b)
 	emails.HandleSendEmail(w, func(ctx context.Context, job emails.SendEmail) error { return nil })
@@ -203,6 +207,7 @@ func TestDrainNothing(t *testing.T) {
 // TestBackendCloses: the Backend is a runtime.Backend whose Close, part of
 // that interface, ends what it holds; a second Close is harmless.
 func TestBackendCloses(t *testing.T) {
+	t.Parallel()
 	var b qruntime.Backend = queueytest.New(t, emails.Queues()...)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

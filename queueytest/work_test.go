@@ -16,6 +16,7 @@ import (
 // TestWork: one worker runs one job at a time at any attempt, through its
 // middleware, and can be drained afterwards.
 func TestWork(t *testing.T) {
+	t.Parallel()
 	w := qruntime.NewWorker(queueytest.New(t))
 	var wrapped atomic.Int32
 	w.Use(func(next qruntime.HandlerFunc) qruntime.HandlerFunc {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
@@ -104,26 +105,21 @@ func (m managementAPI) deliveryLimit(t *testing.T, queue string, limit int) {
 	}); err != nil {
 		t.Fatalf("set policy: %v", err)
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	var q struct {
+		Policy     string         `json:"policy"`
+		Definition map[string]any `json:"effective_policy_definition"`
+	}
+	if !eventually.Wait(wait, func() bool {
 		body, err := m.do(http.MethodGet, "api/queues/"+url.PathEscape("/")+"/"+url.PathEscape(queue), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var q struct {
-			Policy     string         `json:"policy"`
-			Definition map[string]any `json:"effective_policy_definition"`
-		}
 		if err := json.Unmarshal(body, &q); err != nil {
 			t.Fatal(err)
 		}
-		if q.Policy == name && q.Definition["delivery-limit"] == float64(limit) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %q shows policy %q %v after %v, want %s with delivery-limit %d", queue, q.Policy, q.Definition, wait, name, limit)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, not a synchronisation
+		return q.Policy == name && q.Definition["delivery-limit"] == float64(limit)
+	}) {
+		t.Fatalf("queue %q shows policy %q %v after %v, want %s with delivery-limit %d", queue, q.Policy, q.Definition, wait, name, limit)
 	}
 }
 
@@ -148,12 +144,8 @@ func quorumDeadLetters(t *testing.T, b *rabbitmq.Backend, n int) (runtime.QueueC
 	}
 	stop := runWorker(t, b, q, func(context.Context, int) error { return runtime.Permanent(errors.New("declined")) })
 	ch := rawChannel(t)
-	deadline := time.Now().Add(wait)
-	for queueLen(t, ch, q.Name+".dead") < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %d dead letters after %v", n, wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	if !eventually.Wait(wait, func() bool { return queueLen(t, ch, q.Name+".dead") >= n }) {
+		t.Fatalf("fewer than %d dead letters after %v", n, wait)
 	}
 	stop()
 	return q, ids

@@ -39,8 +39,11 @@ func TestMismatchErrorSuggests(t *testing.T) {
 		{"PRECONDITION_FAILED - something else", false, "declare it with the arguments it has"},
 	} {
 		err := mismatchError(q, &amqp.Error{Code: amqp.PreconditionFailed, Reason: tc.reason}, tc.dead)
-		if !errors.Is(err, runtime.ErrQueueMismatch) || !errors.Is(err, runtime.ErrQueueMismatch) {
+		if !errors.Is(err, runtime.ErrQueueMismatch) {
 			t.Errorf("%s: %v is not ErrQueueMismatch", tc.reason, err)
+		}
+		if !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("error %q does not carry the broker's reason %q", err, tc.reason)
 		}
 		for _, want := range []string{tc.want, "drain and delete", `"q"`} {
 			if !strings.Contains(err.Error(), want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -339,12 +340,8 @@ func testDeferReturnsAheadOfBacklog(t *testing.T, maxPriority int) {
 		t.Fatalf("first job run = %d, want 1", n)
 	}
 	raw := rawChannel(t)
-	deadline := time.Now().Add(wait)
-	for queueLen(t, raw, q.Name) < backlog { // 49 backlog + the returned job 0
-		if time.Now().After(deadline) {
-			t.Fatalf("deferred job not back on %q within %v", q.Name, wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	if !eventually.Wait(wait, func() bool { return queueLen(t, raw, q.Name) >= backlog }) { // 49 backlog + the returned job 0
+		t.Fatalf("deferred job not back on %q within %v", q.Name, wait)
 	}
 	close(release)
 	if n := within(t, order, "the job after the held one"); n != 0 {

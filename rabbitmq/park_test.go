@@ -5,11 +5,11 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -43,12 +43,8 @@ func TestIdleQueuesHoldNoRunnerGoroutine(t *testing.T) {
 	parked := func(what string) {
 		t.Helper()
 		limit := before + 2*n + n/2
-		deadline := time.Now().Add(wait)
-		for goruntime.NumGoroutine() > limit {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d goroutines for %d idle queues, want at most %d (%d before the worker ran)", what, goruntime.NumGoroutine(), n, limit, before)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !eventually.Wait(wait, func() bool { return goruntime.NumGoroutine() <= limit }) {
+			t.Fatalf("%s: %d goroutines for %d idle queues, want at most %d (%d before the worker ran)", what, goruntime.NumGoroutine(), n, limit, before)
 		}
 	}
 	parked("after the start")
@@ -100,9 +96,9 @@ func awaitConsumers(t *testing.T, queue string, want int) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(wait)
-	for {
-		got := 0
+	got := 0
+	if !eventually.Wait(wait, func() bool {
+		got = 0
 		ch, err := conn.Channel()
 		if err != nil {
 			t.Fatal(err)
@@ -111,12 +107,8 @@ func awaitConsumers(t *testing.T, queue string, want int) {
 			got = q.Consumers
 			ch.Close()
 		} // else the queue is missing, and the channel closed with the error
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %q has %d consumers after %v, want %d", queue, got, wait, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return got == want
+	}) {
+		t.Fatalf("queue %q has %d consumers after %v, want %d", queue, got, wait, want)
 	}
 }

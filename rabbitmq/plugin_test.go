@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -210,19 +211,15 @@ func TestPluginNotProvisioned(t *testing.T) {
 		t.Fatalf("wait through the provisioned exchange: %v", err)
 	}
 	var m amqp.Delivery
-	deadline := time.Now().Add(wait)
-	for {
+	if !eventually.Wait(wait, func() bool {
 		var ok bool
 		var err error
 		if m, ok, err = raw.Get(q.Name, true); err != nil {
 			t.Fatal(err)
-		} else if ok {
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wait not routed to %q through %q within %v", q.Name, shared, wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		return ok
+	}) {
+		t.Fatalf("wait not routed to %q through %q within %v", q.Name, shared, wait)
 	}
 	if m.Exchange != shared || m.RoutingKey != q.Name || m.MessageId != env.ID {
 		t.Errorf("got message %q from exchange %q with key %q, want %q from %q with key %q", m.MessageId, m.Exchange, m.RoutingKey, env.ID, shared, q.Name)

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -127,9 +128,6 @@ func TestCancelledBatchLeavesNoGoroutines(t *testing.T) {
 	// What is left waits for the confirms the broker still owes, which a
 	// busy broker sends late: wait for them (bounded), then for nothing
 	// to be left at all.
-	deadline := time.Now().Add(wait)
-	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.Wait(wait, func() bool { return goruntime.NumGoroutine() <= before })
 	goleak.VerifyNone(t, ignore)
 }

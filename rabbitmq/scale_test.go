@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -129,12 +130,8 @@ func TestWorkerOfMoreQueuesThanOneConnectionHolds(t *testing.T) {
 	// Idle: the runners' own goroutines start right after their
 	// subscribe; wait (bounded) for the count to settle under the bound.
 	bound := before + queues*perQueue + shared
-	deadline := time.Now().Add(30 * time.Second)
-	n := goruntime.NumGoroutine()
-	for n > bound && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		n = goruntime.NumGoroutine()
-	}
+	var n int
+	eventually.Wait(30*time.Second, func() bool { n = goruntime.NumGoroutine(); return n <= bound })
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	t.Logf("%d queues consuming %v after Run (declared after %v) on %d connections; %d goroutines (%.1f per queue), %.1f MiB of stacks",
@@ -427,10 +424,7 @@ func TestConsumingConnectionsCloseWhenTheirConsumersEnd(t *testing.T) {
 		t.Fatalf("%d consuming connections for 3 queues and the pause notices at 1 channel each, want 4", n)
 	}
 	stop()
-	deadline := time.Now().Add(wait)
-	for len(rabbitmq.ConsumeConnections(b)) > 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually.Wait(wait, func() bool { return len(rabbitmq.ConsumeConnections(b)) <= 1 })
 	if n := len(rabbitmq.ConsumeConnections(b)); n != 1 {
 		t.Errorf("%d consuming connections %v after the worker stopped, want the first only", n, wait)
 	}

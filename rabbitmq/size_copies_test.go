@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
@@ -19,20 +19,18 @@ import (
 // getWithin takes one message from queue, polling until one is there.
 func getWithin(t *testing.T, ch *amqp.Channel, queue string) amqp.Delivery {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		m, ok, err := ch.Get(queue, true)
-		if err != nil {
+	var m amqp.Delivery
+	if !eventually.Wait(wait, func() bool {
+		var ok bool
+		var err error
+		if m, ok, err = ch.Get(queue, true); err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no message in %q within %v", queue, wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		return ok
+	}) {
+		t.Fatalf("no message in %q within %v", queue, wait)
 	}
+	return m
 }
 
 // TestPoisonFillingItsFrameReachesDeadLetters: an invalid message whose
@@ -104,19 +102,17 @@ func TestDeadLetterOfALargeJob(t *testing.T) {
 	within(t, runs, "the first run")
 
 	var letter admin.DeadLetterInfo
-	deadline := time.Now().Add(wait)
-	for letter.ID == "" {
+	if !eventually.Wait(wait, func() bool {
 		list, err := b.DeadLetters(ctxT(t), q.Name, admin.DeadLetterPage{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Letters) > 0 {
 			letter = list.Letters[0]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no dead letter within %v", wait)
-		} else {
-			time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
 		}
+		return letter.ID != ""
+	}) {
+		t.Fatalf("no dead letter within %v", wait)
 	}
 	if letter.ID != id || letter.Headers["big"] != big || !strings.Contains(letter.LastError, "eeee") || !strings.Contains(letter.Reason, "eeee") {
 		t.Errorf("dead letter %q: %d-byte header, last error %.20q, reason %.20q; want job %q with all of it", letter.ID, len(letter.Headers["big"]), letter.LastError, letter.Reason, id)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -67,11 +68,8 @@ func TestCoalescedAcksKeepRequeues(t *testing.T) {
 	// A redelivered job is published again with its attempt raised before
 	// its old copy is acked, so the count settles a moment after Close.
 	ch := rawChannel(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for n := queueLen(t, ch, q.Name); n != 0; n = queueLen(t, ch, q.Name) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs left on the queue, want 0: an acked delivery came back", n)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	var n int
+	if !eventually.Wait(5*time.Second, func() bool { n = queueLen(t, ch, q.Name); return n == 0 }) {
+		t.Fatalf("%d jobs left on the queue, want 0: an acked delivery came back", n)
 	}
 }

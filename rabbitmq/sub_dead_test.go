@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -21,20 +22,17 @@ import (
 // that does not exist (yet) holds none.
 func deadLetters(t *testing.T, b *rabbitmq.Backend, queue string, n int) []admin.DeadLetterInfo {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		list, err := b.DeadLetters(ctxT(t), queue, admin.DeadLetterPage{Limit: n})
-		if err != nil && !errors.Is(err, runtime.ErrUnknownQueue) {
+	var list admin.DeadLetterList
+	if !eventually.Wait(wait, func() bool {
+		var err error
+		if list, err = b.DeadLetters(ctxT(t), queue, admin.DeadLetterPage{Limit: n}); err != nil && !errors.Is(err, runtime.ErrUnknownQueue) {
 			t.Fatal(err)
 		}
-		if len(list.Letters) >= n {
-			return list.Letters
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d dead letters of %q within %v", len(list.Letters), n, queue, wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		return len(list.Letters) >= n
+	}) {
+		t.Fatalf("%d of %d dead letters of %q within %v", len(list.Letters), n, queue, wait)
 	}
+	return list.Letters
 }
 
 // moveFailures returns the records that say an invalid message could not
@@ -125,13 +123,11 @@ func TestPoisonBacksOffWhenDeadLetterQueueRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failures []slog.Record
-	deadline := time.Now().Add(wait)
-	for len(failures) < 2 {
+	if !eventually.Wait(wait, func() bool {
 		failures = append(failures, moveFailures(logs)...)
-		if time.Now().After(deadline) {
-			t.Fatalf("%d failures to move the poison logged within %v, want 2", len(failures), wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		return len(failures) >= 2
+	}) {
+		t.Fatalf("%d failures to move the poison logged within %v, want 2", len(failures), wait)
 	}
 	for i, want := range []time.Duration{time.Second, 2 * time.Second} {
 		if got, _ := attr(failures[i], "requeue_in").(time.Duration); got != want {
@@ -189,18 +185,14 @@ func TestPoisonKeepsPropertiesAndHeaders(t *testing.T) {
 	}
 	defer sub.Close()
 	var m amqp.Delivery
-	deadline := time.Now().Add(wait)
-	for {
+	if !eventually.Wait(wait, func() bool {
 		var ok bool
 		if m, ok, err = raw.Get(q.Name+".dead", true); err != nil {
 			t.Fatal(err)
-		} else if ok {
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("poison not in %q within %v", q.Name+".dead", wait)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+		return ok
+	}) {
+		t.Fatalf("poison not in %q within %v", q.Name+".dead", wait)
 	}
 	for k, want := range map[string]any{
 		"tenant": "t1", "n": int32(7),

@@ -31,6 +31,7 @@ type fitLine struct {
 type fitBase struct{ Shard uint8 }
 
 type fitPair struct {
+	//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 	_msgpack struct{} `msgpack:",as_array"`
 	Left     int8
 	Right    int8
@@ -69,6 +70,7 @@ type fitJob struct {
 // wherever the field is: nested in structs, slices, maps, pointers and
 // embedded structs, and as a map key.
 func TestDecodePayloadRefusesNumbersThatDoNotFit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		payload any
@@ -121,6 +123,7 @@ func TestDecodePayloadRefusesNumbersThatDoNotFit(t *testing.T) {
 // fields decode, as do values left to their type's own decoder or to an
 // interface, and nils.
 func TestDecodePayloadKeepsNumbersThatFit(t *testing.T) {
+	t.Parallel()
 	data, err := msgpack.Marshal(map[string]any{
 		"Level": -128, "Port": 65535, "Sev": 127, "Big": int64(math.MinInt64), "N": int64(math.MaxInt64),
 		"Count": uint64(math.MaxUint64), "Wide": uint32(math.MaxUint32), "Short": math.MaxInt16,

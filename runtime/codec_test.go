@@ -20,6 +20,7 @@ type tagged struct {
 // Jobs decode into values reused across jobs: a field missing from one
 // payload must read as zero, never as what the job before it held.
 func TestHandleDecodesEachJobFromZero(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "tagged", Kind: runtime.KindOf[tagged](), Prefetch: 1}
@@ -57,6 +58,7 @@ func TestHandleDecodesEachJobFromZero(t *testing.T) {
 // EnqueuePayload's payload stays the caller's: changing it afterwards
 // does not change the job.
 func TestEnqueuePayloadCopiesThePayload(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
@@ -91,6 +93,7 @@ type otherKey struct{}
 // The Info a worker puts in a handler's context is found through derived
 // contexts, and other values pass through it.
 func TestInfoThroughDerivedContexts(t *testing.T) {
+	t.Parallel()
 	base := context.WithValue(context.Background(), otherKey{}, "other")
 	ctx, cancel := context.WithCancel(runtime.WithInfo(base, runtime.Info{ID: "job-1", Attempt: 2}))
 	defer cancel()
@@ -120,6 +123,7 @@ type reading struct {
 // reason that names the field, never handled with the number wrapped
 // around.
 func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "readings", Kind: runtime.KindOf[reading](), MaxAttempts: 3}

@@ -17,6 +17,7 @@ import (
 // dozen bytes is refused without growing a decoder's buffer towards the
 // claim, however often it comes.
 func TestDecodePayloadRefusesCraftedPayloads(t *testing.T) {
+	t.Parallel()
 	var v struct{ A any }
 	fit := mpfit.For(reflect.TypeOf(v))
 	deep := append([]byte{0x81, 0xa1, 'A'}, bytes.Repeat([]byte{0x91}, 12<<20)...)
@@ -49,6 +50,7 @@ type craftedTree struct {
 // million deep along a recursive job type, whose numbers are checked on
 // the way, is refused too, at the same depth as any other.
 func TestDecodePayloadRefusesCraftedPayloadsItWalks(t *testing.T) {
+	t.Parallel()
 	fit := mpfit.For(reflect.TypeFor[craftedTree]())
 	level := []byte{0x81, 0xa4, 'K', 'i', 'd', 's', 0x91} // {"Kids": [ ...
 	var v craftedTree

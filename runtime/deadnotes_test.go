@@ -13,6 +13,7 @@ import (
 // without tells it, with a nil listener, that none will come, so that the
 // subscription keeps none of them for its life.
 func TestWorkerTellsSubscriptionWhetherItListens(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []runtime.WorkerOption

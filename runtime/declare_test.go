@@ -67,6 +67,7 @@ func pingQueues(n int) []runtime.QueueConfig {
 // declareConcurrency are under way before any is released, none more at
 // once, and every queue takes jobs after.
 func TestNewProducerDeclaresConcurrently(t *testing.T) {
+	t.Parallel()
 	b := gated(t, "")
 	qs := pingQueues(runtime.DeclareConcurrency + 40)
 	type result struct {
@@ -99,6 +100,7 @@ func TestNewProducerDeclaresConcurrently(t *testing.T) {
 // TestWorkerRunReturnsFailedDeclare runs a worker of 40 queues one of
 // whose declares is refused: Run returns that error, naming the queue.
 func TestWorkerRunReturnsFailedDeclare(t *testing.T) {
+	t.Parallel()
 	b := gated(t, "ping.20")
 	w := runtime.NewWorker(b)
 	for _, q := range pingQueues(40) {

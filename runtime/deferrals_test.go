@@ -40,6 +40,7 @@ func (h *levelCounter) WithGroup(string) slog.Handler      { return h }
 // (DefaultMaxDeferrals unless WithMaxDeferrals says otherwise), with a
 // reason that says so.
 func TestDeferralsAreCapped(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []runtime.WorkerOption
@@ -79,6 +80,7 @@ func TestDeferralsAreCapped(t *testing.T) {
 // per queue, and each at debug level; the dead letter of a job out of
 // deferrals keeps no count, so that a re-drive starts it afresh.
 func TestDeferralsLogged(t *testing.T) {
+	t.Parallel()
 	logs := &levelCounter{msg: "queuey: job"}
 	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(logs)))
 	t.Cleanup(func() { _ = b.Close() })

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -59,13 +60,8 @@ func TestIdleQueuesHoldNoHandlerGoroutines(t *testing.T) {
 	// their jobs settle, when no other comes; wait (bounded) for the
 	// count to come down.
 	bound := before + queues*perQueue
-	deadline := time.Now().Add(10 * time.Second)
-	n := goruntime.NumGoroutine()
-	for n > bound && time.Now().Before(deadline) {
-		goruntime.Gosched()
-		time.Sleep(time.Millisecond)
-		n = goruntime.NumGoroutine()
-	}
+	var n int
+	eventually.Wait(10*time.Second, func() bool { n = goruntime.NumGoroutine(); return n <= bound })
 	t.Logf("%d idle queues: %d goroutines, %.1f per queue", queues, n-before, float64(n-before)/queues)
 	if n > bound {
 		t.Errorf("%d idle queues hold %d goroutines (%.1f per queue), want at most %d per queue", queues, n-before, float64(n-before)/queues, perQueue)

@@ -10,6 +10,7 @@ import (
 // form uuid.Parse reads back, all different, and in the order they were
 // made, as newID's are.
 func TestNewIDs(t *testing.T) {
+	t.Parallel()
 	ids, err := newIDs(500)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ type blob struct{ B []byte }
 // its derived names, or in the broker's reserved amq. prefix) with
 // ErrInvalidConfig.
 func TestMemoryRefusesWhatTheBrokerRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q := runtime.QueueConfig{Name: "limits", Kind: runtime.KindOf[blob]()}
 	b := quietMemory()

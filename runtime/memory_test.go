@@ -24,6 +24,7 @@ var (
 )
 
 func TestMemoryBackendConformance(t *testing.T) {
+	t.Parallel()
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
 			return runtime.Hooks(hooks.Key{}).PublishRaw(ctx, b.(*runtime.MemoryBackend), queue, body)
@@ -40,6 +41,7 @@ func TestMemoryBackendConformance(t *testing.T) {
 // MaxPriority declares DefaultMaxPriority, as DefaultQueueConfig does, and
 // NoPriority declares none; the two are different queues.
 func TestMemoryDeclaresDefaultPriority(t *testing.T) {
+	t.Parallel()
 	b := runtime.NewMemoryBackend()
 	defer b.Close()
 	ctx := context.Background()
@@ -74,6 +76,7 @@ func TestMemoryDeclaresDefaultPriority(t *testing.T) {
 // letters and its waits go, counted; a consumer refuses the delete unless
 // forced, and a forced delete ends it with an error.
 func TestMemoryDeleteQueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	ctx := context.Background()
@@ -140,6 +143,7 @@ func TestMemoryDeleteQueue(t *testing.T) {
 // TestMemoryPurgeQueue: PurgeQueue removes the ready jobs, counted, and
 // leaves waits; an unknown queue is ErrUnknownQueue.
 func TestMemoryPurgeQueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	ctx := context.Background()

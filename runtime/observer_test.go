@@ -67,6 +67,7 @@ func startWorker(t *testing.T, w *runtime.Worker) {
 // the observer is told, in order per job, and that the handler runs in the
 // context Start returned.
 func TestObserverOutcomes(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping](), MaxAttempts: 3}
@@ -211,6 +212,7 @@ func (d *failingDelivery) Redelivered() bool {
 // as OutcomeRequeued with its error, and the next run of the job first as
 // OutcomeRedelivered, then acked.
 func TestObserverRequeueAndRedelivery(t *testing.T) {
+	t.Parallel()
 	b := &failingAck{MemoryBackend: quietMemory()}
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
@@ -245,6 +247,7 @@ func TestObserverRequeueAndRedelivery(t *testing.T) {
 // told as OutcomeAbandoned, and that its next run, by another worker, is a
 // redelivery.
 func TestObserverAbandoned(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops: startWorker's cleanup runs first
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
@@ -289,6 +292,7 @@ func TestObserverAbandoned(t *testing.T) {
 // is told the same queue and kind at the start of the run as in its
 // outcome, the queue's kind standing in for the missing one.
 func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.QueueConfig{Name: "obs", Kind: runtime.KindOf[ping]()}
@@ -322,6 +326,7 @@ func TestObserverStartNamesTheOutcomesKind(t *testing.T) {
 // dead letters as poison is reported to the worker's observers once,
 // dead-lettered with the reason, with the context of its own Start.
 func TestObserverSeesPoison(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() })
 	q := runtime.QueueConfig{Name: "obs-poison", Kind: runtime.KindOf[ping]()}

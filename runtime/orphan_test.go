@@ -165,6 +165,7 @@ func (o *blockingStart) Outcome(_ context.Context, out runtime.Outcome) {
 // once in the worker, never beside the copy that the backend delivers
 // again, and ends acked, reported once.
 func TestSubscriptionEndingBeforeRunBeginsRunsJobOnce(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"taking the delivery", "observers starting"} {
 		t.Run(where, func(t *testing.T) {
 			b := &endingBackend{MemoryBackend: quietMemory(), subs: make(chan *endingSub, 10)}
@@ -315,6 +316,7 @@ func TestOrphansSharingAKeyEachSettleACopy(t *testing.T) {
 // under its run, is not dead-lettered by the backend's count of
 // redeliveries: the run's outcome settles it, at attempt 1.
 func TestOrphanOnLastAttemptSettlesItsCopy(t *testing.T) {
+	t.Parallel()
 	b := &endingBackend{MemoryBackend: quietMemory(), subs: make(chan *endingSub, 10)}
 	defer b.Close()
 	obs := &blockingStart{outs: make(chan runtime.Outcome, 100)}

@@ -15,6 +15,7 @@ import (
 // field and both values, and nothing is published; the declared config is
 // not put in its place. Fields only consumers read may differ.
 func TestEnqueueRefusesAConfigThatDiffersFromTheDeclaredOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := runtime.NewMemoryBackend()
 	declared := runtime.QueueConfig{Name: "mismatch", Kind: runtime.KindOf[string](), MaxPriority: 5, MaxAttempts: 3}

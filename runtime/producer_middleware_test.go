@@ -17,6 +17,7 @@ import (
 // single enqueue as one call with one envelope and EnqueueMany as one call
 // with all of them, and that headers it adds reach the handler.
 func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
@@ -84,6 +85,7 @@ func TestProducerMiddlewareSeesEveryEnqueue(t *testing.T) {
 // answers with the wrong number of errors fails every job of the call
 // instead of reporting them stored.
 func TestProducerMiddlewareWrongErrorCount(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
@@ -115,6 +117,7 @@ func producerOf(t *testing.T, b runtime.Backend, q runtime.QueueConfig) *runtime
 // TestQueueyHeadersAreReserved: every header queuey sets on a job is among
 // the names producers refuse.
 func TestQueueyHeadersAreReserved(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{runtime.HeaderTick, admin.HeaderRedrives, admin.HeaderRedrivenAt} {
 		if !strings.HasPrefix(h, runtime.ReservedHeaderPrefix) {
 			t.Errorf("header %q does not start with ReservedHeaderPrefix %q: an application could set it", h, runtime.ReservedHeaderPrefix)

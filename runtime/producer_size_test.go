@@ -16,6 +16,7 @@ import (
 // count; in a batch only that job fails. The payloads are never touched, so
 // they cost address space, not memory.
 func TestJobOverMaxJobSizeIsRefused(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "sizes", Kind: "job"}
@@ -51,6 +52,7 @@ func TestJobOverMaxJobSizeIsRefused(t *testing.T) {
 // is refused at enqueue, where the caller can act, since every worker
 // would refuse the job as poison.
 func TestHeadersMustBeUTF8(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "utf8.headers", Kind: "job"}

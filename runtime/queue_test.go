@@ -12,6 +12,7 @@ import (
 )
 
 func TestQueueConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := runtime.DefaultQueueConfig("emails.send_email")
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
@@ -58,6 +59,7 @@ func TestQueueConfigValidate(t *testing.T) {
 // TestQueueNameLimits: the longest queue name validates, alone and with a
 // schedule up to the schedule name's limit.
 func TestQueueNameLimits(t *testing.T) {
+	t.Parallel()
 	q := runtime.DefaultQueueConfig(strings.Repeat("q", runtime.MaxQueueNameLen))
 	if err := q.Validate(); err != nil {
 		t.Errorf("a %d-byte name: %v", len(q.Name), err)
@@ -71,6 +73,7 @@ func TestQueueNameLimits(t *testing.T) {
 // TestDefaultsInOnePlace: DefaultQueueConfig is the zero config with a
 // name, resolved; both carry the Default constants.
 func TestDefaultsInOnePlace(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"q", "emails.send_email"} {
 		if diff := cmp.Diff(runtime.QueueConfig{Name: name}.WithDefaults(), runtime.DefaultQueueConfig(name)); diff != "" {
 			t.Errorf("DefaultQueueConfig(%q) differs from QueueConfig{Name: %[1]q}.WithDefaults() (-WithDefaults +DefaultQueueConfig):\n%s", name, diff)
@@ -97,6 +100,7 @@ func TestDefaultsInOnePlace(t *testing.T) {
 // TestNoPriority: NoPriority survives WithDefaults and validates; zero is
 // the default, not none.
 func TestNoPriority(t *testing.T) {
+	t.Parallel()
 	q := runtime.QueueConfig{Name: "q", MaxPriority: runtime.NoPriority}.WithDefaults()
 	if q.MaxPriority != runtime.NoPriority {
 		t.Errorf("WithDefaults() of NoPriority: MaxPriority = %d, want NoPriority", q.MaxPriority)
@@ -113,6 +117,7 @@ func TestNoPriority(t *testing.T) {
 }
 
 func TestRetryDelay(t *testing.T) {
+	t.Parallel()
 	q := runtime.QueueConfig{Name: "q", RetryBase: time.Second, RetryMax: 10 * time.Second}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	for i, w := range want {
@@ -128,6 +133,7 @@ func TestRetryDelay(t *testing.T) {
 // TestRetryDelaysAreWaits: with RetryMax at its largest, every retry
 // delay of every attempt is a wait the backend's granularity accepts.
 func TestRetryDelaysAreWaits(t *testing.T) {
+	t.Parallel()
 	q := runtime.QueueConfig{Name: "q", MaxAttempts: runtime.MaxAttemptsLimit, RetryMax: waits.Longest(runtime.DefaultGranularity)}
 	if err := q.Validate(); err != nil {
 		t.Fatalf("RetryMax = MaxDeferral rounded down to DefaultGranularity: %v", err)
@@ -140,6 +146,7 @@ func TestRetryDelaysAreWaits(t *testing.T) {
 }
 
 func TestOutcomeErrors(t *testing.T) {
+	t.Parallel()
 	base := errors.New("card declined")
 	p := runtime.Permanent(base)
 	if !runtime.IsPermanent(p) || !errors.Is(p, base) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTickID(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.FixedZone("CET", 3600))
 	if got, want := tickID("reports.daily", at), "reports.daily@2026-11-30T06:00:00Z"; got != want {
 		t.Errorf("tickID = %q, want %q", got, want)
@@ -13,6 +14,7 @@ func TestTickID(t *testing.T) {
 }
 
 func TestLatestTick(t *testing.T) {
+	t.Parallel()
 	next, err := ParseSpec("@every 1s")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseSpec(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 28, 23, 30, 0, 0, time.UTC)
 	for _, c := range []struct {
 		spec string
@@ -80,6 +81,7 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestPeriodicRefusals(t *testing.T) {
+	t.Parallel()
 	q := runtime.DefaultQueueConfig("sched.refusals")
 	for _, c := range []struct {
 		name    string
@@ -151,6 +153,7 @@ type tickRun struct {
 // TestPeriodicMemory: two workers of one MemoryBackend with one schedule:
 // one fires each tick, one second apart, with the tick's ID and header.
 func TestPeriodicMemory(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the workers stop
 	q := runtime.DefaultQueueConfig("sched.memory")
@@ -180,6 +183,7 @@ func TestPeriodicMemory(t *testing.T) {
 // later, and firing both would run one catch-up twice back to back); with
 // MissedSkip it fires no missed tick. Either way T0+2m fires on time, once.
 func TestPeriodicMissed(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		missed runtime.Missed
 		back   time.Duration
@@ -237,6 +241,7 @@ func ids(outs []queueytest.Outcome) []string {
 // the worker that handles it enqueue a zero job at each tick, named after
 // the queue.
 func TestHandleSchedule(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "sched.handle", Kind: runtime.KindOf[ping](), Schedule: "@every 1s"}
@@ -267,6 +272,7 @@ func TestHandleSchedule(t *testing.T) {
 // worker's producer (WithProducer), whose middleware sees the tick's job
 // and can add a header that the handler then reads beside the tick's own.
 func TestPeriodicProducerMiddleware(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	t.Cleanup(func() { _ = b.Close() }) // after the worker stops
 	q := runtime.DefaultQueueConfig("sched.middleware")
@@ -313,6 +319,7 @@ func TestPeriodicProducerMiddleware(t *testing.T) {
 // library would round makes Run fail, saying why and what is accepted,
 // instead of ticking every second.
 func TestHandleScheduleRefused(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{"@every 1500ms", "@every 0s", "@every -5s"} {
 		t.Run(spec, func(t *testing.T) {
 			b := quietMemory()

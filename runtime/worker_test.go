@@ -46,6 +46,7 @@ func recvT[T any](t *testing.T, c <-chan T) T {
 }
 
 func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
@@ -85,6 +86,7 @@ func TestWorkerRunTwiceAndStopTwice(t *testing.T) {
 }
 
 func TestWorkerStopBeforeOrRightAfterRun(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ping", Kind: runtime.KindOf[ping]()}
@@ -141,6 +143,7 @@ func runningWorker(t *testing.T, b *runtime.MemoryBackend, name string) (*runtim
 }
 
 func TestWorkerRegisterAfterRunPanics(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	w, errc := runningWorker(t, b, "first")
@@ -156,6 +159,7 @@ func TestWorkerRegisterAfterRunPanics(t *testing.T) {
 }
 
 func TestWorkerUseAfterRunPanics(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	w, errc := runningWorker(t, b, "first")
@@ -171,6 +175,7 @@ func TestWorkerUseAfterRunPanics(t *testing.T) {
 }
 
 func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	_, errc := runningWorker(t, b, "closing")
 	b.Close()
@@ -180,6 +185,7 @@ func TestWorkerReturnsWhenBackendCloses(t *testing.T) {
 }
 
 func TestWorkerRegistrationErrors(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	w := runtime.NewWorker(b)
@@ -203,6 +209,7 @@ func TestWorkerRegistrationErrors(t *testing.T) {
 }
 
 func TestMiddlewareOrder(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "mw", Kind: runtime.KindOf[ping]()}
@@ -245,6 +252,7 @@ func TestMiddlewareOrder(t *testing.T) {
 }
 
 func TestEnqueueOptionErrors(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "opts", Kind: runtime.KindOf[ping](), MaxPriority: 3}
@@ -269,6 +277,7 @@ func TestEnqueueOptionErrors(t *testing.T) {
 // worker, deliveries it had buffered can no longer be settled; their
 // handlers must not run (the jobs would run twice), and Run ends.
 func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	q := runtime.QueueConfig{Name: "buffered", Kind: runtime.KindOf[ping](), Prefetch: 5, Concurrency: 1}
 	p, err := runtime.NewProducer(context.Background(), b, q)
@@ -304,6 +313,7 @@ func TestBackendCloseRunsNoBufferedJob(t *testing.T) {
 }
 
 func TestWithEmptyIDIsRefused(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	q := runtime.QueueConfig{Name: "ids", Kind: runtime.KindOf[ping]()}
@@ -327,6 +337,7 @@ func TestWithEmptyIDIsRefused(t *testing.T) {
 // TestRunReturnsNilAfterStop: Stop is a clean shutdown, as the end of
 // Run's context is.
 func TestRunReturnsNilAfterStop(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	w := runtime.NewWorker(b)
@@ -351,6 +362,7 @@ func TestRunReturnsNilAfterStop(t *testing.T) {
 // TestRegisterTwoKindsOnOneQueue: two job types registered on one queue
 // name are refused, naming both types.
 func TestRegisterTwoKindsOnOneQueue(t *testing.T) {
+	t.Parallel()
 	b := quietMemory()
 	defer b.Close()
 	w := runtime.NewWorker(b)
@@ -366,6 +378,7 @@ func TestRegisterTwoKindsOnOneQueue(t *testing.T) {
 // TestHandleAndPeriodicRefuseAnotherJobType: a handler or a schedule whose
 // job type is not the queue's kind is refused by Run with ErrJobType.
 func TestHandleAndPeriodicRefuseAnotherJobType(t *testing.T) {
+	t.Parallel()
 	type refund struct{ Cents int }
 	q := runtime.QueueConfig{Name: "basic", Kind: runtime.KindOf[ping]()}
 	for name, register := range map[string]func(w *runtime.Worker){

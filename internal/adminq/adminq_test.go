@@ -10,6 +10,7 @@ import (
 )
 
 func TestOf(t *testing.T) {
+	t.Parallel()
 	q := runtime.QueueConfig{Name: "q", MaxAttempts: 3, RetryBase: time.Second, RetryMax: time.Minute, QueueType: runtime.QueueQuorum, Delay: runtime.DelayPlugin, Prefetch: 7}
 	want := admin.Queue{Name: "q", MaxAttempts: 3, RetryBase: time.Second, RetryMax: time.Minute, Quorum: true, PluginDelay: true}
 	if got := adminq.Of(q); got != want {

@@ -60,6 +60,7 @@ func (u unrecorded) DeadLetters(ctx context.Context, queue string, page admin.De
 // TestDeadLetteredAtNotRecorded: a letter without a dead-lettered time
 // says so, on its page and in the list, rather than show a zero time.
 func TestDeadLetteredAtNotRecorded(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
 	ids := f.kill(t, "boom", job{To: "a"})
 	srv, err := New(unrecorded{f.b}, Options{Configs: []runtime.QueueConfig{testConfig}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	resp, err := f.ts.Client().Get(f.ts.URL + "/")
 	if err != nil {
@@ -53,6 +54,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 // TestPoisonLetter shows a poison message's raw body, refuses to re-drive
 // it with the reason, and says which asked-for IDs were not found.
 func TestPoisonLetter(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.poison(t, "not an envelope <i>at all</i>")
 	id := admin.PoisonID([]byte("not an envelope <i>at all</i>"))
@@ -85,6 +87,7 @@ func TestPoisonLetter(t *testing.T) {
 
 // TestHoldQueuesShown shows a deferred job's hold on its queue's page.
 func TestHoldQueuesShown(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

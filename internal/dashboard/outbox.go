@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/textfmt"
 )
 
 // outboxTimeout bounds one read of the outbox for a page.
@@ -43,23 +44,12 @@ func (s *Server) outboxPanel(ctx context.Context) *outboxView {
 }
 
 func newOutboxView(st admin.OutboxStats) *outboxView {
-	v := &outboxView{Pending: st.Pending, Retrying: st.Retrying, Dead: st.Dead, Oldest: ageText(st.OldestAge)}
+	v := &outboxView{Pending: st.Pending, Retrying: st.Retrying, Dead: st.Dead, Oldest: textfmt.Age(st.OldestAge)}
 	for _, q := range st.Queues {
 		v.Queues = append(v.Queues, outboxQueueView{
 			Queue: q.Queue, Kind: q.Kind, Pending: q.Pending, Retrying: q.Retrying, Dead: q.Dead,
-			Oldest: ageText(q.OldestAge), LastError: q.LastError,
+			Oldest: textfmt.Age(q.OldestAge), LastError: q.LastError,
 		})
 	}
 	return v
-}
-
-// ageText is d for people: "-" for none, else rounded to what matters.
-func ageText(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }

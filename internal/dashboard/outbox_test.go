@@ -23,6 +23,7 @@ func (o outboxReader) OutboxStats(context.Context) (admin.OutboxStats, error) { 
 // cannot be read is said so on the page, which is served all the same;
 // without one there is no panel.
 func TestOutboxPanel(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	st := admin.OutboxStats{Pending: 9, Retrying: 2, OldestAge: 95 * time.Second, Dead: 4, Queues: []admin.OutboxQueueStats{
 		{Queue: "emails", Pending: 7, OldestAge: 95 * time.Second, Dead: 4},

@@ -21,6 +21,7 @@ var (
 )
 
 func TestOverviewListsQueues(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"})
 	status, body := f.get(t, "/")
@@ -35,6 +36,7 @@ func TestOverviewListsQueues(t *testing.T) {
 }
 
 func TestStatsJSON(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"})
 	status, body := f.get(t, "/api/stats")
@@ -49,6 +51,7 @@ func TestStatsJSON(t *testing.T) {
 }
 
 func TestQueueAndLetterPages(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
 	ids := f.kill(t, "smtp: 550 mailbox does not exist", job{To: "a@example.com", Note: "hello"})
 	status, body := f.get(t, "/queues/dash.send")
@@ -72,6 +75,7 @@ func TestQueueAndLetterPages(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	for _, path := range []string{"/queues/nope", "/queues/dash.send/dead/nope", "/nope"} {
 		if status, body := f.get(t, path); status != 404 {
@@ -83,6 +87,7 @@ func TestNotFound(t *testing.T) {
 // TestEscaping shows that markup in a payload, a reason and a queue's
 // letters renders as text on every page.
 func TestEscaping(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	ids := f.kill(t, `<img src=x onerror=alert(1)>`, job{To: `<script>alert("x")</script>`})
 	for _, path := range []string{"/queues/dash.send", "/queues/dash.send/dead/" + ids[0]} {
@@ -104,6 +109,7 @@ func TestEscaping(t *testing.T) {
 }
 
 func TestBrokerPasswordHidden(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{Broker: "amqp://ops:s3cret-pw@rabbit.internal:5672/prod"})
 	_, body := f.get(t, "/")
 	if strings.Contains(body, "s3cret-pw") {
@@ -115,6 +121,7 @@ func TestBrokerPasswordHidden(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"amqp://guest:guest@mq.example:5672/": "amqp://guest:xxxxx@mq.example:5672/",
 		"amqp://127.0.0.1/":                   "amqp://127.0.0.1/",
@@ -130,6 +137,7 @@ func TestRedact(t *testing.T) {
 // TestRedriveConfirmsThenActs shows that a re-drive first only asks, and
 // moves the letter back to the queue once confirmed.
 func TestRedriveConfirmsThenActs(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	ids := f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"})
 	form := url.Values{"token": {f.srv.token}, "id": {ids[1]}}
@@ -154,6 +162,7 @@ func TestRedriveConfirmsThenActs(t *testing.T) {
 }
 
 func TestPurgeAll(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"}, job{To: "b@example.com"}, job{To: "c@example.com"})
 	form := url.Values{"token": {f.srv.token}, "all": {"yes"}}
@@ -172,6 +181,7 @@ func TestPurgeAll(t *testing.T) {
 }
 
 func TestBadSelection(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	ids := f.kill(t, "boom", job{To: "a@example.com"})
 	for name, form := range map[string]url.Values{
@@ -192,6 +202,7 @@ func TestBadSelection(t *testing.T) {
 // TestCSRFRefused shows that a POST without this server's token, or from
 // another origin even with it, changes nothing.
 func TestCSRFRefused(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"})
 	confirmed := url.Values{"all": {"yes"}, "confirm": {"yes"}}
@@ -225,6 +236,7 @@ func TestCSRFRefused(t *testing.T) {
 
 // TestNoActionThroughGET shows that the action URLs do nothing on GET.
 func TestNoActionThroughGET(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "boom", job{To: "a@example.com"})
 	for _, path := range []string{"/queues/dash.send/purge?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/redrive?all=yes&confirm=yes&token=" + f.srv.token, "/queues/dash.send/pause?confirm=yes&token=" + f.srv.token} {
@@ -238,6 +250,7 @@ func TestNoActionThroughGET(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{ReadOnly: true})
 	ids := f.kill(t, "boom", job{To: "a@example.com"})
 	for _, path := range []string{"/queues/dash.send", "/queues/dash.send/dead/" + ids[0]} {
@@ -266,6 +279,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestLoopbackOnlyRefusesOtherHosts(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{LoopbackOnly: true})
 	if status, body := f.get(t, "/"); status != 200 {
 		t.Fatalf("GET / on 127.0.0.1 = %d\n%s", status, body)
@@ -282,6 +296,7 @@ func TestLoopbackOnlyRefusesOtherHosts(t *testing.T) {
 }
 
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{PageSize: 4})
 	var jobs []job
 	for i := range 10 {
@@ -321,6 +336,7 @@ func (v vanishing) Queues(ctx context.Context) ([]string, error) {
 }
 
 func TestOverviewSurvivesDeletedQueue(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	rec := serve(t, vanishing{f.b}, Options{}, "/")
 	body := rec.Body.String()
@@ -330,6 +346,7 @@ func TestOverviewSurvivesDeletedQueue(t *testing.T) {
 }
 
 func TestOnlyConfigured(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	other := runtime.QueueConfig{Name: "dash.other"}
 	if err := f.b.Declare(context.Background(), other); err != nil {
@@ -358,6 +375,7 @@ func serve(t *testing.T, admin Admin, opts Options, path string) *httptest.Respo
 // TestPausedShown: a paused queue is marked on the overview and on its
 // page, and the stats say so; after the resume neither does.
 func TestPausedShown(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	if err := f.b.PauseQueue(context.Background(), testQueue); err != nil {
 		t.Fatal(err)
@@ -378,6 +396,7 @@ func TestPausedShown(t *testing.T) {
 // TestPauseConfirmsThenActs: pause and resume ask first, then change the
 // backend's paused state.
 func TestPauseConfirmsThenActs(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	ctx := context.Background()
 	form := url.Values{"token": {f.srv.token}}
@@ -405,6 +424,7 @@ func TestPauseConfirmsThenActs(t *testing.T) {
 // TestRedriveByReason re-drives the letters whose reason matches, and only
 // those.
 func TestRedriveByReason(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{})
 	f.kill(t, "smtp timeout", job{To: "a"}, job{To: "b"})
 	f.kill(t, "bad address", job{To: "c"})
@@ -424,6 +444,7 @@ func TestRedriveByReason(t *testing.T) {
 // TestIncidentMarks: the overview names each queue's kind and marks a
 // non-zero dead count.
 func TestIncidentMarks(t *testing.T) {
+	t.Parallel()
 	f := newMemFixture(t, Options{Configs: []runtime.QueueConfig{testConfig}})
 	f.kill(t, "boom", job{To: "a"})
 	_, body := f.get(t, "/")

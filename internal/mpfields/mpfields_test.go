@@ -44,6 +44,7 @@ type (
 		B string `msgpack:"b,omitempty"`
 		C string `msgpack:",omitempty"`
 		D string `msgpack:"-"`
+		//lint:ignore U1000 an unexported field, which msgpack skips: that is what the case checks
 		e string
 		F string `json:"A"` // json tags are not read
 	}
@@ -104,6 +105,7 @@ type (
 		B string
 	}
 	asArray struct {
+		//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 		_msgpack struct{} `msgpack:",as_array"`
 		A        string   `msgpack:"x"`
 		B        string   `msgpack:"x"`
@@ -125,6 +127,7 @@ type (
 // fields Of says msgpack carries are the ones a round trip through msgpack
 // keeps, and the keys Of gives them are the ones msgpack encodes.
 func TestLayoutIsMsgpacks(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{
 		plain{}, dupTag{}, tagNamesOther{}, embeddedFirst{}, outerFirst{}, outerFirstInline{},
 		outerFirstNoinline{}, embeddedPointer{}, embeddedUnexported{}, embeddedTwice{}, embeddedDeep{},
@@ -250,10 +253,12 @@ type (
 		*Base `msgpack:",inline"`
 	}
 	recursive struct {
+		//lint:ignore U1000 the type is read only through reflection: a struct that embeds itself
 		*recursive
 		V string
 	}
 	recursiveNoinline struct {
+		//lint:ignore U1000 the type is read only through reflection: a recursive embedding under noinline
 		*recursiveNoinline `msgpack:",noinline"`
 		V                  string
 	}
@@ -262,6 +267,7 @@ type (
 // TestProblems: each way fields collide is reported once, with the fields
 // in declaration order and the key they share.
 func TestProblems(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want []string
@@ -317,6 +323,7 @@ func (c Claim) String() string { return [...]string{"Encoded", "Alias", "Embedde
 
 // TestTagName reads tags as msgpack does.
 func TestTagName(t *testing.T) {
+	t.Parallel()
 	for tag, want := range map[reflect.StructTag]string{
 		``:                       "",
 		`json:"x"`:               "",

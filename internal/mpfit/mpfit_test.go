@@ -48,6 +48,7 @@ type outer struct {
 // a nested map under its own name, and data nested too deep around and
 // inside the parts of a type that are walked.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	tooDeep := append(bytes.Repeat([]byte{0x91}, mpscan.MaxDepth+1), 0xc0)
 	for _, typ := range []reflect.Type{reflect.TypeFor[list](), reflect.TypeFor[[]any](), reflect.TypeFor[[][][]int8](), reflect.TypeFor[words]()} {
 		if err := For(typ).Check(tooDeep); !errors.Is(err, mpscan.ErrMalformed) {
@@ -84,7 +85,7 @@ func TestCheck(t *testing.T) {
 	if err := For(reflect.TypeFor[outer]()).Check(marshal(t, map[string]any{"Inner": map[string]any{"N": 256}})); err == nil || err.Error() != "field Inner.N: 256 does not fit uint8" {
 		t.Errorf("nested map under an inlined struct's name: %v", err)
 	}
-	if For(reflect.TypeFor[outer]()) != For(reflect.TypeFor[outer]()) {
+	if first, second := For(reflect.TypeFor[outer]()), For(reflect.TypeFor[outer]()); first != second {
 		t.Error("For made two Checkers of one type")
 	}
 	var e *Error
@@ -241,6 +242,7 @@ func BenchmarkScan(b *testing.B) {
 // msgpack would decode as its zero value) is refused, while a nil for a
 // pointer, a slice or a map decodes as nil and is taken.
 func TestCheckOneValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		typ  reflect.Type

@@ -24,6 +24,7 @@ func marshal(t testing.TB, v any) []byte {
 // TestSkipReadsExactlyOneValue: for values of every msgpack type, Skip
 // reads the whole encoding and nothing of what follows.
 func TestSkipReadsExactlyOneValue(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{
 		nil, true, false, 0, 1, 127, 128, 255, 256, 65535, 65536, int64(math.MaxInt64), -1, -32, -33, -129, -40000, int64(math.MinInt64),
 		uint64(math.MaxUint64), float32(1.5), 2.5, "", "a", strings.Repeat("s", 31), strings.Repeat("s", 32), strings.Repeat("s", 300), strings.Repeat("s", 70000),
@@ -55,6 +56,7 @@ func TestSkipReadsExactlyOneValue(t *testing.T) {
 }
 
 func TestReaders(t *testing.T) {
+	t.Parallel()
 	b := marshal(t, []any{int64(-5), uint64(1 << 40), "name", map[string]string{"k": "v"}, nil})
 	r := NewReader(append(b, 'p', 'l'))
 	if n, err := r.ArrayLen(); n != 5 || err != nil {
@@ -92,6 +94,7 @@ func TestReaders(t *testing.T) {
 }
 
 func TestRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		read func(*Reader) error
@@ -126,6 +129,7 @@ func TestRefuses(t *testing.T) {
 // TestDeepNestingDoesNotRecurse: millions of levels are refused at
 // MaxDepth, at the cost of reading that far, not of a stack per level.
 func TestDeepNestingDoesNotRecurse(t *testing.T) {
+	t.Parallel()
 	b := bytes.Repeat([]byte{0x91}, 12<<20)
 	if err := Check(b); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("Check = %v", err)
@@ -159,6 +163,7 @@ func FuzzSkip(f *testing.F) {
 // TestNumber reads integers of every width as the value encoded, unsigned
 // ones above math.MaxInt64 apart, and floats with their width.
 func TestNumber(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want Number
@@ -201,6 +206,7 @@ func TestNumber(t *testing.T) {
 // TestStrAndNil: Str reads strings and binary values as b's own bytes, and
 // reads nothing of another type; Nil reads a nil only.
 func TestStrAndNil(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("s", 300)
 	for _, v := range []any{"", "key", strings.Repeat("s", 40), long, strings.Repeat("s", 70000), []byte("bin"), bytes.Repeat([]byte{1}, 300), nil} {
 		b := marshal(t, v)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRound(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in, gran, want time.Duration
 		tooLong        bool
@@ -40,6 +41,7 @@ func TestRound(t *testing.T) {
 // TestLongestIsTheEdge: Longest is the longest wait RoundAtLeastOne
 // accepts unchanged, at every granularity.
 func TestLongestIsTheEdge(t *testing.T) {
+	t.Parallel()
 	for _, g := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, time.Minute, time.Hour} {
 		longest := waits.Longest(g)
 		if got, err := waits.RoundAtLeastOne(longest, g); err != nil || got != longest {
@@ -54,6 +56,7 @@ func TestLongestIsTheEdge(t *testing.T) {
 // TestRoundAtLeastOne: a retry or deferral of zero or less waits one
 // granularity.
 func TestRoundAtLeastOne(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{-time.Second, 0, time.Nanosecond} {
 		if got, err := waits.RoundAtLeastOne(d, 0); err != nil || got != waits.DefaultGranularity {
 			t.Errorf("RoundAtLeastOne(%v, 0) = %v, %v; want %v", d, got, err, waits.DefaultGranularity)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -111,20 +113,16 @@ func failAll(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig, n in
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	deadline := time.Now().Add(wait)
-	for {
+	eventually.Nil(t, wait, func() error {
 		st, err := b.QueueStats(ctxT(t), admin.Queue{Name: q.Name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st[0].Dead == n {
-			break
+		if st[0].Dead != n {
+			return fmt.Errorf("%d of %d jobs dead", st[0].Dead, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs dead within %v", st[0].Dead, n, wait)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not a synchronisation
-	}
+		return nil
+	}, "every job dead")
 	cancel()
 	select {
 	case <-done:
@@ -141,6 +139,7 @@ func memEnv(b *runtime.MemoryBackend) cli.Env {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 1)
 	for _, args := range [][]string{
 		{},
@@ -230,6 +229,7 @@ func TestDeadShowDeadLetteredAt(t *testing.T) {
 }
 
 func TestDeadLsTableAndPages(t *testing.T) {
+	t.Parallel()
 	b, _, ids := memoryWithDead(t, 3)
 	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "q", "--limit", "2")
 	if r.code != 0 {
@@ -253,6 +253,7 @@ func TestDeadLsTableAndPages(t *testing.T) {
 }
 
 func TestConfirmOnTerminal(t *testing.T) {
+	t.Parallel()
 	b, _, ids := memoryWithDead(t, 2)
 	env := memEnv(b)
 	env.StdinTerminal = true
@@ -269,6 +270,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 }
 
 func TestErrorsNameWhat(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 1)
 	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "nope")
 	if r.code != cli.ExitFailure || !strings.Contains(r.err, `"nope"`) || !strings.Contains(r.err, "no dead-letter queue") || strings.Count(r.err, "queuey:") != 1 {
@@ -286,6 +288,7 @@ func TestErrorsNameWhat(t *testing.T) {
 }
 
 func TestURLFromEnvironment(t *testing.T) {
+	t.Parallel()
 	var got cli.Target
 	env := cli.Env{
 		Getenv: func(k string) string {
@@ -312,6 +315,7 @@ func TestURLFromEnvironment(t *testing.T) {
 }
 
 func TestQueuesFromAnnotations(t *testing.T) {
+	t.Parallel()
 	b := runtime.NewMemoryBackend()
 	t.Cleanup(func() { _ = b.Close() })
 	if err := b.Declare(ctxT(t), runtime.DefaultQueueConfig("emails.send_email")); err != nil {
@@ -330,6 +334,7 @@ func TestQueuesFromAnnotations(t *testing.T) {
 }
 
 func TestRedriveByReasonAndKind(t *testing.T) {
+	t.Parallel()
 	b, q, ids := memoryWithDead(t, 2)
 	r := runCLI(t, ctxT(t), memEnv(b), "dead", "redrive", "q", "--reason", "no such text", "--yes")
 	if r.code != cli.ExitFailure || r.err != "queuey: dead redrive q: no dead letter has a reason containing \"no such text\"\n" {
@@ -349,6 +354,7 @@ func TestRedriveByReasonAndKind(t *testing.T) {
 // backend; a delete that would take dead letters along without
 // --with-waits is refused with nothing deleted.
 func TestMemoryQueuePurgeDelete(t *testing.T) {
+	t.Parallel()
 	b, q, _ := memoryWithDead(t, 1)
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
@@ -391,6 +397,7 @@ func (v vanishing) Queues(ctx context.Context) ([]string, error) {
 // note; the command lists the rest and succeeds. A queue asked for by
 // name that is missing still fails.
 func TestQueuesListingOutlivesDeletedQueue(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryQueue(t)
 	env := cli.Env{Open: func(context.Context, cli.Target) (cli.Admin, func() error, error) {
 		return vanishing{b}, func() error { return nil }, nil

@@ -20,6 +20,7 @@ import (
 // backend: it prints where it serves, the pages answer there, actions are
 // refused, and it exits 0 when its context ends.
 func TestDashboardServes(t *testing.T) {
+	t.Parallel()
 	b, q, ids := memoryWithDead(t, 1)
 	env := memEnv(b)
 	base, stop := startDashboard(t, env, "--url", "amqp://ops:hunter2@rabbit.internal:5672/", "dashboard", "--addr", "127.0.0.1:0", "--read-only")
@@ -96,6 +97,7 @@ func startDashboard(t *testing.T, env cli.Env, args ...string) (base string, sto
 // TestDashboardPkg: --pkg shows only the annotated queues, configured from
 // their annotations, and a package is no longer taken positionally.
 func TestDashboardPkg(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 1)
 	if err := b.Declare(ctxT(t), runtime.DefaultQueueConfig("emails.send_email")); err != nil {
 		t.Fatal(err)
@@ -123,6 +125,7 @@ func TestDashboardPkg(t *testing.T) {
 // TestPkgMatchingNothingFails: --pkg naming packages that declare no
 // queue is a mistake, not an empty list.
 func TestPkgMatchingNothingFails(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 0)
 	env := memEnv(b)
 	env.Dir = "../../.."
@@ -135,6 +138,7 @@ func TestPkgMatchingNothingFails(t *testing.T) {
 }
 
 func TestDashboardBadAddrExits2(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 0)
 	r := runCLI(t, ctxT(t), memEnv(b), "dashboard", "--addr", "no-port")
 	if r.code != cli.ExitUsage || !strings.Contains(r.err, `dashboard address "no-port"`) {

@@ -61,6 +61,7 @@ func checkDuplicateIDs(t *testing.T, run func(args ...string) result, q string, 
 
 // TestDuplicateIDs: on the memory backend.
 func TestDuplicateIDs(t *testing.T) {
+	t.Parallel()
 	b, q := memoryWithDeadIDs(t, "550 mailbox does not exist", nil, "A", "A", "B", "B", "C")
 	checkDuplicateIDs(t, func(args ...string) result { return runCLI(t, ctxT(t), memEnv(b), args...) }, q.Name,
 		func() []string { return deadIDs(t, b, q) })
@@ -68,6 +69,7 @@ func TestDuplicateIDs(t *testing.T) {
 
 // TestBrokerDuplicateIDs: on the broker.
 func TestBrokerDuplicateIDs(t *testing.T) {
+	t.Parallel()
 	bq := newBrokerQueue(t)
 	for i, id := range []string{"A", "A", "B", "B", "C"} {
 		if _, err := runtime.Enqueue(ctxT(t), bq.p, bq.q, job{N: i}, runtime.WithID(id)); err != nil {

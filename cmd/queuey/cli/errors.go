@@ -43,26 +43,23 @@ func (f *failure) Error() string { return f.msg }
 // string formatted by %q is quoted as Go quotes it (which escapes what is
 // not printable), every other passes through safe (see sprintf).
 func fail(code int, format string, args ...any) error {
-	verbs := verbsOf(format)
-	var quoted []any
-	for i, a := range args {
-		if i < len(verbs) && verbs[i] == 'q' {
-			if s, ok := a.(string); ok {
-				quoted = append(quoted, i)
-				args[i] = strconv.Quote(s)
-			}
-		}
-	}
 	f := []byte(format)
-	for _, i := range quoted {
-		f = replaceVerb(f, i.(int))
+	for i, at := range verbsAt(format) {
+		if i >= len(args) || f[at] != 'q' {
+			continue
+		}
+		if s, ok := args[i].(string); ok {
+			args[i] = strconv.Quote(s)
+			f[at] = 's'
+		}
 	}
 	return &failure{code: code, msg: sprintf(string(f), args...)}
 }
 
-// verbsOf returns the verb letter of each directive in format, in order.
-func verbsOf(format string) []byte {
-	var out []byte
+// verbsAt returns where the verb letter of each directive in format is,
+// in order: the n-th is the verb of the n-th argument.
+func verbsAt(format string) []int {
+	var at []int
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			continue
@@ -72,32 +69,10 @@ func verbsOf(format string) []byte {
 			i++
 		}
 		if i < len(format) && format[i] != '%' {
-			out = append(out, format[i])
+			at = append(at, i)
 		}
 	}
-	return out
-}
-
-// replaceVerb turns the n-th directive of format (a %q) into %s.
-func replaceVerb(format []byte, n int) []byte {
-	k := 0
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			continue
-		}
-		i++
-		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
-			i++
-		}
-		if i < len(format) && format[i] != '%' {
-			if k == n {
-				format[i] = 's'
-				return format
-			}
-			k++
-		}
-	}
-	return format
+	return at
 }
 
 // classify returns the exit code err means and its text for the operator.

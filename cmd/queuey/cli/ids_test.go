@@ -38,6 +38,7 @@ func deadIDs(t *testing.T, b *runtime.MemoryBackend, q runtime.QueueConfig) []st
 // TestIDWithCommaIsOneID: --id takes its value as one ID, commas included,
 // so purge and redrive act on the letter "a,b" and leave "a" and "b".
 func TestIDWithCommaIsOneID(t *testing.T) {
+	t.Parallel()
 	for _, verb := range []string{"purge", "redrive"} {
 		t.Run(verb, func(t *testing.T) {
 			b, q := memoryWithDeadIDs(t, "550 mailbox does not exist", nil, "a", "b", "a,b")
@@ -69,6 +70,7 @@ func TestIDWithCommaIsOneID(t *testing.T) {
 // TestUnmatchedIDFails: an ID that matches no dead letter makes purge and
 // redrive exit 1, naming it, after acting on the IDs that do match.
 func TestUnmatchedIDFails(t *testing.T) {
+	t.Parallel()
 	for _, verb := range []string{"purge", "redrive"} {
 		t.Run(verb, func(t *testing.T) {
 			b, q := memoryWithDeadIDs(t, "550 mailbox does not exist", nil, "a", "b")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/cmd/queuey/cli"
 	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -114,20 +116,16 @@ func (bq *brokerQueue) work(h func(ctx context.Context, j job) error) (stop func
 // dead waits until the queue holds n dead letters.
 func (bq *brokerQueue) dead(n int) {
 	bq.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
+	eventually.Nil(bq.t, wait, func() error {
 		st, err := bq.b.QueueStats(ctxT(bq.t), admin.Queue{Name: bq.q.Name})
 		if err != nil {
 			bq.t.Fatal(err)
 		}
-		if st[0].Dead == n {
-			return
+		if st[0].Dead != n {
+			return fmt.Errorf("%d dead letters, want %d", st[0].Dead, n)
 		}
-		if time.Now().After(deadline) {
-			bq.t.Fatalf("%d dead letters within %v, want %d", st[0].Dead, wait, n)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
-	}
+		return nil
+	}, "the dead letters")
 }
 
 // kill enqueues n jobs whose every run fails, runs them out of attempts

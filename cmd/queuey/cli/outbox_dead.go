@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/textfmt"
 	"github.com/queuey/queuey/outbox"
 )
 
@@ -32,13 +33,13 @@ func (c *outboxStatusCmd) Run(r *run) error {
 		return r.printJSON(s)
 	}
 	printf(r.env.Stdout, "outbox of %s: %d pending (%d retrying), oldest %s; %d dead\n",
-		shown, s.Pending, s.Retrying, age(s.OldestAge), s.Dead)
+		shown, s.Pending, s.Retrying, textfmt.Age(s.OldestAge), s.Dead)
 	if len(s.Queues) == 0 {
 		return nil
 	}
 	rows := make([][]string, 0, len(s.Queues))
 	for _, q := range s.Queues {
-		rows = append(rows, []string{q.Queue, orDash(q.Kind), fmt.Sprint(q.Pending), fmt.Sprint(q.Retrying), age(q.OldestAge), fmt.Sprint(q.Dead), orDash(clip(q.LastError, 70))})
+		rows = append(rows, []string{q.Queue, orDash(q.Kind), fmt.Sprint(q.Pending), fmt.Sprint(q.Retrying), textfmt.Age(q.OldestAge), fmt.Sprint(q.Dead), orDash(clip(q.LastError, 70))})
 	}
 	fmt.Fprintln(r.env.Stdout)
 	table(r.env.Stdout, []string{"QUEUE", "KIND", "PENDING", "RETRYING", "OLDEST", "DEAD", "LAST_ERROR"}, rows)
@@ -46,17 +47,6 @@ func (c *outboxStatusCmd) Run(r *run) error {
 		printf(r.env.Stdout, "\nsee them with queuey outbox dead ls; put them back with queuey outbox dead retry\n")
 	}
 	return nil
-}
-
-// age is d for people: "-" for none, else rounded to what matters.
-func age(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }
 
 type outboxDeadCmd struct {

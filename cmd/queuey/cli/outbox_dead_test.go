@@ -20,6 +20,7 @@ import (
 // (refusing without a terminal or --yes), move or delete exactly the rows
 // picked, and fail naming what matched nothing or was refused.
 func TestOutboxStatusAndDeadRows(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	url, _ := outboxSchema(t)
 	b, q, _ := memoryQueue(t)
@@ -126,6 +127,7 @@ func counts(t *testing.T, pool *pgxpool.Pool) (pending, dead int) {
 // TestDashboardOutboxPanel: queuey dashboard --database-url shows the
 // outbox's backlog and dead rows on the overview.
 func TestDashboardOutboxPanel(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	url, _ := outboxSchema(t)
 	b, q, _ := memoryQueue(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuey/queuey/internal/pgtest"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/runtime"
 )
@@ -67,20 +68,15 @@ func TestOutboxRelay(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan result, 1)
 	go func() { done <- runCLI(t, rctx, env, "outbox", "relay", "--database-url", url) }()
-	for {
+	if !eventually.Wait(wait, func() bool {
 		n, err := b.Ready(ctx, q.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			stop()
-			t.Fatalf("the relay did not publish the job within %v", wait)
-		case <-time.After(10 * time.Millisecond):
-		}
+		return n == 1
+	}) {
+		stop()
+		t.Fatalf("the relay did not publish the job within %v", wait)
 	}
 	stop()
 	select {

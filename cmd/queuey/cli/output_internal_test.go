@@ -32,6 +32,7 @@ func dangerous() []rune {
 }
 
 func TestSafe(t *testing.T) {
+	t.Parallel()
 	for _, r := range dangerous() {
 		in := "a" + string(r) + "b"
 		got := safe(in)
@@ -58,6 +59,7 @@ func TestSafe(t *testing.T) {
 }
 
 func TestJSONSafe(t *testing.T) {
+	t.Parallel()
 	var sb strings.Builder
 	for _, r := range dangerous() {
 		sb.WriteRune(r)
@@ -89,6 +91,7 @@ func TestJSONSafe(t *testing.T) {
 }
 
 func TestTableEscapesCells(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	table(&buf, []string{"QUEUE", "KIND"}, [][]string{{"q\x1b]0;t\x07", "a\tb\nc"}, {"r", "k"}})
 	want := "QUEUE        KIND\n" +
@@ -100,6 +103,7 @@ func TestTableEscapesCells(t *testing.T) {
 }
 
 func TestShellWord(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"3:abc-1.2_x@y":   "3:abc-1.2_x@y",
 		"3:a b; rm -rf ~": "'3:a b; rm -rf ~'",
@@ -113,5 +117,39 @@ func TestShellWord(t *testing.T) {
 		if got := shellWord(in); got != want {
 			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestFailQuotesOnlyQDirectives: fail quotes the strings its %q
+// directives format, after flags and past %%, and leaves the rest as
+// sprintf writes them.
+func TestFailQuotesOnlyQDirectives(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		format string
+		args   []any
+		want   string
+	}{
+		{"queue %q is gone", []any{"a\x1bb"}, `queue "a\x1bb" is gone`},
+		{"100%% of %s, then %q", []any{"x\x1b", "y"}, `100% of x\x1b, then "y"`},
+		{"%5.1f%% and %-8q.", []any{2.5, "z"}, `  2.5% and "z"     .`},
+		{"rune %q, string %q", []any{'r', "s"}, `rune 'r', string "s"`},
+		{"more %q than args %q", []any{"one"}, `more "one" than args %!q(MISSING)`},
+	} {
+		if got := fail(ExitFailure, c.format, c.args...).Error(); got != c.want {
+			t.Errorf("fail(%q) = %q, want %q", c.format, got, c.want)
+		}
+	}
+}
+
+func TestVerbsAt(t *testing.T) {
+	t.Parallel()
+	format := "%d %% %+5.2f %q%"
+	var verbs []byte
+	for _, at := range verbsAt(format) {
+		verbs = append(verbs, format[at])
+	}
+	if string(verbs) != "dfq" {
+		t.Errorf("verbs of %q = %q, want %q", format, verbs, "dfq")
 	}
 }

@@ -11,6 +11,7 @@ import (
 // table marks a paused queue and says how to resume it, --json carries it,
 // and a queue that does not exist is an error that names it.
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	b, q, _ := memoryWithDead(t, 1)
 	env := memEnv(b)
 

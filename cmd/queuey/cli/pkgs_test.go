@@ -13,6 +13,7 @@ import (
 // resolved from, and what to do, without the go command's own framing
 // ("-: ", "main module", "go get").
 func TestPkgErrorsInWords(t *testing.T) {
+	t.Parallel()
 	b, _, _ := memoryWithDead(t, 0)
 	outside := t.TempDir()
 	module, err := filepath.Abs("../../..")

@@ -14,6 +14,7 @@ import (
 // no more positional arguments than they take (a package is --pkg, not a
 // positional).
 func TestSynopsisMatchesGrammar(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func field(out, key string) (string, bool) {
 // characters are shown escaped in dead ls, dead show and the messages of
 // purge, redrive and errors; every line of output is a line of ours.
 func TestUntrustedTextEscaped(t *testing.T) {
+	t.Parallel()
 	headers := map[string]string{"x-\x1b[2J": "v\x1b[1A\n"}
 	b, _ := memoryWithDeadIDs(t, evilReason, headers, evilID, "plain")
 
@@ -119,6 +120,7 @@ func TestUntrustedTextEscaped(t *testing.T) {
 // quotes a cursor with a space and a semicolon as one shell word, so that
 // pasting it runs nothing else.
 func TestNextPageCommandQuoted(t *testing.T) {
+	t.Parallel()
 	b, _ := memoryWithDeadIDs(t, "550", nil, "x; touch pwned", "it's\x1b", "z")
 	r := runCLI(t, ctxT(t), memEnv(b), "dead", "ls", "q", "--limit", "1")
 	if want := "next page: queuey dead ls q --limit 1 --after '1:x; touch pwned'\n"; !strings.HasSuffix(r.out, want) {
