@@ -142,3 +142,7 @@ type QueueStats = adminapi.QueueStats
 
 // HoldStats is one hold of a queue's waits: a hold queue on RabbitMQ.
 type HoldStats = adminapi.HoldStats
+
+// MessageCounts are a queue's cumulative message counters. Two readings
+// some seconds apart give its rates: the difference over the interval.
+type MessageCounts = adminapi.MessageCounts

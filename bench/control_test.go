@@ -39,7 +39,7 @@ func BenchmarkControl(b *testing.B) {
 	b.Cleanup(func() {
 		if conn, err := amqp.Dial(amqpURL()); err == nil {
 			if ch, err := conn.Channel(); err == nil {
-				_, _ = ch.QueueDelete(rabbitmq.LeaseQueue(name), false, false, false)
+				_, _ = ch.QueueDelete("queuey.lease."+name, false, false, false) // the lease's queue
 				_, _ = ch.QueueDelete(name, false, false, false)
 				_, _ = ch.QueueDelete(name+".dead", false, false, false)
 			}

@@ -7,22 +7,17 @@ import (
 	"github.com/queuey/queuey/admin"
 )
 
-// MessageCounts are a queue's cumulative message counters. Two readings
-// some seconds apart give its rates: the difference over the interval.
-type MessageCounts struct {
-	// Published counts messages published onto the queue.
-	Published uint64 `json:"published"`
-	// Handled counts deliveries acked: jobs done, retried, deferred or
-	// dead-lettered.
-	Handled uint64 `json:"handled"`
-}
-
 // MessageCounts returns the publish and ack counters of every queue on the
 // broker's virtual host, by name, from the management API. AMQP tells no
 // counters: without the API it fails with an error wrapping
 // admin.ErrCannotList.
-func (b *Backend) MessageCounts(ctx context.Context) (map[string]MessageCounts, error) {
-	c, err := b.management(ctx)
+func (b *Backend) MessageCounts(ctx context.Context) (map[string]admin.MessageCounts, error) {
+	return b.ops.messageCounts(ctx)
+}
+
+// messageCounts is Backend.MessageCounts.
+func (o *ops) messageCounts(ctx context.Context) (map[string]admin.MessageCounts, error) {
+	c, err := o.api.client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -30,9 +25,9 @@ func (b *Backend) MessageCounts(ctx context.Context) (map[string]MessageCounts, 
 	if err != nil {
 		return nil, fmt.Errorf("message counts: %w: %v", admin.ErrCannotList, err)
 	}
-	out := make(map[string]MessageCounts, len(cs))
+	out := make(map[string]admin.MessageCounts, len(cs))
 	for name, n := range cs {
-		out[name] = MessageCounts{Published: n.Published, Handled: n.Acked}
+		out[name] = admin.MessageCounts{Published: n.Published, Handled: n.Acked}
 	}
 	return out, nil
 }

@@ -2,8 +2,10 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queuey/queuey/internal/reasons"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -25,14 +27,19 @@ var (
 // position n reads n letters first. On a quorum one every page costs a
 // copy of every letter.
 func (b *Backend) DeadLetters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
+	return b.ops.letters(ctx, queue, page)
+}
+
+// letters is Backend.DeadLetters.
+func (o *ops) letters(ctx context.Context, queue string, page admin.DeadLetterPage) (admin.DeadLetterList, error) {
 	limit := page.Limit
 	if limit <= 0 {
 		limit = admin.DefaultDeadLetterLimit
 	}
 	limit = min(limit, admin.MaxDeadLetterLimit)
 	pos, after := admin.ParseCursor(page.After)
-	if b.opts.DeadLetterIndex && page.After != "" {
-		if list, ok, err := b.indexedPage(ctx, queue, after, limit); ok {
+	if o.opts.DeadLetterIndex && page.After != "" {
+		if list, ok, err := o.indexedPage(ctx, queue, after, limit); ok {
 			return list, err
 		}
 	}
@@ -45,7 +52,7 @@ func (b *Backend) DeadLetters(ctx context.Context, queue string, page admin.Dead
 		// or nearer the head.
 		window = pos + limit + 1
 	}
-	s, err := b.scanDead(ctx, queue, window)
+	s, err := o.scanDead(ctx, queue, window)
 	if err != nil {
 		return admin.DeadLetterList{}, err
 	}
@@ -90,12 +97,17 @@ func collectPage(ctx context.Context, s *deadScan, after string, limit int) (adm
 // and on a quorum one on to its end, copying every letter. With
 // Options.DeadLetterIndex, a classic one is read from its index.
 func (b *Backend) DeadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
-	if b.opts.DeadLetterIndex {
-		if info, ok, err := b.indexedLetter(ctx, queue, id); ok {
+	return b.ops.deadLetter(ctx, queue, id)
+}
+
+// deadLetter is Backend.DeadLetter.
+func (o *ops) deadLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, error) {
+	if o.opts.DeadLetterIndex {
+		if info, ok, err := o.indexedLetter(ctx, queue, id); ok {
 			return info, err
 		}
 	}
-	s, err := b.scanDead(ctx, queue, 0)
+	s, err := o.scanDead(ctx, queue, 0)
 	if err != nil {
 		return admin.DeadLetterInfo{}, err
 	}
@@ -128,18 +140,23 @@ const redriveBatchMax = 128
 // (a duplicate) and never in neither. Letters not selected, poison letters
 // and letters whose publish failed stay where they were.
 func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector, progress func(admin.RedriveProgress)) (admin.RedriveResult, error) {
+	return b.ops.redriveDeadLetters(ctx, queue, sel, progress)
+}
+
+// redriveDeadLetters is Backend.RedriveDeadLetters.
+func (o *ops) redriveDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector, progress func(admin.RedriveProgress)) (admin.RedriveResult, error) {
 	res := admin.RedriveResult{Moved: []string{}}
 	if sel.Empty() {
 		return res, fmt.Errorf("%w: re-drive of %q", admin.ErrEmptySelector, queue)
 	}
-	if err := b.checkWorkQueue(ctx, queue); err != nil {
+	if err := o.checkWorkQueue(ctx, queue); err != nil {
 		return res, err
 	}
-	s, err := b.scanDead(ctx, queue, 0)
+	s, err := o.scanDead(ctx, queue, 0)
 	if err != nil {
 		return res, err
 	}
-	r := &redrive{b: b, s: s, sel: sel, res: &res, progress: progress, seen: map[string]bool{}, batch: 1}
+	r := &redrive{o: o, s: s, sel: sel, res: &res, progress: progress, seen: map[string]bool{}, batch: 1}
 	err = r.run(ctx)
 	res.NotFound = sel.NotFound(r.seen)
 	return res, errors.Join(err, s.close(ctx))
@@ -147,19 +164,19 @@ func (b *Backend) RedriveDeadLetters(ctx context.Context, queue string, sel admi
 
 // checkWorkQueue fails with runtime.ErrUnknownQueue when queue does not
 // exist: re-driven letters would have nowhere to go.
-func (b *Backend) checkWorkQueue(ctx context.Context, queue string) error {
-	_, found, err := b.inspect(ctx, queue)
+func (o *ops) checkWorkQueue(ctx context.Context, queue string) error {
+	_, found, err := inspectQueue(ctx, o.life, o.conn, queue)
 	if err != nil {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("re-drive of %q: %w: the queue %q does not exist, so its dead letters stay where they are; declare it (start a worker or producer of it) and re-drive again", queue, runtime.ErrUnknownQueue, queue)
+		return unknownQueue(fmt.Sprintf("re-drive of %q", queue), fmt.Sprintf("the queue %q does not exist, so its dead letters stay where they are; declare it (start a worker or producer of it) and re-drive again", queue))
 	}
 	return nil
 }
 
 type redrive struct {
-	b        *Backend
+	o        *ops
 	s        *deadScan
 	sel      admin.DeadLetterSelector
 	res      *admin.RedriveResult
@@ -203,7 +220,7 @@ func (r *redrive) run(ctx context.Context) error {
 			continue
 		}
 		next := runtime.RedriveEnvelope(env, r.s.queue, time.Now())
-		msg, err := r.b.encodeCopy(next, codec.Options{Priority: next.Priority})
+		msg, err := r.o.enc.encodeCopy(next, codec.Options{Priority: next.Priority})
 		if err != nil {
 			r.s.keep(m)
 			r.res.Refused = append(r.res.Refused, admin.RefusedLetter{ID: info.ID, Reason: err.Error()})
@@ -228,7 +245,7 @@ func (r *redrive) flush(ctx context.Context) error {
 	if len(r.msgs) == 0 {
 		return nil
 	}
-	errs := r.b.pub.publishBatch(ctx, r.msgs)
+	errs := r.o.pub.publishBatch(ctx, r.msgs)
 	var failed error
 	for i, err := range errs {
 		if err != nil {
@@ -248,7 +265,7 @@ func (r *redrive) flush(ctx context.Context) error {
 	r.tags, r.ids, r.msgs = r.tags[:0], r.ids[:0], r.msgs[:0]
 	if failed != nil {
 		if errors.Is(failed, ErrUnroutable) {
-			return fmt.Errorf("re-drive of %q: %w: the queue went away during the re-drive; the letters not moved stay dead: %v", r.s.queue, runtime.ErrUnknownQueue, failed)
+			return unknownQueue(fmt.Sprintf("re-drive of %q", r.s.queue), fmt.Sprintf("the queue went away during the re-drive; the letters not moved stay dead: %v", failed))
 		}
 		return fmt.Errorf("re-drive of %q stopped after %d moved; the letters not moved stay dead: %w", r.s.queue, len(r.res.Moved), failed)
 	}
@@ -265,13 +282,18 @@ func (r *redrive) report() {
 // is one queue.purge of the dead-letter queue, which also takes letters
 // that arrive while the command runs; the count says how many went.
 func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector) (admin.PurgeResult, error) {
+	return b.ops.purgeDeadLetters(ctx, queue, sel)
+}
+
+// purgeDeadLetters is Backend.PurgeDeadLetters.
+func (o *ops) purgeDeadLetters(ctx context.Context, queue string, sel admin.DeadLetterSelector) (admin.PurgeResult, error) {
 	if sel.Empty() {
 		return admin.PurgeResult{}, fmt.Errorf("%w: purge of %q", admin.ErrEmptySelector, queue)
 	}
 	if sel.All && len(sel.IDs) == 0 {
-		return b.purgeAll(ctx, queue)
+		return o.purgeAll(ctx, queue)
 	}
-	s, err := b.scanDead(ctx, queue, 0)
+	s, err := o.scanDead(ctx, queue, 0)
 	if err != nil {
 		return admin.PurgeResult{}, err
 	}
@@ -299,15 +321,15 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, queue string, sel admin.
 	return res, errors.Join(err, s.close(ctx))
 }
 
-func (b *Backend) purgeAll(ctx context.Context, queue string) (admin.PurgeResult, error) {
-	if b.opts.NoDeadLetterQueues {
+func (o *ops) purgeAll(ctx context.Context, queue string) (admin.PurgeResult, error) {
+	if o.opts.NoDeadLetterQueues {
 		return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, errNoDeadLetterQueues)
 	}
-	if err := b.announceTake(ctx, queue); err != nil {
+	if err := o.announceTake(ctx, queue); err != nil {
 		return admin.PurgeResult{}, fmt.Errorf("purge: %w", err)
 	}
-	dead := b.names.Dead(queue).Name
-	ch, err := b.conConn.channel(ctx)
+	dead := o.names.Dead(queue).Name
+	ch, err := o.conn.channel(ctx)
 	if err != nil {
 		return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w", queue, err)
 	}
@@ -315,9 +337,48 @@ func (b *Backend) purgeAll(ctx context.Context, queue string) (admin.PurgeResult
 	n, err := ch.QueuePurge(dead, false)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return admin.PurgeResult{}, fmt.Errorf("purge dead letters of %q: %w: its dead-letter queue %q does not exist", queue, runtime.ErrUnknownQueue, dead)
+			return admin.PurgeResult{}, unknownQueue(fmt.Sprintf("purge dead letters of %q", queue), fmt.Sprintf("its dead-letter queue %q does not exist", dead))
 		}
 		return admin.PurgeResult{}, brokerError(fmt.Sprintf("purge dead letters of %q (%q)", queue, dead), err)
 	}
 	return admin.PurgeResult{Purged: n}, nil
+}
+
+// deadLetterInfo describes message m of the dead-letter queue of queue as
+// operators see it. A message that is not a valid envelope is poison,
+// known by its message ID or else its admin.PoisonID.
+func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
+	reason := codec.DeadReason(m.Headers)
+	if why, count, ok := codec.BrokerDeath(m.Headers, queue); ok && reason == "" {
+		// Dead-lettered by the broker on its own (a quorum queue's
+		// delivery limit), not by a worker: the envelope's last error, if
+		// any, is not why.
+		reason = reasons.BrokerDeadLettered(why, count)
+	}
+	at := codec.DeadAt(m.Headers, queue)
+	e, err := codec.Decode(m)
+	if err != nil {
+		if reason == "" {
+			reason = err.Error()
+		}
+		id := m.MessageId
+		if id == "" {
+			id = admin.PoisonID(m.Body)
+		}
+		return admin.DeadLetterInfo{ID: id, Queue: queue, Reason: reason, Poison: true, Body: m.Body, Payload: json.RawMessage("null"), DeadLetteredAt: at}
+	}
+	if reason == "" {
+		reason = e.LastError
+	}
+	info := admin.DeadLetterInfo{
+		ID: e.ID, Queue: queue, Kind: e.Kind, Attempt: e.Attempt, MaxAttempts: e.MaxAttempts,
+		Priority: e.Priority, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
+		Reason: reason, LastError: e.LastError, DeadLetteredAt: at,
+	}
+	if p, err := admin.PayloadJSON(e.Payload); err != nil {
+		info.Payload, info.PayloadError = json.RawMessage("null"), err.Error()
+	} else {
+		info.Payload = p
+	}
+	return info
 }

@@ -77,13 +77,14 @@ func letterID(m *amqp.Delivery) string {
 	return admin.PoisonID(m.Body)
 }
 
-// bind binds the queue of notices, unless bound. x.mu is held.
-func (x *deadIndex) bind(ctx context.Context, b *Backend) error {
+// bindIndex binds the queue of notices, unless bound. x.mu is held.
+func (o *ops) bindIndex(ctx context.Context) error {
+	x := &o.index
 	if x.ch != nil && !x.ch.IsClosed() {
 		return nil
 	}
 	x.forget()
-	ch, err := b.conConn.channel(ctx)
+	ch, err := o.conn.channel(ctx)
 	if err != nil {
 		return err
 	}
@@ -111,10 +112,11 @@ func (x *deadIndex) forget() {
 	x.ch, x.byQueue = nil, nil
 }
 
-// drain gets every notice waiting and forgets the indexes they name.
+// drainIndex gets every notice waiting and forgets the indexes they name.
 // x.mu is held.
-func (x *deadIndex) drain(ctx context.Context, b *Backend) error {
-	if err := x.bind(ctx, b); err != nil {
+func (o *ops) drainIndex(ctx context.Context) error {
+	x := &o.index
+	if err := o.bindIndex(ctx); err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
@@ -133,20 +135,21 @@ func (x *deadIndex) drain(ctx context.Context, b *Backend) error {
 	return ctx.Err()
 }
 
-// current returns queue's index when it is still true, and how many
+// currentIndex returns queue's index when it is still true, and how many
 // letters the queue holds. x.mu is held.
-func (x *deadIndex) current(ctx context.Context, b *Backend, queue string) (*deadLetters, int, bool) {
+func (o *ops) currentIndex(ctx context.Context, queue string) (*deadLetters, int, bool) {
+	x := &o.index
 	if x.byQueue[queue] == nil {
 		return nil, 0, false
 	}
-	if err := x.drain(ctx, b); err != nil {
+	if err := o.drainIndex(ctx); err != nil {
 		return nil, 0, false
 	}
 	idx := x.byQueue[queue]
 	if idx == nil {
 		return nil, 0, false
 	}
-	n, head, ok := b.peekDead(ctx, queue)
+	n, head, ok := o.peekDead(ctx, queue)
 	if !ok {
 		return nil, 0, false
 	}
@@ -161,9 +164,9 @@ func (x *deadIndex) current(ctx context.Context, b *Backend, queue string) (*dea
 // the ID of its first, which it reads with an exclusive consumer and gives
 // back in place. It is false when the queue is missing, empty or being
 // read by someone else.
-func (b *Backend) peekDead(ctx context.Context, queue string) (int, string, bool) {
-	dead := b.names.Dead(queue).Name
-	ch, err := b.conConn.channel(ctx)
+func (o *ops) peekDead(ctx context.Context, queue string) (int, string, bool) {
+	dead := o.names.Dead(queue).Name
+	ch, err := o.conn.channel(ctx)
 	if err != nil {
 		return 0, "", false
 	}
@@ -198,21 +201,22 @@ func (b *Backend) peekDead(ctx context.Context, queue string) (int, string, bool
 // classic.
 var errNotIndexed = errors.New("dead-letter queue not indexed")
 
-// make reads the whole of queue's dead-letter queue, keeping every
+// makeIndex reads the whole of queue's dead-letter queue, keeping every
 // letter in place, and makes its index. x.mu is held.
-func (x *deadIndex) make(ctx context.Context, b *Backend, queue string) (*deadLetters, error) {
+func (o *ops) makeIndex(ctx context.Context, queue string) (*deadLetters, error) {
+	x := &o.index
 	delete(x.byQueue, queue)
-	if err := x.bind(ctx, b); err != nil {
+	if err := o.bindIndex(ctx); err != nil {
 		return nil, err
 	}
-	classic, err := b.isClassic(ctx, b.names.Dead(queue).Name)
+	classic, err := o.isClassic(ctx, o.names.Dead(queue).Name)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, err)
 	}
 	if !classic {
 		return nil, errNotIndexed
 	}
-	s, err := b.scanDead(ctx, queue, 0)
+	s, err := o.scanDead(ctx, queue, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +226,7 @@ func (x *deadIndex) make(ctx context.Context, b *Backend, queue string) (*deadLe
 		}
 		// The notices waiting now were sent by takers that let the queue
 		// go before this read held it: the letters they took are gone.
-		if err := x.drain(ctx, b); err != nil {
+		if err := o.drainIndex(ctx); err != nil {
 			return nil, err
 		}
 		idx := &deadLetters{letters: make([]amqp.Delivery, 0, s.want), at: make(map[string]int, s.want)}
@@ -255,15 +259,15 @@ func (x *deadIndex) make(ctx context.Context, b *Backend, queue string) (*deadLe
 
 // indexedPage answers DeadLetters from queue's index, made first when
 // there is none still true. It is false when the queue is not indexed.
-func (b *Backend) indexedPage(ctx context.Context, queue, after string, limit int) (admin.DeadLetterList, bool, error) {
-	x := &b.index
+func (o *ops) indexedPage(ctx context.Context, queue, after string, limit int) (admin.DeadLetterList, bool, error) {
+	x := &o.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	idx, total, ok := x.current(ctx, b, queue)
+	idx, total, ok := o.currentIndex(ctx, queue)
 	for fresh := false; ; fresh = true {
 		if !ok {
 			var err error
-			if idx, err = x.make(ctx, b, queue); err != nil {
+			if idx, err = o.makeIndex(ctx, queue); err != nil {
 				if errors.Is(err, errNotIndexed) {
 					return admin.DeadLetterList{}, false, nil
 				}
@@ -293,17 +297,17 @@ func (b *Backend) indexedPage(ctx context.Context, queue, after string, limit in
 // indexedLetter answers DeadLetter from queue's index, made first when
 // there is none still true or it lacks id. It is false when the queue is
 // not indexed.
-func (b *Backend) indexedLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, bool, error) {
-	x := &b.index
+func (o *ops) indexedLetter(ctx context.Context, queue, id string) (admin.DeadLetterInfo, bool, error) {
+	x := &o.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	idx, _, ok := x.current(ctx, b, queue)
+	idx, _, ok := o.currentIndex(ctx, queue)
 	if ok {
 		if i, found := idx.at[id]; found {
 			return deadLetterInfo(queue, &idx.letters[i]), true, nil
 		}
 	}
-	idx, err := x.make(ctx, b, queue)
+	idx, err := o.makeIndex(ctx, queue)
 	if err != nil {
 		if errors.Is(err, errNotIndexed) {
 			return admin.DeadLetterInfo{}, false, nil
@@ -319,8 +323,8 @@ func (b *Backend) indexedLetter(ctx context.Context, queue, id string) (admin.De
 // announceTake tells every backend that keeps an index of queue's dead
 // letters that letters are about to leave it (see deadIndex). With no
 // control exchange, no backend is bound to hear it, and none needs to.
-func (b *Backend) announceTake(ctx context.Context, queue string) error {
-	ch, err := b.conConn.channel(ctx)
+func (o *ops) announceTake(ctx context.Context, queue string) error {
+	ch, err := o.conn.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("dead letters of %q: %w", queue, err)
 	}
@@ -333,7 +337,7 @@ func (b *Backend) announceTake(ctx context.Context, queue string) error {
 		return brokerError(fmt.Sprintf("dead letters of %q: look for %q", queue, controlExchange), err)
 	}
 	msg := amqp.Publishing{Headers: amqp.Table{}, Body: []byte(deadNotice + " " + queue)}
-	if err := b.pub.send(ctx, controlExchange, "", false, msg); err != nil {
+	if err := o.pub.send(ctx, controlExchange, "", false, msg); err != nil {
 		return fmt.Errorf("dead letters of %q: tell the readers that index them that letters leave (none has left): %w", queue, err)
 	}
 	return nil

@@ -31,30 +31,30 @@ import (
 type keeper struct {
 	s         *deadScan
 	prefetch  int
-	budget    int      // acks that may be sent while the consumer runs
-	acked     int      // acks sent while the consumer runs
-	deferred  []uint64 // acks past the budget, sent once the consumer is cancelled
-	holding   bool     // acks wait until the consumer is cancelled
-	stopped   bool     // the consumer is cancelled
-	delivered int      // messages delivered to the scan
-	held      []held   // letters read and not yet acked, in the order read
-	back      []uint64 // the scan's own copies it received: they go back as it ends
-	err       error    // why copying stopped
+	budget    int          // acks that may be sent while the consumer runs
+	acked     int          // acks sent while the consumer runs
+	deferred  []uint64     // acks past the budget, sent once the consumer is cancelled
+	stalled   bool         // acks wait until the consumer is cancelled
+	stopped   bool         // the consumer is cancelled
+	delivered int          // messages delivered to the scan
+	read      []readLetter // letters read and not yet acked, in the order read
+	back      []uint64     // the scan's own copies it received: they go back as it ends
+	err       error        // why copying stopped
 }
 
-// held is a letter a scan has read and not yet acked.
-type held struct {
+// readLetter is a letter a scan has read and not yet acked.
+type readLetter struct {
 	m     *amqp.Delivery
-	state heldState
+	state letterState
 }
 
-type heldState int
+type letterState int
 
 const (
-	undecided heldState = iota
-	kept                // to be copied, then acked
-	settled             // acked: taken by the caller, or copied
-	failed              // its copy failed: it goes back as the scan ends
+	undecided letterState = iota
+	kept                  // to be copied, then acked
+	settled               // acked: taken by the caller, or copied
+	failed                // its copy failed: it goes back as the scan ends
 )
 
 // headerKeptBy names the scan that last kept a letter of a quorum
@@ -69,15 +69,15 @@ const (
 	keepBatch    = 256
 )
 
-// keepWait bounds how long a batch of copies waits for its confirms. A
+// keepTimeout bounds how long a batch of copies waits for its confirms. A
 // batch in flight is waited for even when the caller's context has ended:
 // a copy whose confirm was not awaited may have been stored, and giving
 // its original back would then duplicate the letter.
-const keepWait = 10 * time.Second
+const keepTimeout = 10 * time.Second
 
-// finishWait bounds how long the end of a scan waits for the broker to
+// finishTimeout bounds how long the end of a scan waits for the broker to
 // cancel its consumer and hand over what it had sent.
-const finishWait = 5 * time.Second
+const finishTimeout = 5 * time.Second
 
 func newKeeper(s *deadScan, prefetch int) *keeper {
 	return &keeper{s: s, prefetch: prefetch, budget: s.want - prefetch}
@@ -96,16 +96,16 @@ func (k *keeper) ownCopy(m *amqp.Delivery) bool {
 
 func (k *keeper) add(m *amqp.Delivery) {
 	k.delivered++
-	k.held = append(k.held, held{m: m})
+	k.read = append(k.read, readLetter{m: m})
 }
 
-// find returns the held letter with delivery tag tag, or nil. The caller
+// find returns the letter read with delivery tag tag, or nil. The caller
 // decides on a letter soon after reading it, so the search starts with the
 // last one read.
-func (k *keeper) find(tag uint64) *held {
-	for i := len(k.held) - 1; i >= 0; i-- {
-		if k.held[i].m.DeliveryTag == tag {
-			return &k.held[i]
+func (k *keeper) find(tag uint64) *readLetter {
+	for i := len(k.read) - 1; i >= 0; i-- {
+		if k.read[i].m.DeliveryTag == tag {
+			return &k.read[i]
 		}
 	}
 	return nil
@@ -133,7 +133,7 @@ func (k *keeper) take(tag uint64) error {
 // cancelled.
 func (k *keeper) ack(tag uint64) error {
 	if !k.stopped {
-		if k.holding || k.acked >= k.budget {
+		if k.stalled || k.acked >= k.budget {
 			k.deferred = append(k.deferred, tag)
 			return nil
 		}
@@ -145,7 +145,7 @@ func (k *keeper) ack(tag uint64) error {
 	return nil
 }
 
-// flush copies the kept letters at the front of held, in order, and acks
+// flush copies the kept letters at the front of read, in order, and acks
 // each original whose copy is confirmed. Unless all is set it waits until
 // there are keepBatch of them, or the prefetch is used up. A letter not
 // yet decided stops it: the letters behind it wait, to keep their order.
@@ -155,8 +155,8 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 	}
 	for {
 		n, copies := 0, 0
-		for n < len(k.held) && k.held[n].state != undecided && copies < keepBatch {
-			if k.held[n].state == kept {
+		for n < len(k.read) && k.read[n].state != undecided && copies < keepBatch {
+			if k.read[n].state == kept {
 				copies++
 			}
 			n++
@@ -165,10 +165,10 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 			k.drop(n)
 			return nil
 		}
-		if copies < keepBatch && !all && len(k.held) < k.prefetch {
+		if copies < keepBatch && !all && len(k.read) < k.prefetch {
 			return nil
 		}
-		if err := k.copy(ctx, k.held[:n]); err != nil {
+		if err := k.copy(ctx, k.read[:n]); err != nil {
 			k.err = err
 			return err
 		}
@@ -176,25 +176,25 @@ func (k *keeper) flush(ctx context.Context, all bool) error {
 	}
 }
 
-// drop forgets the first n letters of held, which are acked, or go back
+// drop forgets the first n letters of read, which are acked, or go back
 // as the channel closes.
 func (k *keeper) drop(n int) {
-	clear(k.held[:n]) // lets their bodies go
-	k.held = k.held[n:]
+	clear(k.read[:n]) // lets their bodies go
+	k.read = k.read[n:]
 }
 
 // copy publishes a copy of each kept letter of hs and acks the letters
 // whose copies are confirmed; it marks the others failed.
-func (k *keeper) copy(ctx context.Context, hs []held) error {
+func (k *keeper) copy(ctx context.Context, hs []readLetter) error {
 	msgs := make([]outMsg, 0, len(hs))
 	for _, h := range hs {
 		if h.state == kept {
 			msgs = append(msgs, outMsg{key: k.s.dead, msg: k.keptCopy(h.m)})
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer cancel()
-	errs := k.s.b.pub.publishBatch(wctx, msgs)
+	errs := k.s.o.pub.publishBatch(wctx, msgs)
 	var first error
 	i := 0
 	for j := range hs {
@@ -240,14 +240,14 @@ func (k *keeper) keptCopy(m *amqp.Delivery) amqp.Publishing {
 // broker had sent by then; copies every letter kept and acks it; and
 // closes the channel once the queue has applied every ack. Only reading
 // the rest honours ctx: what the scan holds is copied even when ctx has
-// ended, within keepWait per batch, so that none of it goes back. Once
+// ended, within keepTimeout per batch, so that none of it goes back. Once
 // copying failed, what the scan holds goes back to the queue (nack with
 // requeue), which counts one delivery of each.
 func (k *keeper) finish(ctx context.Context) error {
 	s := k.s
-	for i := range k.held {
-		if k.held[i].state == undecided {
-			k.held[i].state = kept
+	for i := range k.read {
+		if k.read[i].state == undecided {
+			k.read[i].state = kept
 		}
 	}
 	var err error
@@ -285,12 +285,12 @@ func (k *keeper) finish(ctx context.Context) error {
 // a delivery that arrives for a cancelled consumer, and the broker gives
 // such a letter back as the channel closes, counting a delivery. Only when
 // someone else took letters meanwhile can fewer come than the credit
-// allows: then it waits finishWait for them and cancels anyway.
+// allows: then it waits finishTimeout for them and cancels anyway.
 func (k *keeper) stop(ctx context.Context) error {
 	s := k.s
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	k.holding = true
+	k.stalled = true
 	due := min(s.want, k.acked+k.prefetch)
 	if s.dry {
 		due = k.delivered // the queue had no more: nothing is on its way
@@ -320,7 +320,7 @@ credit:
 			}
 			k.receive(&m)
 		case <-wctx.Done():
-			return fmt.Errorf("dead letters of %q: the broker did not end the read of %q within %v", s.queue, s.dead, finishWait)
+			return fmt.Errorf("dead letters of %q: the broker did not end the read of %q within %v", s.queue, s.dead, finishTimeout)
 		}
 	}
 }
@@ -341,7 +341,7 @@ func (k *keeper) receive(m *amqp.Delivery) {
 func (k *keeper) settleRest() error {
 	s := k.s
 	back := k.back
-	for _, h := range k.held {
+	for _, h := range k.read {
 		if h.state != settled {
 			back = append(back, h.m.DeliveryTag)
 		}
@@ -359,7 +359,7 @@ func (k *keeper) settleRest() error {
 	return nil
 }
 
-// awaitLetGo waits, at most finishWait, until the queue has applied every
+// awaitLetGo waits, at most finishTimeout, until the queue has applied every
 // settle of the scan. The channel must not close before: a quorum queue's
 // client in the broker holds back settles while many are in flight and
 // drops those it still holds when the channel closes, and the queue then
@@ -369,7 +369,7 @@ func (k *keeper) settleRest() error {
 // applied.
 func (k *keeper) awaitLetGo(ctx context.Context) error {
 	s := k.s
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishWait)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	for {
 		q, err := callCtx(ctx, func() (amqp.Queue, error) {
@@ -377,7 +377,7 @@ func (k *keeper) awaitLetGo(ctx context.Context) error {
 		}, nil)
 		switch {
 		case ctx.Err() != nil:
-			return fmt.Errorf("dead letters of %q: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.queue, s.dead, finishWait)
+			return fmt.Errorf("dead letters of %q: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.queue, s.dead, finishTimeout)
 		case err != nil || q.Consumers == 0:
 			return nil // deleted meanwhile, or let go
 		}

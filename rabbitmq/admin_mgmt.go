@@ -26,7 +26,16 @@ type mgmtCheck struct {
 	err     error  // nil when the API serves that cluster
 }
 
-// management returns the management API client, or why there is none:
+// mgmtAPI is the broker's management HTTP API, as far as this backend
+// may read it: at url (Options.ManagementURL; empty for the one beside
+// the AMQP URL of conn), once found to serve conn's broker.
+type mgmtAPI struct {
+	url   string
+	conn  *connection
+	check mgmtCheck
+}
+
+// client returns the management API client, or why there is none:
 // turned off, or serving another broker than the AMQP connection's.
 //
 // Which broker an API serves is told by cluster names: the API's
@@ -38,12 +47,12 @@ type mgmtCheck struct {
 // (one left at a default such as "rabbit@localhost") cannot be told
 // apart; rabbitmqctl set_cluster_name names a cluster. A broker that
 // names no cluster over AMQP is not checked.
-func (b *Backend) management(ctx context.Context) (*mgmt.Client, error) {
-	if b.opts.ManagementURL == ManagementOff {
+func (a *mgmtAPI) client(ctx context.Context) (*mgmt.Client, error) {
+	if a.url == ManagementOff {
 		return nil, fmt.Errorf("%w: the management API is turned off (rabbitmq.Options.ManagementURL)", admin.ErrCannotList)
 	}
-	amqpURL := b.pubConn.url()
-	u := b.opts.ManagementURL
+	amqpURL := a.conn.url()
+	u := a.url
 	if u == "" {
 		var err error
 		if u, err = mgmt.URLFor(amqpURL); err != nil {
@@ -58,11 +67,11 @@ func (b *Backend) management(ctx context.Context) (*mgmt.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cluster := b.pubConn.serverProperty("cluster_name")
+	cluster := a.conn.serverProperty("cluster_name")
 	if cluster == "" {
 		return c, nil
 	}
-	chk := &b.mgmtCheck
+	chk := &a.check
 	chk.mu.Lock()
 	defer chk.mu.Unlock()
 	if chk.url == u && chk.cluster == cluster {
@@ -93,6 +102,6 @@ func (b *Backend) management(ctx context.Context) (*mgmt.Client, error) {
 // methods check the same before they use the API; a tool calls this to
 // refuse a wrong management URL up front instead of showing less.
 func (b *Backend) CheckManagement(ctx context.Context) error {
-	_, err := b.management(ctx)
+	_, err := b.ops.api.client(ctx)
 	return err
 }

@@ -51,23 +51,23 @@ import (
 // purge from the management UI, say).
 const scanIdle = 2 * time.Second
 
-// busyWait bounds how long a scan waits for another scan of the same queue
+// busyTimeout bounds how long a scan waits for another scan of the same queue
 // to end.
-const busyWait = 30 * time.Second
+const busyTimeout = 30 * time.Second
 
 // ErrBusy is returned when another scan of a dead-letter queue (another
 // queuey command or dashboard) holds it for longer than a scan waits.
 var ErrBusy = errors.New("rabbitmq: dead-letter queue in use by another reader")
 
-// errScanHeld says a dead-letter queue has a consumer: another scan, or one
+// errScanBusy says a dead-letter queue has a consumer: another scan, or one
 // the broker has not finished letting go.
-var errScanHeld = errors.New("dead-letter queue has a consumer")
+var errScanBusy = errors.New("dead-letter queue has a consumer")
 
 // deadScan reads a dead-letter queue from its head. Every letter next
 // returns is then either kept (keep) or taken (take); close keeps those
 // left undecided.
 type deadScan struct {
-	b           *Backend
+	o           *ops
 	queue, dead string
 	ch          *amqp.Channel
 	consumer    string // consumer tag
@@ -91,25 +91,25 @@ type deadScan struct {
 // window messages (all it holds when window is zero or less) from a
 // classic one, and every message from a quorum one. The caller must close
 // it.
-func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
-	if b.opts.NoDeadLetterQueues {
+func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan, error) {
+	if o.opts.NoDeadLetterQueues {
 		return nil, fmt.Errorf("dead letters of %q: %w", queue, errNoDeadLetterQueues)
 	}
-	if b.isClosed() {
-		return nil, fmt.Errorf("dead letters of %q: %w", queue, runtime.ErrClosed)
+	if err := o.life.refuse(fmt.Sprintf("dead letters of %q", queue)); err != nil {
+		return nil, err
 	}
-	s := &deadScan{b: b, queue: queue, dead: b.names.Dead(queue).Name, unacked: map[uint64]bool{}}
-	deadline := time.Now().Add(busyWait)
+	s := &deadScan{o: o, queue: queue, dead: o.names.Dead(queue).Name, unacked: map[uint64]bool{}}
+	deadline := time.Now().Add(busyTimeout)
 	for {
 		err := s.open(ctx, window)
 		if err == nil {
 			return s, nil
 		}
-		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanHeld) {
+		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanBusy) {
 			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyWait)
+			return nil, fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -119,16 +119,26 @@ func (b *Backend) scanDead(ctx context.Context, queue string, window int) (*dead
 	}
 }
 
+// open opens the scan on a channel of its own, closed again unless the
+// scan consumes on it.
 func (s *deadScan) open(ctx context.Context, window int) error {
-	ch, err := s.b.conConn.channel(ctx)
+	ch, err := s.o.conn.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
+	if err := s.consume(ctx, ch, window); err != nil || s.ch == nil {
+		return err
+	}
+	return nil
+}
+
+// consume starts the scan's consumer on ch, unless the queue is empty: s.ch
+// is set once it consumes. The caller closes ch otherwise.
+func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) error {
 	q, err := ch.QueueDeclarePassive(s.dead, true, false, false, false, nil)
 	if err != nil {
-		_ = ch.Close()
 		if isCode(err, amqp.NotFound) {
-			return fmt.Errorf("dead letters of %q: %w: its dead-letter queue %q does not exist", s.queue, runtime.ErrUnknownQueue, s.dead)
+			return unknownQueue(fmt.Sprintf("dead letters of %q", s.queue), fmt.Sprintf("its dead-letter queue %q does not exist", s.dead))
 		}
 		return brokerError(fmt.Sprintf("dead letters of %q: inspect %q", s.queue, s.dead), err)
 	}
@@ -137,12 +147,10 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		// yet been let go: a quorum queue returns a closed consumer's
 		// messages asynchronously, so until then they count as neither
 		// ready nor readable.
-		_ = ch.Close()
-		return errScanHeld
+		return errScanBusy
 	}
-	classic, err := s.b.isClassic(ctx, s.dead)
+	classic, err := s.o.isClassic(ctx, s.dead)
 	if err != nil {
-		_ = ch.Close()
 		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
 	}
 	s.depth = q.Messages
@@ -151,7 +159,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		s.want = min(window, s.depth)
 	}
 	if s.want == 0 {
-		_ = ch.Close()
 		return nil
 	}
 	var prefetch int
@@ -166,7 +173,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 		prefetch = min(s.want, keepPrefetch)
 	}
 	if err := ch.Qos(prefetch, 0, false); err != nil {
-		_ = ch.Close()
 		return brokerError(fmt.Sprintf("dead letters of %q: set prefetch", s.queue), err)
 	}
 	var token [8]byte
@@ -174,7 +180,6 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 	s.consumer = "queuey-dead-read-" + hex.EncodeToString(token[:])
 	d, err := ch.Consume(s.dead, s.consumer, false, true, false, false, nil)
 	if err != nil {
-		_ = ch.Close()
 		return err
 	}
 	s.ch, s.deliveries = ch, d
@@ -195,16 +200,16 @@ func (s *deadScan) open(ctx context.Context, window int) error {
 // the backend's life, so that the broker logs one refusal per queue: were
 // it deleted and declared classic again, it would only be read at a
 // quorum queue's cost.
-func (b *Backend) isClassic(ctx context.Context, dead string) (bool, error) {
-	if _, ok := b.copyRead.Load(dead); ok {
+func (o *ops) isClassic(ctx context.Context, dead string) (bool, error) {
+	if _, ok := o.copyRead.Load(dead); ok {
 		return false, nil
 	}
-	err := b.decl.declare(ctx, topology.Queue{Name: dead, Args: amqp.Table{topology.ArgQueueType: string(runtime.QueueClassic)}})
+	err := o.decl.declare(ctx, topology.Queue{Name: dead, Args: amqp.Table{topology.ArgQueueType: string(runtime.QueueClassic)}})
 	switch {
 	case err == nil:
 		return true, nil
 	case isCode(err, amqp.PreconditionFailed):
-		b.copyRead.Store(dead, struct{}{})
+		o.copyRead.Store(dead, struct{}{})
 		return false, nil
 	case isCode(err, amqp.AccessRefused): // no right to declare it: its type is unknown
 		return false, nil
@@ -282,7 +287,7 @@ func (s *deadScan) keep(m *amqp.Delivery) {
 // take removes message tag, read by next, from the dead-letter queue.
 func (s *deadScan) take(ctx context.Context, tag uint64) error {
 	if !s.announced {
-		if err := s.b.announceTake(ctx, s.queue); err != nil {
+		if err := s.o.announceTake(ctx, s.queue); err != nil {
 			return err
 		}
 		s.announced = true

@@ -19,9 +19,10 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// inspect counts queue name with a passive declare.
-func (b *Backend) inspect(ctx context.Context, name string) (amqp.Queue, bool, error) {
-	p := &passive{b: b}
+// inspectQueue counts queue name with a passive declare on a channel of
+// conn of its own.
+func inspectQueue(ctx context.Context, life lifetime, conn *connection, name string) (amqp.Queue, bool, error) {
+	p := &passive{life: life, conn: conn}
 	defer p.close()
 	return p.declare(ctx, name)
 }
@@ -29,16 +30,17 @@ func (b *Backend) inspect(ctx context.Context, name string) (amqp.Queue, bool, e
 // passive counts queues with passive declares on one channel, opened
 // again after a missing queue closes it.
 type passive struct {
-	b  *Backend
-	ch *amqp.Channel
+	life lifetime
+	conn *connection
+	ch   *amqp.Channel
 }
 
 func (p *passive) declare(ctx context.Context, name string) (amqp.Queue, bool, error) {
-	if p.b.isClosed() {
-		return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, runtime.ErrClosed)
+	if err := p.life.refuse(fmt.Sprintf("inspect queue %q", name)); err != nil {
+		return amqp.Queue{}, false, err
 	}
 	if p.ch == nil {
-		ch, err := p.b.conConn.channel(ctx)
+		ch, err := p.conn.channel(ctx)
 		if err != nil {
 			return amqp.Queue{}, false, fmt.Errorf("inspect queue %q: %w", name, err)
 		}
@@ -65,8 +67,8 @@ func (p *passive) close() {
 }
 
 // listQueues lists the broker's queues through the management API.
-func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
-	c, err := b.management(ctx)
+func (o *ops) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
+	c, err := o.api.client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,17 +81,20 @@ func (b *Backend) listQueues(ctx context.Context) ([]mgmt.Queue, error) {
 
 // Queues returns the logical queues on the broker: those with queuey's
 // topology beside them (a dead-letter queue or hold queues), found through
-// the management API, and those declared through b. When the API cannot be
+// the management API, and those declared through the backend. When the API cannot be
 // reached it returns the declared ones with an error wrapping
 // admin.ErrCannotList that says so.
 func (b *Backend) Queues(ctx context.Context) ([]string, error) {
+	return b.ops.listNames(ctx)
+}
+
+// listNames is Backend.Queues.
+func (o *ops) listNames(ctx context.Context) ([]string, error) {
 	names := map[string]bool{}
-	b.mu.RLock()
-	for n := range b.queues {
+	for _, n := range o.book.names() {
 		names[n] = true
 	}
-	b.mu.RUnlock()
-	qs, err := b.listQueues(ctx)
+	qs, err := o.listQueues(ctx)
 	if err != nil {
 		return slices.Sorted(maps.Keys(names)), fmt.Errorf("queues: only those declared by this process are known: %w", err)
 	}
@@ -98,9 +103,9 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 		exists[q.Name] = true
 	}
 	for _, q := range qs {
-		if base, ok := strings.CutSuffix(q.Name, b.opts.DeadSuffix); ok && base != "" {
+		if base, ok := strings.CutSuffix(q.Name, o.opts.DeadSuffix); ok && base != "" {
 			names[base] = true
-		} else if h, ok, _ := b.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok && exists[h.Queue] {
+		} else if h, ok, _ := o.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok && exists[h.Queue] {
 			names[h.Queue] = true
 		}
 	}
@@ -123,23 +128,19 @@ func (b *Backend) Queues(ctx context.Context) ([]string, error) {
 // broker a channel. The declares run on up to statsReaders channels at
 // once.
 func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
-	listed, lerr := b.listQueues(ctx)
-	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]holdRef{}, err: lerr}
-	if lerr == nil {
-		for _, q := range listed {
-			l.byName[q.Name] = q
-			if h, ok, _ := b.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok {
-				l.holds[h.Queue] = append(l.holds[h.Queue], holdRef{q.Name, h})
-			}
-		}
-	}
+	return b.ops.stats(ctx, queues...)
+}
+
+// stats is Backend.QueueStats.
+func (o *ops) stats(ctx context.Context, queues ...admin.Queue) ([]admin.QueueStats, error) {
+	l := o.list(ctx)
 	out := make([]admin.QueueStats, len(queues))
 	readers := min(statsReaders, (len(queues)+statsPerReader-1)/statsPerReader)
 	if readers <= 1 {
-		p := &passive{b: b}
+		p := &passive{life: o.life, conn: o.conn}
 		defer p.close()
 		for i, cfg := range queues {
-			st, err := b.queueStats(ctx, p, cfg, l)
+			st, err := o.queueStats(ctx, p, cfg, l)
 			if err != nil {
 				return nil, err
 			}
@@ -159,14 +160,14 @@ func (b *Backend) QueueStats(ctx context.Context, queues ...admin.Queue) ([]admi
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := &passive{b: b}
+			p := &passive{life: o.life, conn: o.conn}
 			defer p.close()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(queues) || ctx.Err() != nil {
 					return
 				}
-				st, err := b.queueStats(ctx, p, queues[i], l)
+				st, err := o.queueStats(ctx, p, queues[i], l)
 				if err != nil {
 					errOnce.Do(func() { first = err; cancel() })
 					return
@@ -192,6 +193,23 @@ const (
 	statsPerReader = 32
 )
 
+// list reads the management API's listing of the broker's queues, its
+// hold queues known by their arguments; without the API, its err says why.
+func (o *ops) list(ctx context.Context) listing {
+	listed, err := o.listQueues(ctx)
+	l := listing{byName: map[string]mgmt.Queue{}, holds: map[string][]holdRef{}, err: err}
+	if err != nil {
+		return l
+	}
+	for _, q := range listed {
+		l.byName[q.Name] = q
+		if h, ok, _ := o.names.IdentifyHold(q.Name, q.Type, q.Arguments); ok {
+			l.holds[h.Queue] = append(l.holds[h.Queue], holdRef{q.Name, h})
+		}
+	}
+	return l
+}
+
 // listing is what the management API listed for QueueStats: the queues by
 // name and the hold queues of each logical queue (known by their
 // arguments), or why there is no list.
@@ -216,7 +234,7 @@ func (l listing) exists(name string) bool {
 	return ok
 }
 
-func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l listing) (admin.QueueStats, error) {
+func (o *ops) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l listing) (admin.QueueStats, error) {
 	st := admin.QueueStats{Queue: cfg.Name, Holds: []admin.HoldStats{}}
 	// The queue itself is declared even when not listed: a command names
 	// it, and the answer must be the broker's.
@@ -226,9 +244,9 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	}
 	st.Ready, st.Consumers = work.Messages, work.Consumers
 	deadFound := false
-	if b.opts.NoDeadLetterQueues {
+	if o.opts.NoDeadLetterQueues {
 		st.Missing = append(st.Missing, "dead letters: none are kept (rabbitmq.Options.NoDeadLetterQueues)")
-	} else if dead := b.names.Dead(cfg.Name).Name; l.exists(dead) {
+	} else if dead := o.names.Dead(cfg.Name).Name; l.exists(dead) {
 		q, ok, err := p.declare(ctx, dead)
 		if err != nil {
 			return st, err
@@ -239,14 +257,14 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	}
 	switch {
 	case !found && !deadFound:
-		return st, fmt.Errorf("stats of %q: %w: no such queue on the broker", cfg.Name, runtime.ErrUnknownQueue)
+		return st, unknownQueue(fmt.Sprintf("stats of %q", cfg.Name), "no such queue on the broker")
 	case !found:
 		// Its dead letters outlived it: show them, and why they cannot be
 		// re-driven.
 		st.Missing = append(st.Missing, "the queue itself does not exist (deleted?): its dead letters stay, and cannot be re-driven until it is declared again")
 		return st, nil
 	}
-	if marker := PausedMarker(cfg.Name); len(marker) <= codec.MaxShortString && l.exists(marker) {
+	if marker := pausedMarker(cfg.Name); len(marker) <= codec.MaxShortString && l.exists(marker) {
 		if _, st.Paused, err = p.declare(ctx, marker); err != nil {
 			return st, err
 		}
@@ -254,12 +272,19 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	if cfg.PluginDelay {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
+	return st, o.countHolds(ctx, p, cfg, l, &st)
+}
+
+// countHolds counts, into st, the jobs in flight on cfg's queue and the
+// waits in its hold queues: found in l, or without the management API
+// looked for by the names its retry schedule gives.
+func (o *ops) countHolds(ctx context.Context, p *passive, cfg admin.Queue, l listing, st *admin.QueueStats) error {
 	var holds []holdRef
 	if l.err != nil {
 		st.Unacked = admin.NotSeen
 		st.Missing = append(st.Missing, "in flight: "+l.err.Error())
 		st.Missing = append(st.Missing, "deferred waits: their hold queues cannot be listed without the management API")
-		holds = b.retryHolds(cfg)
+		holds = o.retryHolds(cfg)
 		if len(holds) > 0 {
 			st.Missing = append(st.Missing, "retry waits: counted in the queues named as its hold queues would be, whose arguments (what tells a hold queue from another queue of that name) only the management API shows")
 		}
@@ -271,7 +296,7 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 	for _, h := range holds {
 		q, found, err := p.declare(ctx, h.name)
 		if err != nil {
-			return st, err
+			return err
 		}
 		if !found || q.Messages == 0 {
 			continue
@@ -279,12 +304,12 @@ func (b *Backend) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l
 		st.Holds = append(st.Holds, admin.HoldStats{Name: h.name, Kind: h.Kind, Delay: h.Delay, Jobs: q.Messages, NextReleaseBy: now.Add(h.Delay)})
 		st.Waiting += q.Messages
 	}
-	return st, nil
+	return nil
 }
 
 // retryHolds names the retry hold queues q's retry schedule uses, when q
 // gives one.
-func (b *Backend) retryHolds(q admin.Queue) []holdRef {
+func (o *ops) retryHolds(q admin.Queue) []holdRef {
 	if q.MaxAttempts == 0 {
 		return nil
 	}
@@ -295,12 +320,12 @@ func (b *Backend) retryHolds(q admin.Queue) []holdRef {
 	seen := map[string]bool{}
 	var holds []holdRef
 	for attempt := 1; attempt < cfg.MaxAttempts; attempt++ {
-		h, err := b.holdQueue(cfg, admin.HoldRetry, cfg.RetryDelay(attempt))
+		h, err := o.names.HoldOf(cfg, admin.HoldRetry, cfg.RetryDelay(attempt), o.opts.Granularity)
 		if err != nil || seen[h.Name] {
 			continue
 		}
 		seen[h.Name] = true
-		info, _ := b.names.NamedLikeHold(h.Name)
+		info, _ := o.names.NamedLikeHold(h.Name)
 		info.Queue = q.Name // the name alone may cut it elsewhere
 		holds = append(holds, holdRef{h.Name, info})
 	}

@@ -7,6 +7,31 @@
 // delayed-message plugin, and the quorum queues' ladder of delays) is in
 // docs/delays.md. This page describes how it does so.
 //
+// # Words
+//
+// A few words mean one thing each in this package, in names and comments:
+//
+//   - A wait is a job held back for a delay before it reaches its queue: a
+//     retry, a deferral or a delayed enqueue. The waiter (wait.go) holds
+//     waits, each through its queue's delayer: hold queues (wait_queue.go)
+//     or the delayed-message plugin's exchange (wait_plugin.go). Code that
+//     blocks until something happens awaits it (awaitUnblocked).
+//   - A hold queue holds the waits of one delay for one queue, and its TTL
+//     dead-letters them back to that queue. Hold names nothing else: acks
+//     kept off the wire while a consumer stops are stalled (acker.Acker.Stall).
+//   - An expiry is a classic hold queue's x-expires, which every declare
+//     of it renews (wait_declares.go).
+//   - A lease is a runtime.Leaser's: the one message of a lease queue,
+//     which its single active consumer owns (lease.go).
+//   - A marker is the queue whose existence says that a queue is paused
+//     (pause.go).
+//
+// Each component owns its state and has its files: connections (conn_),
+// confirmed publishing (pub_), declares (decl_), waits (wait_), consuming
+// and settling (sub_, and the coalescing of acks in internal/acker),
+// pausing (pause), leases (lease) and the operators' reads (admin_).
+// Backend (backend.go) wires them.
+//
 // # Connections
 //
 // Dial opens two connections, one for publishing and one for consuming, as
@@ -82,12 +107,12 @@
 // belongs to and the others are declared.
 //
 // Every publish to a classic hold queue is followed, on the same channel,
-// by a passive declare of it, which renews the queue's lease (x-expires):
-// the broker handles the two in that order, so the lease runs from just
+// by a passive declare of it, which renews the queue's expiry (x-expires):
+// the broker handles the two in that order, so the expiry runs from just
 // after the message entered the queue, however late the publish reached
 // the broker. A queue gone before the publish returns it; one that expired
 // between the two fails the declare; either way the wait declares the
-// queue and publishes again. A quorum hold queue has no lease and is
+// queue and publishes again. A quorum hold queue has no expiry and is
 // declared once per process; a publish onto one deleted meanwhile comes
 // back unroutable, and the wait then declares it and publishes once more.
 //

@@ -77,6 +77,21 @@ func brokerReply(err error) error {
 	return err
 }
 
+// unknownQueue is runtime.ErrUnknownQueue of op: why says what is
+// missing. Every such error of this package is made here.
+func unknownQueue(op, why string) error {
+	return fmt.Errorf("%s: %w: %s", op, runtime.ErrUnknownQueue, why)
+}
+
+// absentQueue is runtime.ErrUnknownQueue of op on queue, which does not
+// exist on the broker, with what to do about it (queueerr.Unknown).
+func absentQueue(op, queue string) error {
+	if op == "" {
+		return queueerr.Unknown(queue, "does not exist on the broker")
+	}
+	return fmt.Errorf("%s: %w", op, queueerr.Unknown(queue, "does not exist on the broker"))
+}
+
 // missingQueue makes err, from a publish onto queue through the default
 // exchange, runtime.ErrUnknownQueue as well when the broker returned it
 // unroutable: no queue of that name exists. The memory backend says the
@@ -85,7 +100,7 @@ func missingQueue(queue string, err error) error {
 	if !errors.Is(err, ErrUnroutable) {
 		return err
 	}
-	return fmt.Errorf("%w (%w)", queueerr.Unknown(queue, "does not exist on the broker"), err)
+	return fmt.Errorf("%w (%w)", absentQueue("", queue), err)
 }
 
 // consumeError wraps err from doing what to start a consumer, and makes it
@@ -120,12 +135,4 @@ func isNoQueue(err error) bool {
 func isCode(err error, code int) bool {
 	var ae *amqp.Error
 	return errors.As(err, &ae) && ae.Code == code
-}
-
-// clip shortens a name for an error message.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "…"
 }

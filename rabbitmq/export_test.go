@@ -7,7 +7,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
-	"github.com/queuey/queuey/runtime"
 )
 
 // PublishRaw publishes body to queue as it is, without properties or
@@ -15,8 +14,8 @@ import (
 // puts messages that are not envelopes on a queue, for tests of poison
 // handling (backendtest.Features.PublishRaw).
 func (b *Backend) PublishRaw(ctx context.Context, queue string, body []byte) error {
-	if b.isClosed() {
-		return fmt.Errorf("publish raw to %q: %w", queue, runtime.ErrClosed)
+	if err := b.life.refuse(fmt.Sprintf("publish raw to %q", queue)); err != nil {
+		return err
 	}
 	return b.pub.publishSerial(ctx, "", queue, amqp.Publishing{Body: body})
 }
@@ -48,9 +47,10 @@ func Connections(b *Backend) (publish, consume *amqp.Connection) {
 	b.pubConn.mu.Lock()
 	publish = b.pubConn.conn
 	b.pubConn.mu.Unlock()
-	b.conConn.mu.Lock()
-	consume = b.conConn.conn
-	b.conConn.mu.Unlock()
+	first := b.ops.conn // the first consuming connection
+	first.mu.Lock()
+	consume = first.conn
+	first.mu.Unlock()
 	return publish, consume
 }
 
@@ -61,7 +61,7 @@ func SetBrokerVersion(b *Backend, v string) {
 	if err != nil {
 		panic(err)
 	}
-	b.version = ver
+	b.declares.version = ver
 }
 
 // ConsumeConnections returns the live connections b consumes on, the first
@@ -75,3 +75,10 @@ func SetChannelsPerConnection(b *Backend, n int) {
 	b.cons.perConn = n
 	b.cons.mu.Unlock()
 }
+
+// LeaseQueue is leaseQueue: the queue that holds the lease called name.
+func LeaseQueue(name string) string { return leaseQueue(name) }
+
+// PausedMarker is pausedMarker: the queue whose existence marks queue
+// paused.
+func PausedMarker(queue string) string { return pausedMarker(queue) }

@@ -44,25 +44,38 @@ var _ runtime.Leaser = (*Backend)(nil)
 // leaseQueuePrefix starts the name of every lease queue.
 const leaseQueuePrefix = "queuey.lease."
 
-// LeaseQueue returns the name of the queue that holds the lease called
+// leaseQueue returns the name of the queue that holds the lease called
 // name.
-func LeaseQueue(name string) string { return leaseQueuePrefix + name }
+func leaseQueue(name string) string { return leaseQueuePrefix + name }
+
+// leases hands out leases (runtime.Leaser): each a queue with a single
+// active consumer, which holds the lease message.
+type leases struct {
+	life lifetime
+	conn *connection // each contender's channel opens here
+	pub  *publisher
+}
 
 // AcquireLease contends for the lease called name until this backend
 // holds it or ctx ends.
 func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLease, error) {
-	queue := LeaseQueue(name)
-	if b.isClosed() {
-		return nil, fmt.Errorf("lease %q: %w", name, runtime.ErrClosed)
+	return b.leases.acquire(ctx, name)
+}
+
+// acquire is Backend.AcquireLease.
+func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, error) {
+	queue := leaseQueue(name)
+	if err := l.life.refuse(fmt.Sprintf("lease %q", name)); err != nil {
+		return nil, err
 	}
 	if len(queue) > codec.MaxShortString {
-		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, clip(queue), len(queue), codec.MaxShortString)
+		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, codec.Clip(queue), len(queue), codec.MaxShortString)
 	}
-	ch, err := b.conConn.channel(ctx)
+	ch, err := l.conn.channel(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lease %q: %w", name, err)
 	}
-	h, err := b.contend(ctx, ch, queue)
+	h, err := l.contend(ctx, ch, queue)
 	if err != nil {
 		_ = ch.Close()
 		return nil, err
@@ -70,7 +83,7 @@ func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLe
 	return h, nil
 }
 
-func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (*heldLease, error) {
+func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*ownedLease, error) {
 	q, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-single-active-consumer": true})
 	if err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
@@ -80,7 +93,7 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	}
 	if q.Messages == 0 && q.Consumers == 0 {
 		seed := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}}
-		if err := b.pub.publish(ctx, queue, seed); err != nil {
+		if err := l.pub.publish(ctx, queue, seed); err != nil {
 			return nil, fmt.Errorf("seed lease queue %q: %w", queue, err)
 		}
 	}
@@ -92,12 +105,12 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	if err != nil {
 		return nil, brokerError(fmt.Sprintf("consume lease queue %q", queue), err)
 	}
-	h := &heldLease{b: b, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
+	h := &ownedLease{life: l.life, pub: l.pub, queue: queue, ch: ch, msgs: msgs, lost: make(chan struct{})}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-b.closed:
-		return nil, fmt.Errorf("lease queue %q: %w", queue, runtime.ErrClosed)
+	case <-l.life.done():
+		return nil, l.life.refuse(fmt.Sprintf("lease queue %q", queue))
 	case m, ok := <-msgs:
 		if !ok {
 			return nil, fmt.Errorf("lease queue %q: channel closed while contending", queue)
@@ -108,9 +121,10 @@ func (b *Backend) contend(ctx context.Context, ch *amqp.Channel, queue string) (
 	return h, nil
 }
 
-// heldLease is a lease message this backend holds unacked.
-type heldLease struct {
-	b     *Backend
+// ownedLease is a lease message this backend holds unacked.
+type ownedLease struct {
+	life  lifetime
+	pub   *publisher
 	queue string
 	ch    *amqp.Channel
 	msgs  <-chan amqp.Delivery
@@ -124,7 +138,7 @@ type heldLease struct {
 }
 
 // take holds m as the lease message.
-func (h *heldLease) take(m amqp.Delivery) {
+func (h *ownedLease) take(m amqp.Delivery) {
 	h.tag = m.DeliveryTag
 	h.mark = leaseMark(m.Body)
 }
@@ -139,28 +153,28 @@ func leaseMark(body []byte) time.Time {
 }
 
 // watch marks the lease lost when its channel closes or the backend does.
-func (h *heldLease) watch(closes <-chan *amqp.Error) {
+func (h *ownedLease) watch(closes <-chan *amqp.Error) {
 	select {
 	case <-closes:
-	case <-h.b.closed:
+	case <-h.life.done():
 	case <-h.lost:
 	}
 	h.setLost()
 }
 
-func (h *heldLease) setLost() { h.lostOnce.Do(func() { close(h.lost) }) }
+func (h *ownedLease) setLost() { h.lostOnce.Do(func() { close(h.lost) }) }
 
-func (h *heldLease) Mark() time.Time {
+func (h *ownedLease) Mark() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.mark
 }
 
-func (h *heldLease) Lost() <-chan struct{} { return h.lost }
+func (h *ownedLease) Lost() <-chan struct{} { return h.lost }
 
 // Advance publishes a lease message carrying mark, confirmed, then acks the
 // one held and takes the next, dropping copies older than mark.
-func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
+func (h *ownedLease) Advance(ctx context.Context, mark time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	select {
@@ -169,7 +183,7 @@ func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
 	default:
 	}
 	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Headers: amqp.Table{}, Body: []byte(mark.UTC().Format(time.RFC3339Nano))}
-	if err := h.b.pub.publish(ctx, h.queue, msg); err != nil {
+	if err := h.pub.publish(ctx, h.queue, msg); err != nil {
 		return fmt.Errorf("lease queue %q: store mark: %w", h.queue, err)
 	}
 	if err := h.ch.Ack(h.tag, false); err != nil {
@@ -202,7 +216,7 @@ func (h *heldLease) Advance(ctx context.Context, mark time.Time) error {
 
 // Release closes the lease's channel: the broker hands the lease message
 // to the next contender.
-func (h *heldLease) Release() error {
+func (h *ownedLease) Release() error {
 	h.setLost()
 	if err := h.ch.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
 		return brokerError(fmt.Sprintf("lease queue %q: release", h.queue), err)

@@ -126,15 +126,8 @@ const ManagementOff = "off"
 // withDefaults validates o and returns it with every zero field set to its
 // default.
 func (o Options) withDefaults() (Options, error) {
-	if o.RetrySuffix == "" {
-		o.RetrySuffix = DefaultRetrySuffix
-	}
-	if o.DeferredSuffix == "" {
-		o.DeferredSuffix = DefaultDeferredSuffix
-	}
-	if o.DeadSuffix == "" {
-		o.DeadSuffix = DefaultDeadSuffix
-	}
+	n := o.names().WithDefaults() // the suffixes' defaults have their home there
+	o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix = n.RetrySuffix, n.DeferredSuffix, n.DeadSuffix
 	if o.Granularity == 0 {
 		o.Granularity = runtime.DefaultGranularity
 	}

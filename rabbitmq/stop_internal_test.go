@@ -35,7 +35,7 @@ func TestConsumersOfASilentConnectionGiveUpOnce(t *testing.T) {
 	const consumers = 4
 	var subs []*subscription
 	for range consumers {
-		s, err := b.consume(ctx, q)
+		s, err := b.consumers.start(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,3 +60,13 @@ type HoldStats struct {
 	// job's entry time into a hold queue cannot be read without taking it.
 	NextReleaseBy time.Time `json:"next_release_by,omitzero"`
 }
+
+// MessageCounts are a queue's cumulative message counters. Two readings
+// some seconds apart give its rates: the difference over the interval.
+type MessageCounts struct {
+	// Published counts messages published onto the queue.
+	Published uint64 `json:"published"`
+	// Handled counts deliveries acked: jobs done, retried, deferred or
+	// dead-lettered.
+	Handled uint64 `json:"handled"`
+}

@@ -4,12 +4,11 @@ import (
 	"context"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/rabbitmq"
 )
 
 // Admin is what the dashboard reads and changes: a backend's
 // admin.Inspector and admin.DeadLetterAdmin. runtime.MemoryBackend and
-// rabbitmq.Backend implement both. When it is an admin.Pauser too (both
+// the RabbitMQ backend implement both. When it is an admin.Pauser too (both
 // are), queue pages offer pause and resume.
 type Admin interface {
 	admin.Inspector
@@ -19,7 +18,7 @@ type Admin interface {
 // CountReader tells the cumulative message counters of queues, from which
 // the dashboard measures throughput: the difference of two readings over
 // the time between them. It is optional: without one the chart shows depth
-// only. *rabbitmq.Backend is one, through the management API.
+// only. The RabbitMQ backend is one, through the management API.
 type CountReader interface {
 	// MessageCounts returns the counters of every queue it knows, by
 	// broker queue name.
@@ -27,6 +26,4 @@ type CountReader interface {
 }
 
 // MessageCounts are cumulative message counters of one queue.
-type MessageCounts = rabbitmq.MessageCounts
-
-var _ CountReader = (*rabbitmq.Backend)(nil)
+type MessageCounts = admin.MessageCounts

@@ -16,7 +16,10 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-var _ Admin = (*rabbitmq.Backend)(nil)
+var (
+	_ Admin       = (*rabbitmq.Backend)(nil)
+	_ CountReader = (*rabbitmq.Backend)(nil)
+)
 
 // rabbitQueue returns a queue config with a name of its own on the local
 // broker, and deletes the queue and its dead-letter queue after the test.

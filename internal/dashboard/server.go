@@ -42,7 +42,7 @@ type Options struct {
 	// DefaultPageSize.
 	PageSize int
 	// Counts feeds the throughput chart. Nil means the Admin, when it is a
-	// CountReader (as *rabbitmq.Backend is); without one the chart shows
+	// CountReader (as the RabbitMQ backend is); without one the chart shows
 	// depth only.
 	Counts CountReader
 	// LoopbackOnly refuses requests whose Host header is not a loopback

@@ -210,10 +210,10 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 		}
 		v, err := readString(r, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, clip(k), err)
+			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, Clip(k), err)
 		}
 		if _, dup := h[k]; dup {
-			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, clip(k))
+			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, Clip(k))
 		}
 		h[k] = v
 	}

@@ -60,12 +60,13 @@ const MaxShortString = names.MaxShortString
 // every publish in flight on it.
 var ErrTooLong = errors.New("field longer than an AMQP short string (255 bytes)")
 
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) <= 40 {
+// Clip shortens a name or a field for an error message: its first 64
+// bytes and an ellipsis. The rabbitmq package clips with it too.
+func Clip(s string) string {
+	if len(s) <= 64 {
 		return s
 	}
-	return s[:40] + "…"
+	return s[:64] + "…"
 }
 
 func tooLong(field string, n int) error {
@@ -118,7 +119,7 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) err
 func checkTable(t amqp.Table, what string) error {
 	for k, v := range t {
 		if len(k) > MaxShortString {
-			return tooLong(fmt.Sprintf("%s name %q", what, clip(k)), len(k))
+			return tooLong(fmt.Sprintf("%s name %q", what, Clip(k)), len(k))
 		}
 		switch x := v.(type) {
 		case amqp.Table:
@@ -181,7 +182,7 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	case env == nil:
 		return amqp.Publishing{}, dst, fmt.Errorf("encode: nil envelope")
 	case len(env.ID) > MaxShortString:
-		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", Clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
 	case env.ID == "":
 		return amqp.Publishing{}, dst, fmt.Errorf("encode job on queue %q: empty ID", env.Queue)
 	case env.Queue == "":
@@ -247,10 +248,10 @@ func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 		return nil, fmt.Errorf("%w: empty message id", ErrInvalid)
 	}
 	if !utf8.ValidString(d.MessageId) {
-		return nil, fmt.Errorf("%w: message id %q is not UTF-8", ErrInvalid, clip(d.MessageId))
+		return nil, fmt.Errorf("%w: message id %q is not UTF-8", ErrInvalid, Clip(d.MessageId))
 	}
 	if d.Expiration != "" {
-		return nil, fmt.Errorf("%w: expiration %q set: a job must not expire (the broker would drop it, or dead-letter it with no reason)", ErrInvalid, clip(d.Expiration))
+		return nil, fmt.Errorf("%w: expiration %q set: a job must not expire (the broker would drop it, or dead-letter it with no reason)", ErrInvalid, Clip(d.Expiration))
 	}
 	env := &runtime.Envelope{ID: d.MessageId, Kind: d.Type}
 	if err := decodeBody(d.Body, env); err != nil {

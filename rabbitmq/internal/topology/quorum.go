@@ -38,7 +38,7 @@ const ladderExact = 8
 // most QuorumRungs(granularity) hold queues of each kind.
 //
 // Why a ladder: quorum queues cannot clean themselves up the classic way.
-// Their x-expires lease is not renewed by a redeclare, so an idle-expiry
+// Their x-expires is not renewed by a redeclare, so an idle-expiry
 // could delete a hold queue with jobs in it, and queue.delete with
 // if-empty is refused (540 NOT_IMPLEMENTED, closing the connection), so a
 // janitor could only delete by a count read earlier, racing a publish.

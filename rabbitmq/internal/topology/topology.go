@@ -180,13 +180,13 @@ func classicHoldArgs(name string, ttl int64) amqp.Table {
 	}
 }
 
-// HoldMargin is the least time by which a classic hold queue's lease
+// HoldMargin is the least time by which a classic hold queue's expiry
 // (x-expires) outlasts the TTL of a message published into it.
 const HoldMargin = time.Second
 
 // HoldExpires is the x-expires, in milliseconds, of a classic hold queue
 // whose TTL is ttl milliseconds: twice the TTL, and at least the TTL plus
-// HoldMargin. The lease is renewed by the declare sent right before each
+// HoldMargin. The expiry is renewed by the declare sent right before each
 // publish into the queue, and the message leaves the queue one TTL after
 // it entered, so the margin is what the broker has to take the publish
 // and run the message's TTL timer before the queue expires: one TTL is a
@@ -211,6 +211,34 @@ func (n Names) hold(name string, kind admin.HoldKind, delay, granularity time.Du
 	}
 	ttl := d.Milliseconds()
 	return Queue{Name: n.holdName(name, kind, ttl), Args: args(ttl)}, d, nil
+}
+
+// HoldOf returns the hold queue of q for a wait of delay, rounded up to
+// granularity: a quorum one on the bounded ladder of QuorumRung when q is a
+// quorum queue, so that waits are replicated like q, and a classic one
+// otherwise.
+func (n Names) HoldOf(q runtime.QueueConfig, kind admin.HoldKind, delay, granularity time.Duration) (Queue, error) {
+	if q.QueueType == runtime.QueueQuorum {
+		h, _, err := n.QuorumHold(q.Name, kind, delay, granularity)
+		return h, err
+	}
+	h, _, err := n.Hold(q.Name, kind, delay, granularity)
+	return h, err
+}
+
+// maxTTLDigits is how many digits the longest hold queue TTL has, in
+// milliseconds: runtime.MaxDeferral.
+var maxTTLDigits = len(strconv.FormatInt(runtime.MaxDeferral.Milliseconds(), 10))
+
+// LongestHoldName is the longest name a hold queue of logical queue name
+// can have: the longer suffix and the longest TTL.
+func (n Names) LongestHoldName(name string) string {
+	n = n.WithDefaults()
+	suffix := n.RetrySuffix
+	if len(n.DeferredSuffix) > len(suffix) {
+		suffix = n.DeferredSuffix
+	}
+	return name + suffix + "." + strings.Repeat("9", maxTTLDigits)
 }
 
 // holdName names the hold queue of logical queue name, of kind, with a TTL

@@ -10,22 +10,22 @@ import (
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
 
-// declareWork declares work queue q. With dead-letter queues on, q
+// work declares work queue q. With dead-letter queues on, q
 // dead-letters into q.dead through the default exchange, so that the
 // broker's own dead-lettering (a quorum queue's delivery limit) never
 // drops a job. A q that exists without these arguments (declared by
 // another program, or by hand), cannot change them: the broker refuses the declare
 // (406, which closes only the declaring channel). Then q is declared as it
 // is, and a warning says once how to migrate.
-func (b *Backend) declareWork(ctx context.Context, work topology.Queue) error {
-	if !b.opts.NoDeadLetterQueues {
-		work = topology.DeadLettered(work, b.names.Dead(work.Name).Name)
+func (t *declares) work(ctx context.Context, work topology.Queue) error {
+	if !t.noDead {
+		work = topology.DeadLettered(work, t.names.Dead(work.Name).Name)
 	}
-	err := b.declareUnlimited(ctx, work)
-	if isCode(err, amqp.PreconditionFailed) && !b.opts.NoDeadLetterQueues && lacksDeadLettering(err) {
+	err := t.unlimited(ctx, work)
+	if isCode(err, amqp.PreconditionFailed) && !t.noDead && lacksDeadLettering(err) {
 		old := topology.WithoutDeadLettering(work)
-		if err = b.declareUnlimited(ctx, old); err == nil {
-			b.warnOldShape(work)
+		if err = t.unlimited(ctx, old); err == nil {
+			t.warnOldShape(work)
 			return nil
 		}
 		work = old
@@ -51,9 +51,9 @@ func lacksDeadLettering(err error) bool {
 
 // warnOldShape logs, once per queue, that work exists without
 // dead-lettering into its dead-letter queue, and how to migrate.
-func (b *Backend) warnOldShape(work topology.Queue) {
-	dead := b.names.Dead(work.Name).Name
-	b.warnOnce("work:"+work.Name, fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared without queuey's arguments); kept as it is. "+
+func (t *declares) warnOldShape(work topology.Queue) {
+	dead := t.names.Dead(work.Name).Name
+	t.warn.once("work:"+work.Name, fmt.Sprintf("queuey: queue %q exists without a dead-letter exchange (declared without queuey's arguments); kept as it is. "+
 		"Jobs are still dead-lettered by the worker, but what the broker dead-letters on its own (a quorum queue's delivery limit) is dropped. "+
 		"To migrate, either add a policy: rabbitmqctl set_policy %s-dlx '^%s$' '{\"dead-letter-exchange\":\"\",\"dead-letter-routing-key\":\"%s\"}' --apply-to queues; "+
 		"or stop producers and workers, drain and delete the queue, and let it be declared again", work.Name, work.Name, regexp.QuoteMeta(work.Name), dead),

@@ -29,7 +29,7 @@ func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg a
 }
 
 // publishHold publishes msg to hold queue hold, mandatory and confirmed,
-// followed by a declare of hold on the same channel that renews its lease,
+// followed by a declare of hold on the same channel that renews its expiry,
 // and, when declareFirst says so, after a declare that makes hold exist
 // (pubChannel.publishRenewing). It goes on the channels of waits: a
 // declare that fails closes the channel it came on, and enqueues do not

@@ -32,14 +32,14 @@ import (
 // limit, or none (the default of 20), keeps it, and so does a queue under a
 // policy that sets one: a warning names the queue, the limit and the fix.
 
-// declareUnlimited declares q as the broker's version has it
+// unlimited declares q as the broker's version has it
 // (topology.Version.Unlimited). When q exists with an x-delivery-limit of
 // its own, or without one where q asks for -1 (the broker refuses the
 // declare), it is declared as it is, and a warning says once what limit is
 // in force and how to lift it. Any other refusal is returned as it came.
-func (b *Backend) declareUnlimited(ctx context.Context, q topology.Queue) error {
-	want := b.version.Unlimited(q)
-	err := b.decl.declare(ctx, want)
+func (t *declares) unlimited(ctx context.Context, q topology.Queue) error {
+	want := t.version.Unlimited(q)
+	err := t.decl.declare(ctx, want)
 	if err == nil || !isCode(err, amqp.PreconditionFailed) {
 		return err
 	}
@@ -60,11 +60,11 @@ func (b *Backend) declareUnlimited(ctx context.Context, q topology.Queue) error 
 		}
 		limit = n
 	}
-	if err := b.decl.declare(ctx, asIs); err != nil {
+	if err := t.decl.declare(ctx, asIs); err != nil {
 		return err
 	}
 	if limit >= 0 {
-		b.warnLimit(q.Name, limit, present, "")
+		t.warnLimit(q.Name, limit, present, "")
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (b *Backend) declareUnlimited(ctx context.Context, q topology.Queue) error 
 // warnLimit warns, once per queue, that quorum queue name has a delivery
 // limit of limit: by its x-delivery-limit argument (arg), by the broker's
 // default for a queue without one, or by the policy named policy.
-func (b *Backend) warnLimit(name string, limit int, arg bool, policy string) {
+func (t *declares) warnLimit(name string, limit int, arg bool, policy string) {
 	what := "it was declared without x-delivery-limit, so RabbitMQ 4's default applies"
 	fix := fmt.Sprintf("set delivery-limit -1 by policy, e.g. rabbitmqctl set_policy %s-no-delivery-limit '^%s$' '{\"delivery-limit\":-1}' --apply-to quorum_queues "+
 		"(a queue takes one policy: where another applies, add the key to it), or drain and delete the queue so that it is declared again with x-delivery-limit -1",
@@ -81,14 +81,14 @@ func (b *Backend) warnLimit(name string, limit int, arg bool, policy string) {
 	case policy != "":
 		what = fmt.Sprintf("policy %q sets delivery-limit %d", policy, limit)
 		fix = fmt.Sprintf("remove delivery-limit from policy %q", policy)
-		if b.version.DefaultDeliveryLimit() {
+		if t.version.DefaultDeliveryLimit() {
 			fix += " or set it to -1 (a queue argument cannot lift a policy's limit)"
 		}
 	case arg:
 		what = fmt.Sprintf("its x-delivery-limit argument is %d", limit)
 		fix = "drain and delete the queue so that it is declared again without a limit (x-delivery-limit -1); neither a redeclare nor a policy can lift an argument's limit"
 	}
-	b.warnOnce("limit:"+name, fmt.Sprintf("queuey: quorum queue %q has a delivery limit of %d (%s): the broker dead-letters a message that went back to the queue unsettled more than %d times "+
+	t.warn.once("limit:"+name, fmt.Sprintf("queuey: quorum queue %q has a delivery limit of %d (%s): the broker dead-letters a message that went back to the queue unsettled more than %d times "+
 		"(worker crashes, connection drops, shutdowns), whatever the job's max_attempts, and drops it where the queue has no dead-letter target (a dead-letter queue has none). To lift it: %s",
 		name, limit, what, limit, fix), "queue", name, "delivery_limit", limit)
 }
@@ -108,13 +108,13 @@ type limitPolicies struct {
 // reads the policies through the management API; when that cannot be read
 // (turned off, not answering, no right to read operator policies), it says
 // so once, at info level, and checks nothing more.
-func (b *Backend) checkPolicyLimits(ctx context.Context, q runtime.QueueConfig) {
+func (t *declares) checkPolicyLimits(ctx context.Context, q runtime.QueueConfig) {
 	if q.QueueType != runtime.QueueQuorum {
 		return
 	}
-	lp := &b.limitPolicies
+	lp := &t.limits
 	lp.once.Do(func() {
-		c, err := b.management(ctx)
+		c, err := t.api.client(ctx)
 		if err == nil {
 			lp.policies, err = c.Policies(ctx)
 		}
@@ -126,18 +126,18 @@ func (b *Backend) checkPolicyLimits(ctx context.Context, q runtime.QueueConfig) 
 		lp.err = err
 	})
 	if lp.err != nil {
-		if _, seen := b.warned.LoadOrStore("limit-policies", struct{}{}); !seen {
-			b.log.Info("queuey: could not read the broker's policies through the management API, so quorum queues were not checked for a delivery limit set by policy", "error", lp.err)
+		if t.warn.first("limit-policies") {
+			t.log.Info("queuey: could not read the broker's policies through the management API, so quorum queues were not checked for a delivery limit set by policy", "error", lp.err)
 		}
 		return
 	}
 	names := []string{q.Name}
-	if !b.opts.NoDeadLetterQueues {
-		names = append(names, b.deadQueue(q).Name)
+	if !t.noDead {
+		names = append(names, t.deadQueue(q).Name)
 	}
 	for _, name := range names {
 		if limit, from, ok := mgmt.DeliveryLimit(lp.policies, lp.operator, name, string(runtime.QueueQuorum)); ok {
-			b.warnLimit(name, limit, false, from)
+			t.warnLimit(name, limit, false, from)
 		}
 	}
 }

@@ -1,4 +1,7 @@
-package rabbitmq
+// Package acker coalesces the acks of a consumer's channel into multiple
+// acks, and refuses a second settle of one delivery before it reaches the
+// wire.
+package acker
 
 import (
 	"errors"
@@ -29,15 +32,15 @@ const ackGatherDelay = 2 * time.Millisecond
 // errAlreadySettled is returned for a second settle of one delivery.
 var errAlreadySettled = errors.New("delivery already settled")
 
-// ackSender is what an acker sends on: an *amqp.Channel.
-type ackSender interface {
+// Sender is what an acker sends on: an *amqp.Channel.
+type Sender interface {
 	Ack(tag uint64, multiple bool) error
 }
 
 // tagRange is the delivery tags lo..hi, inclusive.
 type tagRange struct{ lo, hi uint64 }
 
-// acker coalesces the acks of one subscription's channel. Delivery tags
+// Acker coalesces the acks of one subscription's channel. Delivery tags
 // on a channel count up from 1, one per delivery; once every tag up to n is
 // done or otherwise settled, one basic.ack with multiple=true for the
 // highest of them settles them all, in one frame and one write instead of
@@ -55,18 +58,18 @@ type tagRange struct{ lo, hi uint64 }
 //
 // A nack or reject must be on the wire before its tag is marked settled
 // here: a multiple ack sent later then cannot cover it.
-type acker struct {
-	ch        ackSender
+type Acker struct {
+	ch        Sender
 	threshold int
 
 	mu      sync.Mutex
 	low     uint64              // lowest tag not known settled
-	waiting map[uint64]struct{} // done, ack not yet sent
+	unsent  map[uint64]struct{} // done, ack not yet sent
 	claimed map[uint64]struct{} // a nack or reject on its way to the wire
 	ranges  []tagRange          // settled tags above low, sorted, disjoint, not adjacent
 	err     error               // why acks can no longer be sent
 	closing bool
-	held    bool // acks wait for unhold (close sends them anyway)
+	stalled bool // acks wait for Unstall (close sends them anyway)
 	// gathering says the gathering timer runs: it will flush what
 	// waits, so an ack below the threshold need not flush.
 	gathering bool
@@ -81,13 +84,13 @@ type acker struct {
 	flushing sync.Mutex
 }
 
-// newAcker returns an acker sending on ch.
-func newAcker(ch ackSender, prefetch int) *acker {
-	a := &acker{
+// New returns an Acker sending on ch.
+func New(ch Sender, prefetch int) *Acker {
+	a := &Acker{
 		ch:        ch,
 		threshold: max(1, prefetch/2),
 		low:       1,
-		waiting:   map[uint64]struct{}{},
+		unsent:    map[uint64]struct{}{},
 		claimed:   map[uint64]struct{}{},
 	}
 	a.gather = time.AfterFunc(time.Hour, a.gathered)
@@ -99,22 +102,22 @@ func newAcker(ch ackSender, prefetch int) *acker {
 
 // makeAcker returns an acker whose timers never start a flush, for tests
 // that flush by hand.
-func makeAcker(ch ackSender, prefetch int) *acker {
-	a := newAcker(ch, prefetch)
+func makeAcker(ch Sender, prefetch int) *Acker {
+	a := New(ch, prefetch)
 	a.gathering, a.straggling = true, true // as if running: nothing starts them
 	return a
 }
 
-// ack marks tag done; the flusher sends the ack. It fails once acks can no
+// Ack marks tag done; the flusher sends the ack. It fails once acks can no
 // longer be sent (the error wraps amqp.ErrClosed: the broker delivers the
 // message again) and for a tag already settled.
-func (a *acker) ack(tag uint64) error {
+func (a *Acker) Ack(tag uint64) error {
 	a.mu.Lock()
 	if err := a.usableLocked(tag); err != nil {
 		a.mu.Unlock()
 		return err
 	}
-	a.waiting[tag] = struct{}{}
+	a.unsent[tag] = struct{}{}
 	flush := a.nextLocked()
 	a.mu.Unlock()
 	if flush {
@@ -125,12 +128,12 @@ func (a *acker) ack(tag uint64) error {
 
 // nextLocked starts the gathering timer when acks wait and it is not
 // running, and reports whether enough wait (half the prefetch) to send
-// them now. It does neither while acks are held. a.mu must be held.
-func (a *acker) nextLocked() (flush bool) {
-	if a.held || a.closing || a.err != nil || len(a.waiting) == 0 {
+// them now. It does neither while acks are stalled. a.mu must be held.
+func (a *Acker) nextLocked() (flush bool) {
+	if a.stalled || a.closing || a.err != nil || len(a.unsent) == 0 {
 		return false
 	}
-	if len(a.waiting) >= a.threshold {
+	if len(a.unsent) >= a.threshold {
 		return true
 	}
 	if !a.gathering {
@@ -143,19 +146,19 @@ func (a *acker) nextLocked() (flush bool) {
 }
 
 // gathered is the gathering timer's: it sends what waits.
-func (a *acker) gathered() { a.fired(&a.gathering, false) }
+func (a *Acker) gathered() { a.fired(&a.gathering, false) }
 
 // straggled is the straggler timer's: it sends what waits, stragglers
 // too.
-func (a *acker) straggled() { a.fired(&a.straggling, true) }
+func (a *Acker) straggled() { a.fired(&a.straggling, true) }
 
 // fired is a timer's end: running, the timer's flag under a.mu, is
 // cleared, and what waits is flushed (force: stragglers too) unless acks
-// are held or closing.
-func (a *acker) fired(running *bool, force bool) {
+// are stalled or closing.
+func (a *Acker) fired(running *bool, force bool) {
 	a.mu.Lock()
 	*running = false
-	stop := a.held || a.closing
+	stop := a.stalled || a.closing
 	a.mu.Unlock()
 	if !stop {
 		a.flushAndArm(force)
@@ -164,7 +167,7 @@ func (a *acker) fired(running *bool, force bool) {
 
 // flushAndArm flushes and starts the straggler timer when tags are left
 // waiting behind an unsettled lower one.
-func (a *acker) flushAndArm(force bool) {
+func (a *Acker) flushAndArm(force bool) {
 	a.flushing.Lock()
 	left := a.flush(force)
 	a.flushing.Unlock()
@@ -179,11 +182,11 @@ func (a *acker) flushAndArm(force bool) {
 	}
 }
 
-// claim reserves tag for a nack or reject, which the caller sends next and
-// then reports with settled, or gives up with unclaim. It fails as ack does
+// Claim reserves tag for a nack or reject, which the caller sends next and
+// then reports with Settled, or gives up with Unclaim. It fails as Ack does
 // for a tag already settled, acked or claimed, so that a second settle never
 // reaches the wire (the broker would close the channel with 406).
-func (a *acker) claim(tag uint64) error {
+func (a *Acker) Claim(tag uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.usableLocked(tag); err != nil {
@@ -193,19 +196,19 @@ func (a *acker) claim(tag uint64) error {
 	return nil
 }
 
-// unclaim gives back a claim whose nack or reject was not sent.
-func (a *acker) unclaim(tag uint64) {
+// Unclaim gives back a claim whose nack or reject was not sent.
+func (a *Acker) Unclaim(tag uint64) {
 	a.mu.Lock()
 	delete(a.claimed, tag)
 	a.mu.Unlock()
 }
 
-// settled marks tag as settled on the wire by a nack or reject.
-func (a *acker) settled(tag uint64) {
+// Settled marks tag as settled on the wire by a nack or reject.
+func (a *Acker) Settled(tag uint64) {
 	a.mu.Lock()
 	delete(a.claimed, tag)
 	if tag >= a.low && !a.isSettledLocked(tag) {
-		delete(a.waiting, tag)
+		delete(a.unsent, tag)
 		a.addSettledLocked(tag)
 	}
 	flush := a.nextLocked()
@@ -215,7 +218,7 @@ func (a *acker) settled(tag uint64) {
 	}
 }
 
-func (a *acker) usableLocked(tag uint64) error {
+func (a *Acker) usableLocked(tag uint64) error {
 	switch {
 	case a.err != nil:
 		return a.err
@@ -224,7 +227,7 @@ func (a *acker) usableLocked(tag uint64) error {
 	case tag < a.low || a.isSettledLocked(tag):
 		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
-	if _, ok := a.waiting[tag]; ok {
+	if _, ok := a.unsent[tag]; ok {
 		return fmt.Errorf("settle of delivery tag %d: %w", tag, errAlreadySettled)
 	}
 	if _, ok := a.claimed[tag]; ok {
@@ -234,13 +237,13 @@ func (a *acker) usableLocked(tag uint64) error {
 }
 
 // isSettledLocked reports whether tag is in a settled range.
-func (a *acker) isSettledLocked(tag uint64) bool {
+func (a *Acker) isSettledLocked(tag uint64) bool {
 	i := sort.Search(len(a.ranges), func(i int) bool { return a.ranges[i].hi >= tag })
 	return i < len(a.ranges) && a.ranges[i].lo <= tag
 }
 
 // addSettledLocked adds tag to the settled ranges, merging neighbours.
-func (a *acker) addSettledLocked(tag uint64) {
+func (a *Acker) addSettledLocked(tag uint64) {
 	i := sort.Search(len(a.ranges), func(i int) bool { return a.ranges[i].hi >= tag })
 	joinLeft := i > 0 && a.ranges[i-1].hi+1 == tag
 	joinRight := i < len(a.ranges) && a.ranges[i].lo == tag+1
@@ -257,8 +260,8 @@ func (a *acker) addSettledLocked(tag uint64) {
 	}
 }
 
-// gone records that the channel is gone: acks fail from now on.
-func (a *acker) gone(e error) {
+// Gone records that the channel is gone: acks fail from now on.
+func (a *Acker) Gone(e error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.err == nil {
@@ -269,7 +272,7 @@ func (a *acker) gone(e error) {
 // flush sends what can be sent: one multiple ack for the settled prefix,
 // and single acks for waiting tags above it when force is set or too many
 // wait. It reports whether tags are left waiting.
-func (a *acker) flush(force bool) (left bool) {
+func (a *Acker) flush(force bool) (left bool) {
 	a.mu.Lock()
 	if a.err != nil {
 		a.mu.Unlock()
@@ -277,8 +280,8 @@ func (a *acker) flush(force bool) (left bool) {
 	}
 	var multi uint64
 	for {
-		if _, ok := a.waiting[a.low]; ok {
-			delete(a.waiting, a.low)
+		if _, ok := a.unsent[a.low]; ok {
+			delete(a.unsent, a.low)
 			multi = a.low
 			a.low++
 			continue
@@ -291,17 +294,17 @@ func (a *acker) flush(force bool) (left bool) {
 		break
 	}
 	var singles []uint64
-	if len(a.waiting) > 0 && (force || len(a.waiting) >= a.threshold) {
-		for tag := range a.waiting {
+	if len(a.unsent) > 0 && (force || len(a.unsent) >= a.threshold) {
+		for tag := range a.unsent {
 			singles = append(singles, tag)
 		}
 		slices.Sort(singles)
-		clear(a.waiting)
+		clear(a.unsent)
 		for _, tag := range singles {
 			a.addSettledLocked(tag)
 		}
 	}
-	left = len(a.waiting) > 0
+	left = len(a.unsent) > 0
 	a.mu.Unlock()
 
 	var err error
@@ -324,19 +327,19 @@ func (a *acker) flush(force bool) (left bool) {
 	return left
 }
 
-// hold keeps acks from going out until unhold: settles are recorded, and
+// Stall keeps acks from going out until Unstall: settles are recorded, and
 // the broker, which sends a consumer no more than its prefetch unacked,
 // sends no delivery for them meanwhile.
-func (a *acker) hold() {
+func (a *Acker) Stall() {
 	a.mu.Lock()
-	a.held = true
+	a.stalled = true
 	a.mu.Unlock()
 }
 
-// unhold lets the acks held back go out.
-func (a *acker) unhold() {
+// Unstall lets the acks stalled go out.
+func (a *Acker) Unstall() {
 	a.mu.Lock()
-	a.held = false
+	a.stalled = false
 	flush := a.nextLocked()
 	a.mu.Unlock()
 	if flush {
@@ -344,10 +347,10 @@ func (a *acker) unhold() {
 	}
 }
 
-// settledOnWire returns how many delivery tags are settled towards the
+// SettledOnWire returns how many delivery tags are settled towards the
 // broker: acked, nacked or rejected (or about to be, in a flush under
 // way).
-func (a *acker) settledOnWire() uint64 {
+func (a *Acker) SettledOnWire() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.low - 1
@@ -357,10 +360,10 @@ func (a *acker) settledOnWire() uint64 {
 	return n
 }
 
-// close sends every ack still waiting and stops the flusher. Call it
+// Close sends every ack still waiting and stops the flusher. Call it
 // before the channel closes, so that done work is not delivered again. It
 // is safe to call twice.
-func (a *acker) close() {
+func (a *Acker) Close() {
 	a.mu.Lock()
 	a.closing = true
 	a.mu.Unlock()

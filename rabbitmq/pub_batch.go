@@ -15,14 +15,14 @@ import (
 const batchWindow = 1024
 
 // startRun starts the publishes of msgs[i:hi] with the socket corked, so
-// that they go out together (see corkConn), into waiters and errs. It
+// that they go out together (see corkConn), into flights and errs. It
 // stops early, and returns the index of the first publish not started,
 // when the connection is blocked; otherwise it returns hi.
-func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, waiters []waiter, errs []error, i, hi int) int {
+func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, flights []inflight, errs []error, i, hi int) int {
 	pc.sock.cork()
 	defer pc.sock.uncork()
 	for ; i < hi; i++ {
-		err := pc.startIn(ctx, &waiters[i], "", msgs[i].key, msgs[i].msg, true, true, nil)
+		err := pc.startIn(ctx, &flights[i], "", msgs[i].key, msgs[i].msg, true, true, nil)
 		if errors.Is(err, errBlockedNow) {
 			return i
 		}
@@ -54,15 +54,15 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		}
 		return errs
 	}
-	waiters := make([]waiter, len(msgs)) // one allocation for the batch
-	var abandoned []*waiter
+	flights := make([]inflight, len(msgs)) // one allocation for the batch
+	var abandoned []*inflight
 	defer func() {
 		if len(abandoned) > 0 {
 			go forgetAll(pc, abandoned)
 		}
 	}()
 	await := func(i int) {
-		w := &waiters[i]
+		w := &flights[i]
 		switch {
 		case w.dc == nil: // not started
 		case ctx.Err() != nil && !chans.Closed(w.dc.Done()):
@@ -80,12 +80,12 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 			await(i - batchWindow)
 		}
 		for i := lo; i < hi; {
-			if i = pc.startRun(ctx, msgs, waiters, errs, i, hi); i == hi {
+			if i = pc.startRun(ctx, msgs, flights, errs, i, hi); i == hi {
 				break
 			}
 			// The connection is blocked by a resource alarm: wait it
 			// out uncorked, so that its other frames still go.
-			if err := pc.conn.waitUnblocked(ctx); err != nil {
+			if err := pc.conn.awaitUnblocked(ctx); err != nil {
 				for ; i < hi; i++ {
 					errs[i] = fmt.Errorf("publish to %q: %w", msgs[i].key, err)
 				}
@@ -101,7 +101,7 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 // forgetAll waits for the confirms of ws, publishes whose caller stopped
 // waiting, and takes them off pc's books: a return that comes for one
 // before then must not be paired with a later publish.
-func forgetAll(pc *pubChannel, ws []*waiter) {
+func forgetAll(pc *pubChannel, ws []*inflight) {
 	for _, w := range ws {
 		<-w.dc.Done() // amqp091-go settles every one when the channel closes
 		pc.mu.Lock()

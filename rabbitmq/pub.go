@@ -118,9 +118,9 @@ func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bo
 	return pc.publish(ctx, exchange, key, msg, mandatory)
 }
 
-// wait waits for every channel's return loop to end; the connection must
+// awaitLoops waits for every channel's return loop to end; the connection must
 // be closed first.
-func (p *publisher) wait() {
+func (p *publisher) awaitLoops() {
 	for _, s := range append(slices.Clone(p.slots), p.waits...) {
 		if pc := s.cur.Load(); pc != nil {
 			<-pc.done

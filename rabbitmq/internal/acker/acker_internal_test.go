@@ -1,4 +1,4 @@
-package rabbitmq
+package acker
 
 import (
 	"errors"
@@ -44,10 +44,10 @@ func (f *frames) take() []ackFrame {
 	return out
 }
 
-func mustAck(t *testing.T, a *acker, tags ...uint64) {
+func mustAck(t *testing.T, a *Acker, tags ...uint64) {
 	t.Helper()
 	for _, tag := range tags {
-		if err := a.ack(tag); err != nil {
+		if err := a.Ack(tag); err != nil {
 			t.Fatalf("ack(%d): %v", tag, err)
 		}
 	}
@@ -67,7 +67,7 @@ func TestAckerCoalescesThePrefix(t *testing.T) {
 	a.flush(false)
 	wantFrames(t, f, ackFrame{5, true})
 	// A nacked tag in the prefix is passed over, never acked.
-	a.settled(6)
+	a.Settled(6)
 	mustAck(t, a, 7)
 	a.flush(false)
 	wantFrames(t, f, ackFrame{7, true})
@@ -107,14 +107,14 @@ func TestAckerRefusesSecondSettle(t *testing.T) {
 	a := makeAcker(f, 100)
 	mustAck(t, a, 1, 3)
 	for _, tag := range []uint64{1, 3} {
-		if err := a.ack(tag); !errors.Is(err, errAlreadySettled) {
+		if err := a.Ack(tag); !errors.Is(err, errAlreadySettled) {
 			t.Errorf("second ack(%d) = %v, want errAlreadySettled", tag, err)
 		}
 	}
 	a.flush(true)
 	wantFrames(t, f, ackFrame{1, true}, ackFrame{3, false})
 	for _, tag := range []uint64{1, 3} {
-		if err := a.ack(tag); !errors.Is(err, errAlreadySettled) {
+		if err := a.Ack(tag); !errors.Is(err, errAlreadySettled) {
 			t.Errorf("ack(%d) after it was sent = %v, want errAlreadySettled", tag, err)
 		}
 	}
@@ -134,8 +134,8 @@ func TestAckerMemoryIsBounded(t *testing.T) {
 		}
 	}
 	a.flush(true)
-	if len(a.waiting) != 0 || len(a.ranges) != 1 || a.low != 1 {
-		t.Fatalf("after 10,000 acks behind tag 1: %d waiting, %d ranges, low %d; want 0, 1, 1", len(a.waiting), len(a.ranges), a.low)
+	if len(a.unsent) != 0 || len(a.ranges) != 1 || a.low != 1 {
+		t.Fatalf("after 10,000 acks behind tag 1: %d waiting, %d ranges, low %d; want 0, 1, 1", len(a.unsent), len(a.ranges), a.low)
 	}
 	f.take()
 	mustAck(t, a, 1)
@@ -151,27 +151,27 @@ func TestAckerFailureIsReported(t *testing.T) {
 	a := makeAcker(f, 100)
 	mustAck(t, a, 1)
 	a.flush(false)
-	if err := a.ack(2); !errors.Is(err, amqp.ErrClosed) {
+	if err := a.Ack(2); !errors.Is(err, amqp.ErrClosed) {
 		t.Errorf("ack after a failed send = %v, want one wrapping amqp.ErrClosed", err)
 	}
 }
 
 func TestAckerCloseSendsWaitingAcks(t *testing.T) {
 	f := &frames{}
-	a := newAcker(f, 100)
+	a := New(f, 100)
 	mustAck(t, a, 2, 3) // behind 1, which is never settled
-	a.close()
+	a.Close()
 	wantFrames(t, f, ackFrame{2, false}, ackFrame{3, false})
-	if err := a.ack(4); !errors.Is(err, amqp.ErrClosed) {
+	if err := a.Ack(4); !errors.Is(err, amqp.ErrClosed) {
 		t.Errorf("ack after close = %v, want one wrapping amqp.ErrClosed", err)
 	}
-	a.close() // twice is safe
+	a.Close() // twice is safe
 }
 
 func TestAckerFailsOnceTheChannelIsGone(t *testing.T) {
-	a := newAcker(&frames{}, 100)
-	a.gone(&amqp.Error{Code: amqp.ChannelError, Reason: "gone"})
-	if err := a.ack(1); !errors.Is(err, amqp.ErrClosed) {
+	a := New(&frames{}, 100)
+	a.Gone(&amqp.Error{Code: amqp.ChannelError, Reason: "gone"})
+	if err := a.Ack(1); !errors.Is(err, amqp.ErrClosed) {
 		t.Errorf("ack after the channel closed = %v, want one wrapping amqp.ErrClosed", err)
 	}
 }
@@ -192,15 +192,15 @@ func TestAckerSendsAtTheThreshold(t *testing.T) {
 // they fire, so an idle subscription holds none for its acks.
 func TestAckerHoldsNoGoroutine(t *testing.T) {
 	before := goruntime.NumGoroutine()
-	var as []*acker
+	var as []*Acker
 	for range 100 {
-		as = append(as, newAcker(&frames{}, 10))
+		as = append(as, New(&frames{}, 10))
 	}
 	if n := goruntime.NumGoroutine() - before; n >= 100 {
 		t.Errorf("100 ackers hold %d goroutines, want none", n)
 	}
 	for _, a := range as {
-		a.close()
+		a.Close()
 	}
 }
 
@@ -216,8 +216,8 @@ func (f frameFeed) Ack(tag uint64, multiple bool) error {
 // gathering timer fires, in one multiple ack.
 func TestAckerGatheredAcksGoOut(t *testing.T) {
 	feed := make(frameFeed, 16)
-	a := newAcker(feed, 100) // threshold 50
-	defer a.close()
+	a := New(feed, 100) // threshold 50
+	defer a.Close()
 	mustAck(t, a, 1, 2, 3, 4, 5)
 	var got []ackFrame
 	timeout := time.After(wait)

@@ -7,7 +7,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/runtime"
 )
 
 var _ admin.ReadyCounter = (*Backend)(nil)
@@ -16,10 +15,15 @@ var _ admin.ReadyCounter = (*Backend)(nil)
 // them (a passive declare): not delivered to a consumer, not in a hold
 // queue. An absent queue is runtime.ErrUnknownQueue.
 func (b *Backend) Ready(ctx context.Context, queue string) (int, error) {
-	if b.isClosed() {
-		return 0, fmt.Errorf("count ready jobs of %q: %w", queue, runtime.ErrClosed)
+	return b.ops.readyCount(ctx, queue)
+}
+
+// readyCount is Backend.Ready.
+func (o *ops) readyCount(ctx context.Context, queue string) (int, error) {
+	if err := o.life.refuse(fmt.Sprintf("count ready jobs of %q", queue)); err != nil {
+		return 0, err
 	}
-	ch, err := b.conConn.channel(ctx)
+	ch, err := o.conn.channel(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count ready jobs of %q: %w", queue, err)
 	}
@@ -27,7 +31,7 @@ func (b *Backend) Ready(ctx context.Context, queue string) (int, error) {
 	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return 0, fmt.Errorf("count ready jobs of %q: %w: the queue does not exist", queue, runtime.ErrUnknownQueue)
+			return 0, unknownQueue(fmt.Sprintf("count ready jobs of %q", queue), "the queue does not exist")
 		}
 		return 0, brokerError(fmt.Sprintf("count ready jobs of %q", queue), err)
 	}

@@ -25,7 +25,7 @@ func TestBadHeaderLeavesChannelUsable(t *testing.T) {
 		t.Skipf("no broker: %v", err)
 	}
 	p := newPublisher(conn, 1, DefaultMaxMessageSize, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	defer p.wait()
+	defer p.awaitLoops()
 	defer conn.close()
 	bad := amqp.Publishing{Headers: amqp.Table{"bad": struct{}{}}}
 	if err := p.publish(ctx, "amq.rabbitmq.no-such-queue", bad); err == nil {

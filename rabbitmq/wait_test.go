@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"testing"
 	"time"
 
@@ -93,9 +94,7 @@ func offline(t *testing.T, o Options) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{opts: o, log: o.Logger, names: o.names(), queues: map[string]runtime.QueueConfig{}, closed: make(chan struct{})}
-	b.delayers = delayers(b)
-	return b
+	return assemble(o, topology.Version{Major: 3}, nil, newConnection(nil, "publish", o.Logger), newConnection(nil, "consume", o.Logger))
 }
 
 func TestDelayModeOfQueue(t *testing.T) {
@@ -111,7 +110,7 @@ func TestDelayModeOfQueue(t *testing.T) {
 		b := offline(t, Options{Delay: tc.backend})
 		q := runtime.DefaultQueueConfig("q")
 		q.Delay = tc.queue
-		d, err := b.delayer(q)
+		d, err := b.waiter.delayer(q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +126,9 @@ func TestDelayModeOfQueue(t *testing.T) {
 func TestPluginWaitRefusals(t *testing.T) {
 	b := offline(t, Options{Delay: runtime.DelayPlugin})
 	q := runtime.DefaultQueueConfig("q").WithDefaults()
-	b.queues[q.Name] = q
+	if err := b.book.record(q); err != nil {
+		t.Fatal(err)
+	}
 	env := &runtime.Envelope{ID: "x", Queue: q.Name, Attempt: 1, MaxAttempts: 1}
 	ctx := context.Background()
 	if err := b.Publish(ctx, env, runtime.MaxDeferral+time.Millisecond); !errors.Is(err, runtime.ErrDelayTooLong) {

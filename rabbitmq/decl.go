@@ -326,7 +326,7 @@ func (d *declarer) close() {
 // closedError is the answer to a declare that the declarer's close cut
 // short.
 func (d *declarer) closedError() error {
-	return fmt.Errorf("rabbitmq: %s connection: %w", d.conn.name, runtime.ErrClosed)
+	return errConnClosed(d.conn.name)
 }
 
 // inequivalentRE parses the broker's answer to a declare whose arguments

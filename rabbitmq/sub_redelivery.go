@@ -91,51 +91,66 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 	if s.orphans != nil && s.orphans(env) {
 		return false
 	}
-	if attempt <= env.MaxAttempts {
-		if s.q.QueueType == runtime.QueueQuorum {
-			env.Attempt = attempt
-			return false
-		}
-		next := env.Clone()
-		next.Attempt = attempt
-		if next.Headers == nil {
-			next.Headers = make(map[string]string, 1)
-		}
-		next.Headers[headerRedelivered] = "1"
-		msg, err := s.b.encodeCopy(next, codec.Options{Priority: m.Priority})
-		if err == nil {
-			ctx, cancel := s.moveCtx()
-			err = s.b.pub.publish(ctx, s.q.Name, msg)
-			cancel()
-		}
-		s.settleMoved(m, env, err, "publish it again with its attempt raised")
+	switch {
+	case attempt > env.MaxAttempts:
+		s.deadLetterUnsettled(m, env, attempt)
+		return true
+	case s.q.QueueType == runtime.QueueQuorum:
+		env.Attempt = attempt
+		return false
+	default:
+		s.republish(m, env, attempt)
 		return true
 	}
+}
+
+// republish publishes a copy of env, delivered again as m, with its
+// attempt raised to attempt and marked a redelivery, and settles m once
+// the copy is confirmed (settleMoved).
+func (s *subscription) republish(m *amqp.Delivery, env *runtime.Envelope, attempt int) {
+	next := env.Clone()
+	next.Attempt = attempt
+	if next.Headers == nil {
+		next.Headers = make(map[string]string, 1)
+	}
+	next.Headers[headerRedelivered] = "1"
+	msg, err := s.cs.enc.encodeCopy(next, codec.Options{Priority: m.Priority})
+	if err == nil {
+		ctx, cancel := s.moveCtx()
+		err = s.cs.pub.publish(ctx, s.q.Name, msg)
+		cancel()
+	}
+	s.settleMoved(m, env, err, "publish it again with its attempt raised")
+}
+
+// deadLetterUnsettled moves env, delivered again as m past its last
+// attempt (attempt is one more), to the dead-letter queue, or rejects it
+// without one.
+func (s *subscription) deadLetterUnsettled(m *amqp.Delivery, env *runtime.Envelope, attempt int) {
 	runs := attempt - 1
 	reason := reasons.Unsettled(runs, env.MaxAttempts)
-	s.b.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
-	if s.b.opts.NoDeadLetterQueues {
+	s.cs.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
+	if s.cs.noDead {
 		if err := m.Reject(false); err == nil {
-			s.acks.settled(m.DeliveryTag)
+			s.acks.Settled(m.DeliveryTag)
 			env.Attempt, env.LastError = runs, reason
 			s.deadLettered(env, "", reason)
 		}
-		return true
+		return
 	}
 	next := env.Clone()
 	next.Attempt = runs
 	next.LastError = reason
 	delete(next.Headers, headerRedelivered)
-	msg, err := s.b.encodeDead(next, reason)
+	msg, err := s.cs.enc.encodeDead(next, reason)
 	if err == nil {
 		ctx, cancel := s.moveCtx()
-		err = s.b.publishDead(ctx, s.q.Name, msg)
+		err = s.cs.dead.publish(ctx, s.q.Name, msg)
 		cancel()
 	}
 	if s.settleMoved(m, env, err, "move it to the dead-letter queue") {
 		s.deadLettered(next, "", reason)
 	}
-	return true
 }
 
 // settleMoved acks m once its new copy is published (err nil), or puts it
@@ -143,13 +158,13 @@ func (s *subscription) redelivered(m *amqp.Delivery, env *runtime.Envelope) bool
 // It reports whether m was acked.
 func (s *subscription) settleMoved(m *amqp.Delivery, env *runtime.Envelope, err error, what string) bool {
 	if err == nil {
-		if aerr := s.acks.ack(m.DeliveryTag); aerr != nil {
-			s.b.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
+		if aerr := s.acks.Ack(m.DeliveryTag); aerr != nil {
+			s.cs.log.Warn("queuey: ack of a redelivered job after publishing its new copy failed; it will be delivered again", "queue", s.q.Name, "job_id", env.ID, "error", aerr)
 			return false
 		}
 		return true
 	}
-	s.b.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
+	s.cs.log.Error("queuey: redelivered job: could not "+what+"; it goes back to the queue after a backoff", "queue", s.q.Name, "job_id", env.ID, "error", err, "requeue_in", redeliveryBackoff)
 	s.requeueAfter(m, redeliveryBackoff)
 	return false
 }

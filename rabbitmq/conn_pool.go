@@ -10,8 +10,6 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-
-	"github.com/queuey/queuey/runtime"
 )
 
 // consumePool spreads the channels that live as long as a consumer (one
@@ -88,7 +86,7 @@ func (p *consumePool) channel(ctx context.Context) (pooledChannel, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return pooledChannel{}, fmt.Errorf("rabbitmq: %s connection: %w", p.name, runtime.ErrClosed)
+		return pooledChannel{}, errConnClosed(p.name)
 	}
 	var pc *pooledConn
 	for _, c := range p.conns {

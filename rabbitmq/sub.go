@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queuey/queuey/rabbitmq/internal/acker"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +30,56 @@ import (
 // left) is runtime.ErrCannotConsume as well. The runtime.OrphanCheck ctx
 // carries, if any, is asked before a redelivery is counted as an attempt.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
-	if b.isClosed() {
-		return nil, fmt.Errorf("consume %q: %w", q.Name, runtime.ErrClosed)
+	return b.consumers.subscribe(ctx, q)
+}
+
+// consumers starts subscriptions and keeps the open ones, whose done work
+// Backend.Close acks before the connections close. Settling a delivery
+// reaches the components it needs through it: publishing, waits, dead
+// letters.
+type consumers struct {
+	life   lifetime
+	log    *slog.Logger
+	warn   *warnings
+	pool   *consumePool
+	book   *queueBook
+	enc    encoder
+	pub    *publisher
+	waits  *waiter
+	dead   *deadPublisher
+	names  topology.Names
+	noDead bool // Options.NoDeadLetterQueues
+	// redeclare declares a queue again, with what goes with it
+	// (Backend.Declare), when it was deleted behind this backend's back.
+	redeclare func(ctx context.Context, q runtime.QueueConfig) error
+
+	mu   sync.Mutex
+	open map[*subscription]struct{}
+}
+
+// closeAcks sends the waiting acks of every open subscription.
+func (c *consumers) closeAcks() {
+	c.mu.Lock()
+	subs := slices.Collect(maps.Keys(c.open))
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.acks.Close()
 	}
-	declared, err := b.declared(q.Name)
+}
+
+// forget drops s, closed, from the open subscriptions.
+func (c *consumers) forget(s *subscription) {
+	c.mu.Lock()
+	delete(c.open, s)
+	c.mu.Unlock()
+}
+
+// subscribe is Backend.Consume.
+func (c *consumers) subscribe(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
+	if err := c.life.refuse(fmt.Sprintf("consume %q", q.Name)); err != nil {
+		return nil, err
+	}
+	declared, err := c.book.config(q.Name)
 	if err != nil {
 		return nil, fmt.Errorf("consume: %w", err)
 	}
@@ -36,7 +87,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	// holds is the caller's, which may differ from the declaring producer's.
 	prefetch, attempts := q.WithDefaults().Prefetch, q.WithDefaults().MaxAttempts
 	if q.Timeout > brokerConsumerTimeout {
-		b.warnOnce("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
+		c.warn.once("consumer-timeout:"+q.Name, fmt.Sprintf("queuey: queue %q: the handler timeout, %v, is longer than RabbitMQ's default consumer_timeout, %v: "+
 			"a job unacked that long makes the broker close its channel and deliver it again; the worker consumes again at once and settles the copy it gets with the run's outcome, "+
 			"but a copy another worker gets runs there again: raise the broker's consumer_timeout "+
 			"(rabbitmq.conf; or the queue argument x-consumer-timeout, or a consumer-timeout policy, on RabbitMQ 3.12 and later), or split the job into shorter ones", q.Name, q.Timeout, brokerConsumerTimeout),
@@ -48,7 +99,7 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consume %q: %w", q.Name, err)
 	}
-	s, err := b.consume(ctx, q)
+	s, err := c.start(ctx, q)
 	if err == nil {
 		return s, nil
 	}
@@ -57,11 +108,11 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 	}
 	// Deleted behind this backend's back since it was declared: declare
 	// it again, with what goes with it, as a worker's start would.
-	if derr := b.Declare(ctx, declared); derr != nil {
+	if derr := c.redeclare(ctx, declared); derr != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q: the queue is missing on the broker, and declaring it again failed", q.Name), derr)
 	}
-	b.log.Warn("queuey: queue was missing on the broker; declared it again", "queue", q.Name)
-	if s, err = b.consume(ctx, q); err != nil {
+	c.log.Warn("queuey: queue was missing on the broker; declared it again", "queue", q.Name)
+	if s, err = c.start(ctx, q); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -72,9 +123,9 @@ func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.S
 // deliver it again. The broker does not tell its setting over AMQP.
 const brokerConsumerTimeout = 30 * time.Minute
 
-// consume is Consume of q, with its declared arguments, once.
-func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
-	pch, err := b.cons.channel(ctx)
+// start is Consume of q, with its declared arguments, once.
+func (c *consumers) start(ctx context.Context, q runtime.QueueConfig) (*subscription, error) {
+	pch, err := c.pool.channel(ctx)
 	ch, release := pch.ch, pch.release
 	if err != nil {
 		return nil, consumeError(fmt.Sprintf("consume %q", q.Name), err)
@@ -102,7 +153,7 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &subscription{
-		b:       b,
+		cs:      c,
 		q:       q,
 		ch:      ch,
 		conn:    pch.conn,
@@ -116,19 +167,19 @@ func (b *Backend) consume(ctx context.Context, q runtime.QueueConfig) (*subscrip
 		endc:    make(chan struct{}),
 		got:     make(chan struct{}, 1),
 		timers:  map[*time.Timer]struct{}{},
-		acks:    newAcker(ch, q.Prefetch),
+		acks:    acker.New(ch, q.Prefetch),
 		orphans: runtime.OrphanCheckFrom(ctx),
 	}
-	b.mu.Lock()
-	b.subs[s] = struct{}{}
-	b.mu.Unlock()
+	c.mu.Lock()
+	c.open[s] = struct{}{}
+	c.mu.Unlock()
 	go s.loop(msgs, closes)
 	return s, nil
 }
 
 // subscription is a consumer of one queue on its own channel.
 type subscription struct {
-	b    *Backend
+	cs   *consumers
 	q    runtime.QueueConfig
 	ch   *amqp.Channel
 	conn *amqp.Connection // ch's connection, dropped when ch stops answering
@@ -137,7 +188,7 @@ type subscription struct {
 	release func()
 	tag     string
 	out     chan runtime.Delivery
-	acks    *acker
+	acks    *acker.Acker
 	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
 	// orphans is the consuming worker's OrphanCheck, if any: the copy of
 	// a job its handler still runs is no new attempt (see redelivered).
@@ -230,8 +281,8 @@ func (s *subscription) StopContext(ctx context.Context) error {
 	// with the channel's close, counted as a run that never happened. So
 	// acks are held back until the cancel is answered, and the cancel
 	// waits until the broker has no prefetch left to send with.
-	s.acks.hold()
-	defer s.acks.unhold()
+	s.acks.Stall()
+	defer s.acks.Unstall()
 	s.awaitPrefetchSpent(ctx)
 	_, err := callCtx(ctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.tag, false) }, nil)
 	switch {
@@ -275,7 +326,7 @@ func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 	limit := time.NewTimer(spentMax)
 	defer limit.Stop()
 	for {
-		if s.lastTag.Load()-s.acks.settledOnWire() >= uint64(s.q.Prefetch) {
+		if s.lastTag.Load()-s.acks.SettledOnWire() >= uint64(s.q.Prefetch) {
 			return
 		}
 		select {
@@ -328,10 +379,8 @@ func (s *subscription) CloseContext(ctx context.Context) error {
 	// sent: its copy may be on the broker already, and the original going
 	// back with the channel would make it two.
 	<-s.done
-	s.acks.close() // done work is acked before the channel returns the rest
-	s.b.mu.Lock()
-	delete(s.b.subs, s)
-	s.b.mu.Unlock()
+	s.acks.Close() // done work is acked before the channel returns the rest
+	s.cs.forget(s)
 	if ctx.Err() != nil {
 		// No time is left to wait in, and nothing says the broker
 		// stopped answering: dropping the connection would take its
@@ -390,8 +439,8 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 		select {
 		case <-s.ctx.Done():
 			return // unsettled deliveries go back when the channel closes
-		case <-s.b.closed:
-			s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+		case <-s.cs.life.done():
+			s.fail(s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name)))
 			return
 		case m, ok := <-msgs:
 			if !ok {
@@ -426,8 +475,8 @@ func (s *subscription) loop(msgs <-chan amqp.Delivery, closes <-chan *amqp.Error
 				s.fireReady()
 			case <-s.ctx.Done():
 				return
-			case <-s.b.closed:
-				s.fail(fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed))
+			case <-s.cs.life.done():
+				s.fail(s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name)))
 				return
 			}
 		}
@@ -474,14 +523,14 @@ func (s *subscription) ended(closes <-chan *amqp.Error) {
 	}
 	switch {
 	case err != nil:
-		s.acks.gone(err) // no ack can be sent any more
+		s.acks.Gone(err) // no ack can be sent any more
 	case s.ch.IsClosed():
-		s.acks.gone(errors.New("channel closed"))
+		s.acks.Gone(errors.New("channel closed"))
 	}
 	if err == nil {
 		switch {
-		case s.b.isClosed():
-			err = fmt.Errorf("consumer of %q: %w", s.q.Name, runtime.ErrClosed)
+		case s.cs.life.over():
+			err = s.cs.life.refuse(fmt.Sprintf("consumer of %q", s.q.Name))
 		case s.ch.IsClosed():
 			err = fmt.Errorf("consumer of %q: channel closed", s.q.Name)
 		default:
@@ -514,13 +563,13 @@ func (s *subscription) requeueAfter(m *amqp.Delivery, d time.Duration) {
 		s.mu.Lock()
 		delete(s.timers, t)
 		s.mu.Unlock()
-		if s.acks.claim(m.DeliveryTag) != nil {
+		if s.acks.Claim(m.DeliveryTag) != nil {
 			return
 		}
 		if m.Nack(false, true) == nil { // fails only when the channel closed, which puts it back too
-			s.acks.settled(m.DeliveryTag)
+			s.acks.Settled(m.DeliveryTag)
 		} else {
-			s.acks.unclaim(m.DeliveryTag)
+			s.acks.Unclaim(m.DeliveryTag)
 		}
 	})
 	s.timers[t] = struct{}{}
@@ -540,7 +589,7 @@ func (d *delivery) Envelope() *runtime.Envelope { return d.env }
 // Ack hands the ack to the subscription's acker, which coalesces acks;
 // it fails once the channel is known gone.
 func (d *delivery) Ack(context.Context) error {
-	if err := d.s.acks.ack(d.tag); err != nil {
+	if err := d.s.acks.Ack(d.tag); err != nil {
 		return d.settleErr("ack", err)
 	}
 	return nil
@@ -549,14 +598,14 @@ func (d *delivery) Ack(context.Context) error {
 // Requeue puts the delivery back (basic.nack, requeue=true); a delivery
 // already settled is refused before anything is sent.
 func (d *delivery) Requeue(context.Context) error {
-	if err := d.s.acks.claim(d.tag); err != nil {
+	if err := d.s.acks.Claim(d.tag); err != nil {
 		return d.settleErr("requeue", err)
 	}
 	if err := d.s.ch.Nack(d.tag, false, true); err != nil {
-		d.s.acks.unclaim(d.tag)
+		d.s.acks.Unclaim(d.tag)
 		return d.settleErr("requeue", err)
 	}
-	d.s.acks.settled(d.tag)
+	d.s.acks.Settled(d.tag)
 	return nil
 }
 
@@ -577,9 +626,9 @@ func (d *delivery) Release(ctx context.Context) error {
 		}
 		next.Headers[headerRedelivered] = "1"
 	}
-	msg, err := d.s.b.encode(next, codec.Options{Priority: d.priority})
+	msg, err := d.s.cs.enc.encode(next, codec.Options{Priority: d.priority})
 	if err == nil {
-		err = d.s.b.pub.publish(ctx, d.s.q.Name, msg)
+		err = d.s.cs.pub.publish(ctx, d.s.q.Name, msg)
 	}
 	if err != nil {
 		return fmt.Errorf("release job %q: %w", next.ID, err)
@@ -589,7 +638,7 @@ func (d *delivery) Release(ctx context.Context) error {
 
 func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	if err := d.s.b.wait(ctx, d.s.q.Name, admin.HoldRetry, next, codec.Options{Priority: next.Priority, Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.waitCopy(ctx, d.s.q.Name, admin.HoldRetry, next, next.Priority, delay); err != nil {
 		return fmt.Errorf("retry job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -597,11 +646,11 @@ func (d *delivery) Retry(ctx context.Context, next *runtime.Envelope, delay time
 
 func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time.Duration) error {
 	next = d.route(next)
-	q, err := d.s.b.declared(d.s.q.Name)
+	q, err := d.s.cs.book.config(d.s.q.Name)
 	if err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.wait(ctx, q.Name, admin.HoldDeferred, next, codec.Options{Priority: maxPriority(q), Fit: d.s.b.pub.limits()}, delay); err != nil {
+	if err := d.s.cs.waits.waitCopy(ctx, q.Name, admin.HoldDeferred, next, maxPriority(q), delay); err != nil {
 		return fmt.Errorf("defer job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)
@@ -609,22 +658,22 @@ func (d *delivery) Defer(ctx context.Context, next *runtime.Envelope, delay time
 
 func (d *delivery) DeadLetter(ctx context.Context, next *runtime.Envelope, reason string) error {
 	next = d.route(next)
-	if d.s.b.opts.NoDeadLetterQueues {
-		if err := d.s.acks.claim(d.tag); err != nil {
+	if d.s.cs.noDead {
+		if err := d.s.acks.Claim(d.tag); err != nil {
 			return d.settleErr("reject", err)
 		}
 		if err := d.s.ch.Reject(d.tag, false); err != nil {
-			d.s.acks.unclaim(d.tag)
+			d.s.acks.Unclaim(d.tag)
 			return d.settleErr("reject", err)
 		}
-		d.s.acks.settled(d.tag)
+		d.s.acks.Settled(d.tag)
 		return nil
 	}
-	msg, err := d.s.b.encodeDead(next, reason)
+	msg, err := d.s.cs.enc.encodeDead(next, reason)
 	if err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
-	if err := d.s.b.publishDead(ctx, d.s.q.Name, msg); err != nil {
+	if err := d.s.cs.dead.publish(ctx, d.s.q.Name, msg); err != nil {
 		return fmt.Errorf("dead-letter job %q: %w", next.ID, err)
 	}
 	return d.Ack(ctx)

@@ -74,6 +74,12 @@ type connection struct {
 	dropped *amqp.Connection
 }
 
+// errConnClosed is runtime.ErrClosed of the connection called name,
+// closed with its backend.
+func errConnClosed(name string) error {
+	return fmt.Errorf("rabbitmq: %s connection: %w", name, runtime.ErrClosed)
+}
+
 func newConnection(urls []string, name string, log *slog.Logger) *connection {
 	return &connection{urls: urls, name: name, log: log, done: make(chan struct{})}
 }
@@ -95,7 +101,7 @@ func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+		return nil, errConnClosed(c.name)
 	}
 	if c.conn != nil && !c.conn.IsClosed() {
 		conn := c.conn
@@ -118,7 +124,7 @@ func (c *connection) get(ctx context.Context) (*amqp.Connection, error) {
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return nil, fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+		return nil, errConnClosed(c.name)
 	case c.conn != nil && !c.conn.IsClosed():
 		return c.conn, nil
 	case c.lastErr != nil:
@@ -149,29 +155,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 			t.Stop()
 		}
 	}
-	c.mu.Lock()
-	start := c.next
-	c.mu.Unlock()
-
-	var (
-		conn *amqp.Connection
-		sock *corkConn
-		node int
-		errs []error
-	)
-	for i := range c.urls {
-		if ctx.Err() != nil {
-			break
-		}
-		node = (start + i) % len(c.urls)
-		var err error
-		conn, sock, err = c.dial(ctx, c.urls[node])
-		if err == nil {
-			break
-		}
-		errs = append(errs, err)
-	}
-
+	conn, sock, node, errs := c.dialNodes(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.round = nil
@@ -183,7 +167,7 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 		c.fails++
 		c.lastErr = errors.Join(errs...)
 		if c.lastErr == nil {
-			c.lastErr = fmt.Errorf("rabbitmq: %s connection: %w", c.name, runtime.ErrClosed)
+			c.lastErr = errConnClosed(c.name)
 		}
 		// Only a connection that was up and was lost is dialled again, by
 		// its next use; a first dial's failure goes to its caller (Dial
@@ -199,6 +183,28 @@ func (c *connection) redial(round chan struct{}, backoff time.Duration) {
 	c.conn, c.cork, c.fails, c.lastErr = conn, sock, 0, nil
 	c.node, c.next = node, (node+1)%len(c.urls)
 	c.block = watchBlocked(conn)
+}
+
+// dialNodes dials the nodes once each, from the one after the node last
+// lost, until one answers or ctx ends: its connection and socket and the
+// node's index, or nil and every dial's error.
+func (c *connection) dialNodes(ctx context.Context) (*amqp.Connection, *corkConn, int, []error) {
+	c.mu.Lock()
+	start := c.next
+	c.mu.Unlock()
+	var errs []error
+	for i := range c.urls {
+		if ctx.Err() != nil {
+			break
+		}
+		node := (start + i) % len(c.urls)
+		conn, sock, err := c.dial(ctx, c.urls[node])
+		if err == nil {
+			return conn, sock, node, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, nil, 0, errs
 }
 
 // dial opens an AMQP connection to url, bounded by dialTimeout and by ctx,
@@ -270,7 +276,7 @@ func (c *connection) channelConn(ctx context.Context) (*amqp.Channel, *amqp.Conn
 		return nil, nil, err
 	}
 	what := fmt.Sprintf("rabbitmq: open channel on %s connection", c.name)
-	if err := c.waitUnblocked(ctx); err != nil {
+	if err := c.awaitUnblocked(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ch, err := callCtx(ctx, conn.Channel, func(ch *amqp.Channel) { _ = ch.Close() })
@@ -319,9 +325,9 @@ func (c *connection) frameMax() int {
 // defaultFrameMax is RabbitMQ's default frame_max, and amqp091-go's.
 const defaultFrameMax = 131072
 
-// waitUnblocked waits until the connection is not blocked by a resource
+// awaitUnblocked waits until the connection is not blocked by a resource
 // alarm, and fails with ErrBlocked when ctx ends first.
-func (c *connection) waitUnblocked(ctx context.Context) error {
+func (c *connection) awaitUnblocked(ctx context.Context) error {
 	reason, unblocked := c.blocked()
 	if unblocked == nil {
 		return nil

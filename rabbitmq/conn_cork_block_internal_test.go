@@ -43,7 +43,7 @@ func TestBatchWaitingOutABlockLeavesTheConnectionUncorked(t *testing.T) {
 	// Until the batch is parked on the block, wherever it waits for it.
 	for buf := make([]byte, 1<<20); ; runtime.Gosched() {
 		st := string(buf[:runtime.Stack(buf, true)])
-		if strings.Contains(st, "publishBatch") && strings.Contains(st, "waitUnblocked") {
+		if strings.Contains(st, "publishBatch") && strings.Contains(st, "awaitUnblocked") {
 			break
 		}
 		if ctx.Err() != nil {

@@ -57,7 +57,7 @@ func publishTestbed(ctx context.Context, t *testing.T, name string) (*connection
 		t.Fatal(err)
 	}
 	p := newPublisher(conn, 1, DefaultMaxMessageSize, log)
-	t.Cleanup(p.wait)
+	t.Cleanup(p.awaitLoops)
 	t.Cleanup(func() { _ = conn.close() })
 	ch, err := conn.channel(ctx)
 	if err != nil {

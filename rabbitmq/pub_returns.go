@@ -97,7 +97,7 @@ func (pc *pubChannel) loop(returns, paired <-chan amqp.Return, closes <-chan *am
 
 // forget removes the publish seq, waiting on w, from the books. pc.mu must
 // be held.
-func (pc *pubChannel) forget(seq uint64, w *waiter) {
+func (pc *pubChannel) forget(seq uint64, w *inflight) {
 	delete(pc.pending, seq)
 	if w.id != "" && pc.ids[w.id] == seq {
 		delete(pc.ids, w.id)

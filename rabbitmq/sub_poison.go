@@ -17,21 +17,21 @@ import (
 // never ends the stream.
 func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	reason := fmt.Sprintf("message on queue %q is not a valid envelope: %v", s.q.Name, derr)
-	if s.b.opts.NoDeadLetterQueues {
-		s.b.log.Error("queuey: invalid message rejected (no dead-letter queue declared)", "queue", s.q.Name, "message_id", m.MessageId, "error", derr)
+	if s.cs.noDead {
+		s.cs.log.Error("queuey: invalid message rejected (no dead-letter queue declared)", "queue", s.q.Name, "message_id", m.MessageId, "error", derr)
 		if err := m.Reject(false); err != nil {
-			s.b.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
+			s.cs.log.Error("queuey: reject invalid message", "queue", s.q.Name, "error", err)
 			return
 		}
-		s.acks.settled(m.DeliveryTag)
+		s.acks.Settled(m.DeliveryTag)
 		s.deadLettered(nil, m.MessageId, reason)
 		return
 	}
-	dead := s.b.names.Dead(s.q.Name).Name
-	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.b.pub.limits())
+	dead := s.cs.names.Dead(s.q.Name).Name
+	msg, dropped := poisonCopy(m, s.q.Name, reason, deadNow(), s.cs.enc.fit())
 	ctx, cancel := s.moveCtx()
 	defer cancel()
-	if err := s.b.publishDead(ctx, s.q.Name, msg); err != nil {
+	if err := s.cs.dead.publish(ctx, s.q.Name, msg); err != nil {
 		s.poisonFailed(m, dead, err)
 		return
 	}
@@ -40,9 +40,9 @@ func (s *subscription) poison(m *amqp.Delivery, derr error) {
 	if len(dropped) > 0 {
 		attrs = append(attrs, "dropped_headers", dropped)
 	}
-	s.b.log.Error("queuey: invalid message moved to dead-letter queue", attrs...)
-	if err := s.acks.ack(m.DeliveryTag); err != nil {
-		s.b.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
+	s.cs.log.Error("queuey: invalid message moved to dead-letter queue", attrs...)
+	if err := s.acks.Ack(m.DeliveryTag); err != nil {
+		s.cs.log.Error("queuey: ack invalid message after moving it", "queue", s.q.Name, "error", err)
 		return // it comes back, and is moved and told of again
 	}
 	s.deadLettered(nil, m.MessageId, reason)
@@ -172,7 +172,7 @@ func droppedReason(reason string, dropped []poisonHeader, lim codec.Limits) stri
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q (%d bytes)", clip(d.name), d.size)
+		fmt.Fprintf(&b, "%q (%d bytes)", codec.Clip(d.name), d.size)
 	}
 	if n := len(dropped) - maxDroppedNamed; n > 0 {
 		fmt.Fprintf(&b, " and %d more", n)
@@ -209,7 +209,7 @@ func (s *subscription) poisonFailed(m *amqp.Delivery, dead string, err error) {
 	backoff := poisonBackoff(n)
 	if n&(n-1) == 0 || time.Since(s.poisonLogged) >= time.Minute {
 		s.poisonLogged = time.Now()
-		s.b.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue after a backoff",
+		s.cs.log.Error("queuey: could not move invalid message to its dead-letter queue; it goes back to the queue after a backoff",
 			"queue", s.q.Name, "dead_letter_queue", dead, "message_id", m.MessageId, "error", err,
 			"consecutive_failures", n, "requeue_in", backoff)
 	}
