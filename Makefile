@@ -73,7 +73,7 @@ test-faults: broker postgres ## the fault suite alone: it closes connections, re
 
 # What make check runs its tests without: no broker, database, cluster or
 # network. The services' addresses point at a port where nothing listens,
-# so the tests that need one skip (internal/brokertest, internal/pgtest);
+# so the tests that need one skip (internal/testenv/brokertest, internal/testenv/pgtest);
 # CI and the QUEUEY_REQUIRE_* switches are emptied so that they skip
 # rather than fail; GOPROXY=off keeps the go command (and the modules the
 # docs and generator tests build) off the network; -short skips the long

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/queuey/queuey/internal/adminapi"
+	"github.com/queuey/queuey/runtime"
 )
 
 // Queue is a logical queue whose statistics Inspector.QueueStats is asked
@@ -13,6 +14,19 @@ import (
 // queues (RabbitMQ without its management API) finds the queue's retry
 // hold queues by them, and says what it could not count.
 type Queue = adminapi.Queue
+
+// QueueOf returns the Queue of q: its name, retry schedule, type and delay
+// mode, as Inspector.QueueStats takes them.
+func QueueOf(q runtime.QueueConfig) Queue {
+	return Queue{
+		Name:        q.Name,
+		MaxAttempts: q.MaxAttempts,
+		RetryBase:   q.RetryBase,
+		RetryMax:    q.RetryMax,
+		Quorum:      q.QueueType == runtime.QueueQuorum,
+		PluginDelay: q.Delay == runtime.DelayPlugin,
+	}
+}
 
 var (
 	// ErrDeadLetterNotFound is returned when no dead letter has the ID

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuey/queuey/internal/names"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/names"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/runtime"
 )
 

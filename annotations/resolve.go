@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/names"
 	"github.com/queuey/queuey/runtime"
 )
 

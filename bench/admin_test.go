@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -75,7 +74,7 @@ func BenchmarkAdmin(b *testing.B) {
 	}
 	stats := make([]admin.Queue, len(qs))
 	for i, q := range qs {
-		stats[i] = adminq.Of(q)
+		stats[i] = admin.QueueOf(q)
 	}
 	b.Run("QueueStats100", func(b *testing.B) {
 		for b.Loop() {

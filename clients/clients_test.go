@@ -37,7 +37,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/examples/emails/emails"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 // TestGoBlocks builds, for each markdown file, a module example.com/app in

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 // runMemoryProgram runs README.md's program on the in-memory backend as

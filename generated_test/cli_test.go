@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 const shopJobs = `package shop

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 // TestCommittedOutputsFresh checks that the committed queuey_gen.go files

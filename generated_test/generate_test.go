@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 // TestDuplicateQueueAcrossPackages checks that a queue name given to jobs

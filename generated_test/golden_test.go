@@ -14,7 +14,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/queuey/queuey/cmd/queuey-gen/generator"
-	"github.com/queuey/queuey/internal/tempmod"
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar from the generator's output")

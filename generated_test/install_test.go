@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/tempmod"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/zip"
+
+	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
 // readmeStep is one fenced block of the README's Install section: a shell

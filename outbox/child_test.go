@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/pgtest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
+	"github.com/queuey/queuey/internal/testenv/pgtest"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/rabbitmq"
 )

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/pgtest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
+	"github.com/queuey/queuey/internal/testenv/pgtest"
 	"github.com/queuey/queuey/outbox"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"

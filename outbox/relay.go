@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	backoffs "github.com/queuey/queuey/internal/backoff"
+	backoffs "github.com/queuey/queuey/internal/syncx"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -86,7 +86,7 @@ type Relay struct {
 // once when the relay's fields are invalid or the outbox's tables are
 // missing or older than this relay (Migrate makes and updates them);
 // errors of the database or the backend after that are logged and
-// retried with a backoff. Each round takes up to BatchSize committed rows
+// retried with a syncx. Each round takes up to BatchSize committed rows
 // in a transaction, publishes them (one PublishBatch where the backend
 // has it), moves the rows it cannot publish (a row that breaks the
 // outbox's rules, a job too large, a queue still missing after

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -102,10 +103,10 @@ SELECT seq, coalesce(id, ''), coalesce(queue, ''), coalesce(kind, ''), coalesce(
 // moveDead moves rw to queuey_outbox_dead with reason, in tx, and logs it.
 func (r *relayRun) moveDead(ctx context.Context, tx pgx.Tx, rw row, reason string) error {
 	if _, err := tx.Exec(ctx, moveDead, rw.seq, reason); err != nil {
-		return fmt.Errorf("move outbox row %d (job %q) aside: %w", rw.seq, clip(rw.env.ID), err)
+		return fmt.Errorf("move outbox row %d (job %q) aside: %w", rw.seq, errs.Clip(rw.env.ID), err)
 	}
 	r.log.Warn("outbox relay: job cannot be published, moved to queuey_outbox_dead",
-		"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "kind", clip(rw.env.Kind), "reason", reason)
+		"seq", rw.seq, "id", errs.Clip(rw.env.ID), "queue", errs.Clip(rw.env.Queue), "kind", errs.Clip(rw.env.Kind), "reason", reason)
 	return nil
 }
 
@@ -135,15 +136,15 @@ func (r *relayRun) later(ctx context.Context, tx pgx.Tx, rw row, err error, grac
 		wait = min(wait, r.grace-rw.failingFor)
 	}
 	if _, xerr := tx.Exec(ctx, setAside, rw.seq, wait.Microseconds(), err.Error()); xerr != nil {
-		return fmt.Errorf("set outbox row %d (job %q) aside: %w", rw.seq, clip(rw.env.ID), xerr)
+		return fmt.Errorf("set outbox row %d (job %q) aside: %w", rw.seq, errs.Clip(rw.env.ID), xerr)
 	}
 	if rw.attempts == 0 {
 		if graced {
 			r.log.Warn("outbox relay: job not published; trying again",
-				"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "error", err, "for_up_to", r.grace)
+				"seq", rw.seq, "id", errs.Clip(rw.env.ID), "queue", errs.Clip(rw.env.Queue), "error", err, "for_up_to", r.grace)
 		} else {
 			r.log.Warn("outbox relay: job not published; trying again until it is",
-				"seq", rw.seq, "id", clip(rw.env.ID), "queue", clip(rw.env.Queue), "error", err)
+				"seq", rw.seq, "id", errs.Clip(rw.env.ID), "queue", errs.Clip(rw.env.Queue), "error", err)
 		}
 	}
 	return nil

@@ -11,7 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -51,10 +52,10 @@ func checkRow(env *runtime.Envelope, f rowFields) string {
 		return "id: " + strings.TrimPrefix(err.Error(), runtime.ErrInvalidOption.Error()+": ")
 	}
 	if !names.Queue(env.Queue) {
-		return fmt.Sprintf("queue %q: want %s", clip(env.Queue), names.QueueRule)
+		return fmt.Sprintf("queue %q: want %s", errs.Clip(env.Queue), names.QueueRule)
 	}
 	if len(env.Kind) > names.MaxShortString || !utf8.ValidString(env.Kind) {
-		return fmt.Sprintf("kind %q: want at most %d bytes of UTF-8", clip(env.Kind), names.MaxShortString)
+		return fmt.Sprintf("kind %q: want at most %d bytes of UTF-8", errs.Clip(env.Kind), names.MaxShortString)
 	}
 	if p := f.priority.Int16; p < 0 || p > 255 {
 		return fmt.Sprintf("priority %d: want 0..255", p)
@@ -90,7 +91,7 @@ func checkHeaders(env *runtime.Envelope, raw []byte) string {
 		return ""
 	}
 	if err := json.Unmarshal(raw, &env.Headers); err != nil {
-		return fmt.Sprintf("headers %s: want an object of strings: %v", clip(string(raw)), err)
+		return fmt.Sprintf("headers %s: want an object of strings: %v", errs.Clip(string(raw)), err)
 	}
 	keys := make([]string, 0, len(env.Headers))
 	for k := range env.Headers {
@@ -100,18 +101,10 @@ func checkHeaders(env *runtime.Envelope, raw []byte) string {
 	for _, k := range keys {
 		switch {
 		case strings.HasPrefix(k, runtime.ReservedHeaderPrefix):
-			return fmt.Sprintf("header %q is reserved: queuey sets the headers whose names start with %q itself", clip(k), runtime.ReservedHeaderPrefix)
+			return fmt.Sprintf("header %q is reserved: queuey sets the headers whose names start with %q itself", errs.Clip(k), runtime.ReservedHeaderPrefix)
 		case len(k) > names.MaxShortString:
-			return fmt.Sprintf("header name %q is %d bytes, over %d (an AMQP short string)", clip(k), len(k), names.MaxShortString)
+			return fmt.Sprintf("header name %q is %d bytes, over %d (an AMQP short string)", errs.Clip(k), len(k), names.MaxShortString)
 		}
 	}
 	return ""
-}
-
-// clip shortens s for a reason.
-func clip(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	return s[:60] + "…"
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/runtime"
 )
 

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/queuey/queuey/internal/reasons"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -353,7 +353,7 @@ func deadLetterInfo(queue string, m *amqp.Delivery) admin.DeadLetterInfo {
 		// Dead-lettered by the broker on its own (a quorum queue's
 		// delivery limit), not by a worker: the envelope's last error, if
 		// any, is not why.
-		reason = reasons.BrokerDeadLettered(why, count)
+		reason = errs.BrokerDeadLettered(why, count)
 	}
 	at := codec.DeadAt(m.Headers, queue)
 	e, err := codec.Decode(m)

@@ -9,7 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/mgmt"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
@@ -68,7 +68,7 @@ func (o *ops) deleteQueue(ctx context.Context, queue string, opts admin.DeleteQu
 		}
 	}
 	q, err := o.mustExist(ctx, "delete", queue)
-	if err != nil && !(opts.WithWaits && errors.Is(err, queueerr.ErrUnknownQueue)) {
+	if err != nil && !(opts.WithWaits && errors.Is(err, errs.ErrUnknownQueue)) {
 		return res, err
 	}
 	if err == nil {

@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuey/queuey/internal/backoff"
+	"github.com/queuey/queuey/internal/syncx"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -41,7 +41,7 @@ func redialBackoff(n int) time.Duration {
 	}
 	d := redialMin << min(n-1, 10)
 	d = min(d, redialMax)
-	return backoff.Jitter(d)
+	return syncx.Jitter(d)
 }
 
 // connection owns one AMQP connection: the only place one is dialled, so

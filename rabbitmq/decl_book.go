@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -25,13 +25,13 @@ func newQueueBook() *queueBook {
 }
 
 // record keeps q, declared through this backend. A queue declared before
-// for jobs of another kind is queueerr.KindConflict; a kind left empty
+// for jobs of another kind is errs.KindConflict; a kind left empty
 // keeps the one declared before.
 func (k *queueBook) record(q runtime.QueueConfig) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old, ok := k.declared[q.Name]; ok {
-		if err := queueerr.KindConflict(q.Name, old.Kind, q.Kind); err != nil {
+		if err := errs.KindConflict(q.Name, old.Kind, q.Kind); err != nil {
 			return err
 		}
 		q.Kind = cmp.Or(q.Kind, old.Kind)
@@ -61,7 +61,7 @@ func (k *queueBook) config(name string) (runtime.QueueConfig, error) {
 	q, ok := k.declared[name]
 	k.mu.RUnlock()
 	if !ok {
-		return q, queueerr.Unknown(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
+		return q, errs.Unknown(name, "was not declared through this backend in this process (a wait needs that, to declare its hold queue)")
 	}
 	return q, nil
 }
@@ -76,7 +76,7 @@ func (k *queueBook) waitTarget(name string) (runtime.QueueConfig, error) {
 	}
 	k.mu.RUnlock()
 	if !ok {
-		return q, queueerr.Unknown(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
+		return q, errs.Unknown(name, "was neither declared through this backend nor told to it (runtime.WaitTargeter): a wait needs the queue's config")
 	}
 	return q, nil
 }

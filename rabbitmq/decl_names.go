@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"fmt"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -20,7 +21,7 @@ func (t *declares) checkNames(q runtime.QueueConfig, d delayer) error {
 		// waits of h.Delay would be published into it (or be refused by
 		// it, declared otherwise), whenever h.Queue exists.
 		return fmt.Errorf("%w: queue %q: that is the name of the hold queue of queue %q for its %s waits of %v; name the queue otherwise",
-			runtime.ErrInvalidConfig, codec.Clip(q.Name), codec.Clip(h.Queue), h.Kind, h.Delay)
+			runtime.ErrInvalidConfig, errs.Clip(q.Name), errs.Clip(h.Queue), h.Kind, h.Delay)
 	}
 	names := []struct{ what, name string }{{"queue name", q.Name}}
 	if !t.noDead {
@@ -33,14 +34,14 @@ func (t *declares) checkNames(q runtime.QueueConfig, d delayer) error {
 		ex := plugin.ExchangeName(q)
 		if ex == controlExchange {
 			return fmt.Errorf("%w: queue %q: delay exchange %q is the exchange that carries pause and resume notices; name the delay exchange otherwise",
-				runtime.ErrInvalidConfig, codec.Clip(q.Name), ex)
+				runtime.ErrInvalidConfig, errs.Clip(q.Name), ex)
 		}
 		names = append(names, struct{ what, name string }{"delay exchange name", ex})
 	}
 	for _, n := range names {
 		if len(n.name) > codec.MaxShortString {
 			return fmt.Errorf("%w: queue %q: its %s %q is %d bytes, want at most %d (an AMQP short string): shorten the queue name",
-				runtime.ErrInvalidConfig, codec.Clip(q.Name), n.what, codec.Clip(n.name), len(n.name), codec.MaxShortString)
+				runtime.ErrInvalidConfig, errs.Clip(q.Name), n.what, errs.Clip(n.name), len(n.name), codec.MaxShortString)
 		}
 	}
 	return nil

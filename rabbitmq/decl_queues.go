@@ -3,11 +3,11 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
-	"github.com/queuey/queuey/internal/queueerr"
 	"log/slog"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
@@ -89,7 +89,7 @@ func (t *declares) exists(ctx context.Context, name string) error {
 	})
 	switch {
 	case isNoQueue(err):
-		return queueerr.Unknown(name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
+		return errs.Unknown(name, "does not exist on the broker: declare it (runtime.NewProducer, or a worker that handles it) before enqueueing onto it")
 	case err != nil:
 		return brokerError(fmt.Sprintf("check queue %q", name), err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -84,12 +84,12 @@ func unknownQueue(op, why string) error {
 }
 
 // absentQueue is runtime.ErrUnknownQueue of op on queue, which does not
-// exist on the broker, with what to do about it (queueerr.Unknown).
+// exist on the broker, with what to do about it (errs.Unknown).
 func absentQueue(op, queue string) error {
 	if op == "" {
-		return queueerr.Unknown(queue, "does not exist on the broker")
+		return errs.Unknown(queue, "does not exist on the broker")
 	}
-	return fmt.Errorf("%s: %w", op, queueerr.Unknown(queue, "does not exist on the broker"))
+	return fmt.Errorf("%s: %w", op, errs.Unknown(queue, "does not exist on the broker"))
 }
 
 // missingQueue makes err, from a publish onto queue through the default

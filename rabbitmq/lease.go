@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -69,7 +70,7 @@ func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, er
 		return nil, err
 	}
 	if len(queue) > codec.MaxShortString {
-		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, codec.Clip(queue), len(queue), codec.MaxShortString)
+		return nil, fmt.Errorf("%w: lease queue name %q is %d bytes, want at most %d", runtime.ErrInvalidOption, errs.Clip(queue), len(queue), codec.MaxShortString)
 	}
 	ch, err := l.conn.channel(ctx)
 	if err != nil {

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/queuey/queuey/internal/chans"
-
+	"github.com/queuey/queuey/internal/syncx"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -24,7 +23,7 @@ func (l lifetime) end() { close(l.closed) }
 func (l lifetime) done() <-chan struct{} { return l.closed }
 
 // over says whether the backend is closed.
-func (l lifetime) over() bool { return chans.Closed(l.closed) }
+func (l lifetime) over() bool { return syncx.Closed(l.closed) }
 
 // refuse is runtime.ErrClosed, of op when op is not empty, once the
 // backend is closed, and nil before: what every call refuses a closed

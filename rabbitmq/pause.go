@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -171,7 +172,7 @@ func (p *pauses) marker(queue string) (string, error) {
 	}
 	m := pausedMarker(queue)
 	if len(m) > codec.MaxShortString {
-		return "", fmt.Errorf("%w: queue %q: its paused marker %q is %d bytes, want at most %d: shorten the queue name", runtime.ErrInvalidOption, codec.Clip(queue), codec.Clip(m), len(m), codec.MaxShortString)
+		return "", fmt.Errorf("%w: queue %q: its paused marker %q is %d bytes, want at most %d: shorten the queue name", runtime.ErrInvalidOption, errs.Clip(queue), errs.Clip(m), len(m), codec.MaxShortString)
 	}
 	return m, nil
 }

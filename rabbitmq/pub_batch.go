@@ -7,7 +7,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuey/queuey/internal/chans"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // batchWindow is how many publishes of one batch may await their confirms
@@ -65,7 +65,7 @@ func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {
 		w := &flights[i]
 		switch {
 		case w.dc == nil: // not started
-		case ctx.Err() != nil && !chans.Closed(w.dc.Done()):
+		case ctx.Err() != nil && !syncx.Closed(w.dc.Done()):
 			// The broker still owes it a confirm: settle would leave a
 			// goroutine each behind to wait for it; one waits for all.
 			abandoned = append(abandoned, w)

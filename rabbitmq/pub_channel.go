@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 )
@@ -239,7 +240,7 @@ func (pc *pubChannel) admit(exchange, key string, msg *amqp.Publishing, mandator
 		lim.Reserve += seqHeaderRoom // for the pairing header enlist adds
 	}
 	if err := codec.CheckPublishing(exchange, key, msg, lim); err != nil {
-		return fmt.Errorf("publish to %q: %w", codec.Clip(key), err)
+		return fmt.Errorf("publish to %q: %w", errs.Clip(key), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -31,7 +32,7 @@ func (e encoder) encode(env *runtime.Envelope, o codec.Options) (amqp.Publishing
 func (e encoder) encodeAppend(dst []byte, env *runtime.Envelope, o codec.Options) (amqp.Publishing, []byte, error) {
 	if env != nil {
 		if err := codec.CheckPayload(env, codec.Limits{MaxBody: e.maxBody}); err != nil {
-			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", codec.Clip(env.Queue), err)
+			return amqp.Publishing{}, dst, fmt.Errorf("publish to %q: %w", errs.Clip(env.Queue), err)
 		}
 	}
 	return codec.EncodeAppend(dst, env, o)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queuey/queuey/rabbitmq/internal/acker"
-	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"log/slog"
 	"maps"
 	"slices"
@@ -16,8 +14,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/notes"
+	"github.com/queuey/queuey/internal/syncx"
+	"github.com/queuey/queuey/rabbitmq/internal/acker"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -189,7 +189,7 @@ type subscription struct {
 	tag     string
 	out     chan runtime.Delivery
 	acks    *acker.Acker
-	dead    notes.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
+	dead    syncx.Notes[runtime.DeadLetter] // what the loop dead-lettered itself
 	// orphans is the consuming worker's OrphanCheck, if any: the copy of
 	// a job its handler still runs is no new attempt (see redelivered).
 	orphans runtime.OrphanCheck

@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 )
 
@@ -172,7 +173,7 @@ func droppedReason(reason string, dropped []poisonHeader, lim codec.Limits) stri
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q (%d bytes)", codec.Clip(d.name), d.size)
+		fmt.Fprintf(&b, "%q (%d bytes)", errs.Clip(d.name), d.size)
 	}
 	if n := len(dropped) - maxDroppedNamed; n > 0 {
 		fmt.Fprintf(&b, " and %d more", n)

@@ -5,7 +5,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuey/queuey/internal/reasons"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/runtime"
 )
@@ -128,7 +128,7 @@ func (s *subscription) republish(m *amqp.Delivery, env *runtime.Envelope, attemp
 // without one.
 func (s *subscription) deadLetterUnsettled(m *amqp.Delivery, env *runtime.Envelope, attempt int) {
 	runs := attempt - 1
-	reason := reasons.Unsettled(runs, env.MaxAttempts)
+	reason := errs.Unsettled(runs, env.MaxAttempts)
 	s.cs.log.Error("queuey: job dead-lettered", "queue", s.q.Name, "job_id", env.ID, "attempt", runs, "max_attempts", env.MaxAttempts, "reason", reason)
 	if s.cs.noDead {
 		if err := m.Reject(false); err == nil {

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"

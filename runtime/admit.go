@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/names"
 )
 
 // RuleError is the error of a job that breaks a rule of the queue it came
@@ -21,7 +22,7 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string {
-	return fmt.Sprintf("job %q on queue %q: %s: dead-lettered without running the handler", clipID(e.ID), e.Queue, e.Rule)
+	return fmt.Sprintf("job %q on queue %q: %s: dead-lettered without running the handler", errs.Clip(e.ID), e.Queue, e.Rule)
 }
 
 // MaxTickAhead is how far ahead of the worker's clock the tick of a job
@@ -63,7 +64,7 @@ func (w *Worker) admit(q *QueueConfig, env *Envelope) error {
 		return &RuleError{Queue: q.Name, ID: env.ID, Rule: fmt.Sprintf(format, args...)}
 	}
 	if env.Queue != q.Name {
-		return refuse("its queue field names queue %q: a job names the queue it is published to", clipID(env.Queue))
+		return refuse("its queue field names queue %q: a job names the queue it is published to", errs.Clip(env.Queue))
 	}
 	if top := q.topPriority(); env.Priority > top {
 		return refuse("priority %d, above the queue's %s", env.Priority, describePriority(q.MaxPriority))
@@ -84,7 +85,7 @@ func (w *Worker) admit(q *QueueConfig, env *Envelope) error {
 func (w *Worker) forgedTick(id, tick string) string {
 	t, err := time.Parse(time.RFC3339, tick)
 	if err != nil || t.UTC().Format(time.RFC3339) != tick {
-		return fmt.Sprintf("%q is not a tick's time (RFC 3339 in UTC, to the second, as a schedule writes it); only a schedule sets it", clipID(tick))
+		return fmt.Sprintf("%q is not a tick's time (RFC 3339 in UTC, to the second, as a schedule writes it); only a schedule sets it", errs.Clip(tick))
 	}
 	name, ok := strings.CutSuffix(id, "@"+tick)
 	if !ok || len(name) > MaxScheduleNameLen || !names.Valid(name) {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 // DefaultGranularity is the default wait granularity: every delay is rounded

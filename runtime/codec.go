@@ -6,7 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/queuey/queuey/internal/mpfit"
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
 )
 
 // payloadCodec is a msgpack encoder and decoder with the buffer and reader

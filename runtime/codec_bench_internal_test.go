@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/mpfit"
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
 )
 
 // decodeBenchJob is a job with the usual mix of field types: strings,

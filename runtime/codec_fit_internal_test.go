@@ -7,7 +7,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/queuey/queuey/internal/mpfit"
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
 )
 
 type fitLevel int8

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/queuey/queuey/internal/mpfit"
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
 )
 
 // TestDecodePayloadRefusesCraftedPayloads: a payload nested millions deep

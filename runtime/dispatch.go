@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuey/queuey/internal/chans"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // Why dispatch stopped taking deliveries.
@@ -266,7 +266,7 @@ func (h *handlers) run(slot *runSlot, d Delivery) {
 		if !ok {
 			return
 		}
-		if h.ctx.Err() != nil || chans.Closed(h.paused) {
+		if h.ctx.Err() != nil || syncx.Closed(h.paused) {
 			h.keep(next)
 			return
 		}

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/queuey/queuey/internal/queueerr"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 var (
@@ -14,7 +14,7 @@ var (
 	// RabbitMQ, one missing on the broker (a wait checks that its queue
 	// exists before it is held, since the broker drops the expiry of a wait
 	// into a missing queue without a word).
-	ErrUnknownQueue = queueerr.ErrUnknownQueue
+	ErrUnknownQueue = errs.ErrUnknownQueue
 	// ErrDelayTooLong is returned for a wait longer than MaxDeferral after
 	// rounding up to the backend's granularity. Waits are refused, never
 	// clamped: releasing a job early is the one thing a wait must not do.
@@ -27,7 +27,7 @@ var (
 	// through the same backend for another job kind, and by an enqueue of
 	// one kind onto a queue its producer declared for another, before
 	// anything is published.
-	ErrKindConflict = queueerr.ErrKindConflict
+	ErrKindConflict = errs.ErrKindConflict
 	// ErrJobType is returned by Enqueue, EnqueueMany and Worker.Run (for
 	// Handle and Periodic) when the Go type of the job is not the queue's
 	// kind: the job would reach a handler of another type.

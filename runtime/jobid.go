@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 // MaxJobIDLen is the longest job ID, in bytes: the ID travels as the AMQP
@@ -24,19 +26,11 @@ func CheckJobID(id string) error {
 		return fmt.Errorf("%w: a job ID must not be empty", ErrInvalidOption)
 	case len(id) > MaxJobIDLen:
 		return fmt.Errorf("%w: job ID %q is %d bytes, over %d (runtime.MaxJobIDLen: the ID travels as the AMQP message id, a short string)",
-			ErrInvalidOption, clipID(id), len(id), MaxJobIDLen)
+			ErrInvalidOption, errs.Clip(id), len(id), MaxJobIDLen)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: job ID %q is not valid UTF-8", ErrInvalidOption, clipID(id))
+		return fmt.Errorf("%w: job ID %q is not valid UTF-8", ErrInvalidOption, errs.Clip(id))
 	case strings.IndexByte(id, 0) >= 0:
-		return fmt.Errorf("%w: job ID %q holds a NUL byte, which no PostgreSQL text (and so no outbox row) can hold", ErrInvalidOption, clipID(id))
+		return fmt.Errorf("%w: job ID %q holds a NUL byte, which no PostgreSQL text (and so no outbox row) can hold", ErrInvalidOption, errs.Clip(id))
 	}
 	return nil
-}
-
-// clipID shortens id for an error message.
-func clipID(id string) string {
-	if len(id) <= 40 {
-		return id
-	}
-	return id[:40] + "…"
 }

@@ -10,10 +10,9 @@ import (
 
 	"github.com/queuey/queuey/internal/adminapi"
 	"github.com/queuey/queuey/internal/clock"
-	"github.com/queuey/queuey/internal/mpscan"
-	"github.com/queuey/queuey/internal/queueerr"
-	"github.com/queuey/queuey/internal/reasons"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 // MemoryBackend is a Backend that keeps every queue in process. It follows
@@ -197,7 +196,7 @@ func (b *MemoryBackend) publishLocked(env *Envelope, prio uint8, delay time.Dura
 	}
 	q, ok := b.queues[env.Queue]
 	if !ok {
-		return queueerr.Unknown(env.Queue, "was not declared on this backend")
+		return errs.Unknown(env.Queue, "was not declared on this backend")
 	}
 	if atMax {
 		prio = q.cfg.topPriority()
@@ -239,7 +238,7 @@ func (b *MemoryBackend) publishRaw(ctx context.Context, queue string, body []byt
 	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return queueerr.Unknown(queue, "was not declared on this backend")
+		return errs.Unknown(queue, "was not declared on this backend")
 	}
 	b.seq++
 	m.seq = b.seq
@@ -284,7 +283,7 @@ func (b *MemoryBackend) dispatchLocked(q *memQueue) {
 			if d.env.Attempt > d.env.MaxAttempts {
 				dead := d.env
 				runs := dead.Attempt - 1
-				reason := reasons.Unsettled(runs, dead.MaxAttempts)
+				reason := errs.Unsettled(runs, dead.MaxAttempts)
 				b.log.Error("queuey: job dead-lettered", "queue", q.cfg.Name, "job_id", dead.ID, "attempt", runs, "max_attempts", dead.MaxAttempts, "reason", reason)
 				dead.Attempt, dead.LastError = runs, reason
 				q.dead = append(q.dead, memDead{env: &dead, reason: reason, at: b.deadNow()})
@@ -321,7 +320,7 @@ func (b *MemoryBackend) Consume(ctx context.Context, q QueueConfig) (Subscriptio
 	}
 	mq, ok := b.queues[q.Name]
 	if !ok {
-		return nil, queueerr.Unknown(q.Name, "was not declared on this backend")
+		return nil, errs.Unknown(q.Name, "was not declared on this backend")
 	}
 	s := &memSub{b: b, q: mq, prefetch: q.Prefetch, ch: make(chan Delivery, q.Prefetch), unacked: map[*memDelivery]struct{}{}, orphans: OrphanCheckFrom(ctx)}
 	mq.subs = append(mq.subs, s)
@@ -337,7 +336,7 @@ func (b *MemoryBackend) Ready(ctx context.Context, queue string) (int, error) {
 	defer b.unlock()
 	q, ok := b.queues[queue]
 	if !ok {
-		return 0, queueerr.Unknown(queue, "was not declared on this backend")
+		return 0, errs.Unknown(queue, "was not declared on this backend")
 	}
 	return q.ready.Len(), nil
 }

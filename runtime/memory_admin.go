@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/adminapi"
-	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 // memHold is one wait of a MemoryBackend: a job held by a timer.
@@ -53,7 +53,7 @@ func (b *MemoryBackend) queueLocked(name string) (*memQueue, error) {
 	}
 	q, ok := b.queues[name]
 	if !ok {
-		return nil, queueerr.Unknown(name, "was not declared on this backend")
+		return nil, errs.Unknown(name, "was not declared on this backend")
 	}
 	return q, nil
 }

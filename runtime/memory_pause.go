@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/queuey/queuey/internal/queueerr"
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 var _ Pauser = (*MemoryBackend)(nil)
@@ -24,7 +24,7 @@ func (b *MemoryBackend) setPaused(queue string, paused bool) error {
 		return ErrClosed
 	}
 	if _, ok := b.queues[queue]; !ok && paused {
-		return queueerr.Unknown(queue, "was not declared on this backend")
+		return errs.Unknown(queue, "was not declared on this backend")
 	}
 	if b.pauses.paused == nil {
 		b.pauses.paused = map[string]bool{}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/adminapi"
-	"github.com/queuey/queuey/internal/notes"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // memSub is a MemoryBackend subscription.
@@ -21,7 +21,7 @@ type memSub struct {
 	stopped  bool
 	closed   bool
 	err      error                   // set when the backend closed
-	dead     notes.Notes[DeadLetter] // what the backend dead-lettered itself
+	dead     syncx.Notes[DeadLetter] // what the backend dead-lettered itself
 	orphans  OrphanCheck             // the consuming worker's, if any: its copies are no attempt
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/brokertest"
 	"github.com/queuey/queuey/internal/hooks"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 

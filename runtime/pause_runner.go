@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queuey/queuey/internal/backoff"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // pauseGate follows one queue's paused state for its runner.
@@ -38,7 +38,7 @@ func (c *queueRunner) watchPause(ctx context.Context) (*pauseGate, error) {
 			return nil, fmt.Errorf("watch queue %q: %w", c.queue.Name, err)
 		}
 		c.w.log.Error("queuey: cannot read whether the queue is paused; not consuming it until then", "queue", c.queue.Name, "error", err, "after", wait)
-		if !backoff.Sleep(ctx, wait) {
+		if !syncx.Sleep(ctx, wait) {
 			return nil, nil
 		}
 		wait = min(wait*2, 5*time.Second)

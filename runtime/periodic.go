@@ -8,7 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/queuey/queuey/internal/backoff"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // HeaderTick is the header that carries, on each job a schedule enqueues,
@@ -111,7 +111,7 @@ func (p *periodic) run(ctx context.Context, leaser Leaser) error {
 				return fmt.Errorf("schedule %q: %w", p.sched.Name, err)
 			}
 			p.w.log.Error("queuey: cannot contend for the schedule's lease; trying again", "schedule", p.sched.Name, "error", err, "after", wait)
-			if !backoff.Sleep(ctx, wait) {
+			if !syncx.Sleep(ctx, wait) {
 				return nil
 			}
 			wait = min(wait*2, leaseRetryMax)

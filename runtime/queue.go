@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queuey/queuey/internal/names"
-	"github.com/queuey/queuey/internal/queueerr"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/names"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 // QueueType is the RabbitMQ queue type of a queue.
@@ -252,7 +252,7 @@ func (q QueueConfig) Validate() error {
 // one queue name, ask for different job kinds, nil when they agree or
 // either leaves Kind empty.
 func kindConflict(declared, q QueueConfig) error {
-	return queueerr.KindConflict(q.Name, declared.Kind, q.Kind)
+	return errs.KindConflict(q.Name, declared.Kind, q.Kind)
 }
 
 // RetryDelay returns how long a job waits after failing run number attempt

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/queuey/queuey/internal/waits"
+
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/runtime"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queuey/queuey/internal/backoff"
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // Resubscribe backoff: a failed subscribe waits between half and all of a
@@ -140,14 +140,14 @@ func (c *queueRunner) run(ctx context.Context) (ReadyNotifier, error) {
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCannotConsume) {
 			return nil, fmt.Errorf("consume queue %q: %w", c.queue.Name, err)
 		}
-		wait := backoff.Jitter(st.backoff)
+		wait := syncx.Jitter(st.backoff)
 		if !st.failing {
 			c.w.log.Error("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		} else {
 			c.w.log.Debug("queuey: cannot subscribe; trying again", "queue", c.queue.Name, "error", err, "after", wait)
 		}
 		st.failing = true
-		if !backoff.Sleep(ctx, wait) {
+		if !syncx.Sleep(ctx, wait) {
 			return nil, nil
 		}
 		st.backoff = min(st.backoff*2, resubscribeMax)

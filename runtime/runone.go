@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/hooks"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 // runOne runs env through the handler registered for queue, with w's

@@ -8,7 +8,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/names"
 )
 
 // Missed says what a schedule does with ticks that passed while no

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/queuey/queuey/internal/mpfit"
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
 )
 
 // Job names a queue together with the type of its jobs, T: generated

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/bench/e2e"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 

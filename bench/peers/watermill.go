@@ -10,7 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/queuey/queuey/bench/e2e"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 )
 
 // watermillPeers is watermill-amqp's durable queue: persistent messages,

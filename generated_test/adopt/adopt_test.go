@@ -11,7 +11,7 @@ import (
 
 	"github.com/queuey/queuey/generated_test/adopt/jobs"
 	"github.com/queuey/queuey/generated_test/adopt/testdata/other"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
 )
 
 // DeadLetterInfo is a dead letter as operators see it: the envelope's

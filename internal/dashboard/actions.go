@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 )
 
 // act is a state-changing action on one queue or on its dead letters.
@@ -67,7 +66,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 			return
 		}
 		if r.PostFormValue("confirm") != "yes" {
-			stats, err := s.admin.QueueStats(r.Context(), adminq.Of(s.config(queue)))
+			stats, err := s.admin.QueueStats(r.Context(), admin.QueueOf(s.config(queue)))
 			if err != nil {
 				s.failAdmin(w, r, fmt.Sprintf("queue %q", queue), err)
 				return
@@ -104,7 +103,7 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, a act, queu
 		return
 	}
 	if r.PostFormValue("confirm") != "yes" {
-		if _, err := s.admin.QueueStats(r.Context(), adminq.Of(s.config(queue))); err != nil {
+		if _, err := s.admin.QueueStats(r.Context(), admin.QueueOf(s.config(queue))); err != nil {
 			s.failAdmin(w, r, fmt.Sprintf("queue %q", queue), err)
 			return
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -194,7 +193,7 @@ func waitDead(t *testing.T, ad Admin, cfg runtime.QueueConfig, n int) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		st, err := ad.QueueStats(ctx, adminq.Of(cfg))
+		st, err := ad.QueueStats(ctx, admin.QueueOf(cfg))
 		if err == nil && st[0].Dead == n {
 			return
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -309,7 +308,7 @@ func (s *Server) takeSnapshot(ctx context.Context) (snapshot, error) {
 	}
 	queues := make([]admin.Queue, len(names))
 	for i, n := range names {
-		queues[i] = adminq.Of(s.config(n))
+		queues[i] = admin.QueueOf(s.config(n))
 	}
 	stats, err := s.admin.QueueStats(ctx, queues...)
 	if errors.Is(err, runtime.ErrUnknownQueue) {

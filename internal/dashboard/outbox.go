@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/textfmt"
+	"github.com/queuey/queuey/internal/rules/textfmt"
 )
 
 // outboxTimeout bounds one read of the outbox for a page.

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -93,7 +92,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	after := r.URL.Query().Get("after")
 	cfg := s.config(name)
-	stats, err := s.admin.QueueStats(r.Context(), adminq.Of(cfg))
+	stats, err := s.admin.QueueStats(r.Context(), admin.QueueOf(cfg))
 	if err != nil {
 		s.failAdmin(w, r, fmt.Sprintf("queue %q", name), err)
 		return

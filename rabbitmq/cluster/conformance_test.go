@@ -3,7 +3,7 @@ package cluster_test
 import (
 	"testing"
 
-	"github.com/queuey/queuey/internal/clustertest"
+	"github.com/queuey/queuey/internal/testenv/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"

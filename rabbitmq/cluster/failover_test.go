@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/clustertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
+	"github.com/queuey/queuey/internal/testenv/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/brokertest"
-	"github.com/queuey/queuey/internal/clustertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
+	"github.com/queuey/queuey/internal/testenv/clustertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -32,7 +31,7 @@ func (h *harness) admin() (admin.Inspector, admin.DeadLetterAdmin) {
 func (h *harness) stats() admin.QueueStats {
 	h.t.Helper()
 	in, _ := h.admin()
-	st, err := in.QueueStats(ctxT(h.t), adminq.Of(h.q))
+	st, err := in.QueueStats(ctxT(h.t), admin.QueueOf(h.q))
 	if err != nil {
 		h.t.Fatalf("QueueStats: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/queuey/queuey/internal/mpfields"
+	"github.com/queuey/queuey/internal/msgpack/mpfields"
 )
 
 // goTypes is mpfields.Types for go/types.

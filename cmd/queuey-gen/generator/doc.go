@@ -38,7 +38,7 @@
 //     that is not a struct (msgpack panics), and a struct that embeds a
 //     struct it is part of (msgpack's recursion overflows the stack).
 //
-// Keys follow msgpack/v5's own rules (package internal/mpfields): the
+// Keys follow msgpack/v5's own rules (package internal/msgpack/mpfields): the
 // name in the msgpack tag or the field's name; json tags are not read.
 // A struct encoded as an array (a _msgpack field tagged as_array) decodes
 // its fields by position, so keys repeated there lose nothing.

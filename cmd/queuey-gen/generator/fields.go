@@ -5,7 +5,7 @@ import (
 	"go/types"
 	"reflect"
 
-	"github.com/queuey/queuey/internal/mpfields"
+	"github.com/queuey/queuey/internal/msgpack/mpfields"
 )
 
 // problem is one field msgpack cannot carry.

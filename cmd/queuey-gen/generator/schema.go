@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
-	"github.com/queuey/queuey/internal/mpfields"
+	"github.com/queuey/queuey/internal/msgpack/mpfields"
 	"github.com/queuey/queuey/runtime"
 )
 

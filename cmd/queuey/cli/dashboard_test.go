@@ -130,9 +130,9 @@ func TestPkgMatchingNothingFails(t *testing.T) {
 	env := memEnv(b)
 	env.Dir = "../../.."
 	for _, cmd := range []string{"queues", "dashboard"} {
-		r := runCLI(t, ctxT(t), env, cmd, "--pkg", "./internal/names")
-		if want := "queuey: --pkg ./internal/names: no //queuey:queue annotation there\n"; r.code != cli.ExitFailure || r.err != want {
-			t.Errorf("%s --pkg ./internal/names: exit %d, stderr %q; want 1, %q", cmd, r.code, r.err, want)
+		r := runCLI(t, ctxT(t), env, cmd, "--pkg", "./internal/rules/names")
+		if want := "queuey: --pkg ./internal/rules/names: no //queuey:queue annotation there\n"; r.code != cli.ExitFailure || r.err != want {
+			t.Errorf("%s --pkg ./internal/rules/names: exit %d, stderr %q; want 1, %q", cmd, r.code, r.err, want)
 		}
 	}
 }

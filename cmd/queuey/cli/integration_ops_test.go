@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/queuey/queuey/cmd/queuey/cli"
-	"github.com/queuey/queuey/internal/brokertest"
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/runtime"
 )
 

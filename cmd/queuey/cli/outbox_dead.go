@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/textfmt"
+	"github.com/queuey/queuey/internal/rules/textfmt"
 	"github.com/queuey/queuey/outbox"
 )
 

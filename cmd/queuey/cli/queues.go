@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/adminq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -117,7 +116,7 @@ func (c *queuesListCmd) Run(r *run) error {
 	switch {
 	case annotated != nil:
 		for _, cfg := range annotated {
-			queues = append(queues, asked{q: adminq.Of(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name)})
+			queues = append(queues, asked{q: admin.QueueOf(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name)})
 		}
 	case len(prefixes) > 0 || len(exact) == 0:
 		names, err := be.Queues(r.ctx)

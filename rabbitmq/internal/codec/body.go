@@ -8,7 +8,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -210,10 +211,10 @@ func decodeHeaders(r *mpscan.Reader) (map[string]string, error) {
 		}
 		v, err := readString(r, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, Clip(k), err)
+			return nil, fmt.Errorf("%w: header %q: %v", ErrInvalid, errs.Clip(k), err)
 		}
 		if _, dup := h[k]; dup {
-			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, Clip(k))
+			return nil, fmt.Errorf("%w: header %q appears twice: a name appears at most once", ErrInvalid, errs.Clip(k))
 		}
 		h[k] = v
 	}

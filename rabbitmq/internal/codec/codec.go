@@ -20,7 +20,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/errs"
+	"github.com/queuey/queuey/internal/rules/names"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -61,14 +62,6 @@ const MaxShortString = names.MaxShortString
 var ErrTooLong = errors.New("field longer than an AMQP short string (255 bytes)")
 
 // Clip shortens a name or a field for an error message: its first 64
-// bytes and an ellipsis. The rabbitmq package clips with it too.
-func Clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "…"
-}
-
 func tooLong(field string, n int) error {
 	return fmt.Errorf("%w: %s is %d bytes, want at most %d", ErrTooLong, field, n, MaxShortString)
 }
@@ -119,7 +112,7 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) err
 func checkTable(t amqp.Table, what string) error {
 	for k, v := range t {
 		if len(k) > MaxShortString {
-			return tooLong(fmt.Sprintf("%s name %q", what, Clip(k)), len(k))
+			return tooLong(fmt.Sprintf("%s name %q", what, errs.Clip(k)), len(k))
 		}
 		switch x := v.(type) {
 		case amqp.Table:
@@ -182,7 +175,7 @@ func EncodeAppend(dst []byte, env *runtime.Envelope, o Options) (amqp.Publishing
 	case env == nil:
 		return amqp.Publishing{}, dst, fmt.Errorf("encode: nil envelope")
 	case len(env.ID) > MaxShortString:
-		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", Clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
+		return amqp.Publishing{}, dst, fmt.Errorf("encode job %q on queue %q: %w", errs.Clip(env.ID), env.Queue, tooLong("ID (message id)", len(env.ID)))
 	case env.ID == "":
 		return amqp.Publishing{}, dst, fmt.Errorf("encode job on queue %q: empty ID", env.Queue)
 	case env.Queue == "":
@@ -248,10 +241,10 @@ func Decode(d *amqp.Delivery) (*runtime.Envelope, error) {
 		return nil, fmt.Errorf("%w: empty message id", ErrInvalid)
 	}
 	if !utf8.ValidString(d.MessageId) {
-		return nil, fmt.Errorf("%w: message id %q is not UTF-8", ErrInvalid, Clip(d.MessageId))
+		return nil, fmt.Errorf("%w: message id %q is not UTF-8", ErrInvalid, errs.Clip(d.MessageId))
 	}
 	if d.Expiration != "" {
-		return nil, fmt.Errorf("%w: expiration %q set: a job must not expire (the broker would drop it, or dead-letter it with no reason)", ErrInvalid, Clip(d.Expiration))
+		return nil, fmt.Errorf("%w: expiration %q set: a job must not expire (the broker would drop it, or dead-letter it with no reason)", ErrInvalid, errs.Clip(d.Expiration))
 	}
 	env := &runtime.Envelope{ID: d.MessageId, Kind: d.Type}
 	if err := decodeBody(d.Body, env); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/rules/errs"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -161,7 +162,7 @@ func checkSize(msg *amqp.Publishing, lim Limits) error {
 			}
 			largest := ""
 			if name, size := largestHeader(msg.Headers); size > 0 {
-				largest = fmt.Sprintf("; its largest header, %q, takes %d bytes", Clip(name), size)
+				largest = fmt.Sprintf("; its largest header, %q, takes %d bytes", errs.Clip(name), size)
 			}
 			return fmt.Errorf("%w: %s: its content header (properties and headers) is %d bytes, over the %d that one frame carries on this connection (frame_max %d, less %s)%s",
 				runtime.ErrTooLarge, message(msg), n, room, lim.FrameMax, less, largest)
@@ -175,7 +176,7 @@ func checkSize(msg *amqp.Publishing, lim Limits) error {
 // too. It spares encoding, and holding twice in memory, a job that
 // CheckPublishing would refuse.
 func CheckPayload(env *runtime.Envelope, lim Limits) error {
-	return lim.checkBody(fmt.Sprintf("job %q", Clip(env.ID)), "payload", len(env.Payload))
+	return lim.checkBody(fmt.Sprintf("job %q", errs.Clip(env.ID)), "payload", len(env.Payload))
 }
 
 // checkBody refuses n bytes of what (the body, or a part of it) of message
@@ -225,5 +226,5 @@ func message(msg *amqp.Publishing) string {
 	if msg.MessageId == "" {
 		return "message without an id"
 	}
-	return fmt.Sprintf("message %q", Clip(msg.MessageId))
+	return fmt.Sprintf("message %q", errs.Clip(msg.MessageId))
 }

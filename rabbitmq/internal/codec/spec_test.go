@@ -13,7 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
 )
 
 // TestVectorsFollowTheSpec checks every file under testdata/wire against

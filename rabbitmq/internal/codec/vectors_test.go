@@ -22,7 +22,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/queuey/queuey/admin"
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
 	"github.com/queuey/queuey/runtime"

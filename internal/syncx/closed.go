@@ -1,6 +1,4 @@
-// Package chans holds the one check of a done channel that the runtime and
-// the RabbitMQ backend share.
-package chans
+package syncx
 
 // Closed reports whether c is closed, without waiting.
 func Closed(c <-chan struct{}) bool {

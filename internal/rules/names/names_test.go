@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/queuey/queuey/internal/names"
+	"github.com/queuey/queuey/internal/rules/names"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

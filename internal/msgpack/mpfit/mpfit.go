@@ -26,8 +26,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/queuey/queuey/internal/mpfields"
-	"github.com/queuey/queuey/internal/mpscan"
+	"github.com/queuey/queuey/internal/msgpack/mpfields"
+	"github.com/queuey/queuey/internal/msgpack/mpscan"
 )
 
 // Checker checks msgpack data against one Go type.

@@ -1,6 +1,4 @@
-// Package reasons holds the dead-letter reasons every backend gives alike,
-// so that a dead letter reads the same whichever backend made it.
-package reasons
+package errs
 
 import "fmt"
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuey/queuey/internal/waits"
+	"github.com/queuey/queuey/internal/rules/waits"
 )
 
 func TestRound(t *testing.T) {

@@ -1,14 +1,15 @@
-// Package queueerr holds the errors every backend returns alike about a
-// queue: one that does not exist, and one name declared for two job kinds.
-// Package runtime exports the sentinels, ErrUnknownQueue and
-// ErrKindConflict; runtime's memory backend and the RabbitMQ backend make
-// the errors with Unknown and KindConflict, so that they read the same
-// whichever backend runs.
-package queueerr
+// Package errs holds what every backend says alike, so that it reads the
+// same whichever backend runs: the errors about a queue (one that does not
+// exist, one name declared for two job kinds) and the reasons of the dead
+// letters a backend makes itself. Package runtime exports the sentinels,
+// ErrUnknownQueue and ErrKindConflict; runtime's memory backend and the
+// RabbitMQ backend make the errors with Unknown and KindConflict.
+package errs
 
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 var (
@@ -35,4 +36,21 @@ func KindConflict(queue, declared, kind string) error {
 	}
 	return fmt.Errorf("%w: queue %q is declared for %s jobs and now for %s jobs; a queue carries one job type: give one of them another name= in its //queuey:queue line",
 		ErrKindConflict, queue, declared, kind)
+}
+
+// clipLen is how many bytes of a name or an ID an error message quotes.
+const clipLen = 64
+
+// Clip shortens s, a name, an ID or a value out of a message, to quote it
+// in an error: at most its first 64 bytes, cut between two characters,
+// and "…" after them where it was cut.
+func Clip(s string) string {
+	if len(s) <= clipLen {
+		return s
+	}
+	n := clipLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -1,7 +1,9 @@
-// Package backoff holds the rules of waiting between tries that the
+// Package syncx holds the small rules of time and concurrency that the
 // runtime, the RabbitMQ backend and the outbox relay share: how a delay is
-// jittered, and how a wait gives way to a context that ends.
-package backoff
+// jittered (Jitter), how a wait gives way to a context that ends (Sleep),
+// the check of a done channel (Closed), and events handed to a listener
+// that may come later (Notes).
+package syncx
 
 import (
 	"context"

@@ -1,13 +1,11 @@
-// Package notes hands events a component records to a listener that may
-// come later: those recorded before it comes are kept, up to a bound, and
-// handed to it first, in order, each once. Once told that no listener will
-// come, it keeps none.
-package notes
+package syncx
 
 import "sync"
 
 // Notes holds the listener of events of type T, or the events recorded
-// while there is none. The zero value is ready to use.
+// while there is none: those recorded before it comes are kept, up to a
+// bound, and handed to it first, in order, each once. Once told that no
+// listener will come, it keeps none. The zero value is ready to use.
 type Notes[T any] struct {
 	mu      sync.Mutex
 	fn      func(T)

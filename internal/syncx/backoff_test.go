@@ -1,4 +1,4 @@
-package backoff
+package syncx
 
 import (
 	"context"
