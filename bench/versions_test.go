@@ -292,6 +292,9 @@ func minMax(v []float64) (lo, hi float64) {
 // credentials).
 type managementAPI struct{ base string }
 
+// mgmtHTTP keeps no idle connection, so that none outlives the benchmarks.
+var mgmtHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func (m managementAPI) do(method, path string, body any) ([]byte, error) {
 	var r io.Reader
 	if body != nil {
@@ -316,7 +319,7 @@ func (m managementAPI) do(method, path string, body any) ([]byte, error) {
 	req.Header.Set("Content-Type", "application/json")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := mgmtHTTP.Do(req.WithContext(ctx))
 	if err != nil {
 		return nil, err
 	}

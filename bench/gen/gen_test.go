@@ -45,6 +45,9 @@ func setup(b *testing.B) (pkgDir, bin string, env []string) {
 	for file := range 10 {
 		write(b, filepath.Join(pkgDir, fmt.Sprintf("jobs%d.go", file)), source(file, jobs/10))
 	}
+	// The //go:generate line runs go tool queuey-gen, as the README's
+	// install section sets it up.
+	run(b, mod, env, "go", "get", "-tool", "github.com/queuey/queuey/cmd/queuey-gen")
 	bin = filepath.Join(mod, "queuey-gen")
 	// Built in this module with its own settings: -mod=mod here would
 	// rewrite its go.mod.
