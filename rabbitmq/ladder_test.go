@@ -297,11 +297,15 @@ func TestLadderRefusals(t *testing.T) {
 	}
 }
 
+// ladderMaxName is the longest ladder-mode queue name at the default
+// granularity: 255 bytes less 22 words of one bit.
+const ladderMaxName = 211
+
 // TestConformanceLadder runs the suite's wait cases on classic queues with
 // their waits on the classic ladder.
 func TestConformanceLadder(t *testing.T) {
 	requireBroker(t)
-	backendtest.Run(t, backendtest.Features{Delay: runtime.DelayLadder, OnlyWaits: true, PublishRaw: publishRawTo}, newCleaningBackend)
+	backendtest.Run(t, backendtest.Features{Delay: runtime.DelayLadder, OnlyWaits: true, MaxQueueNameLen: ladderMaxName, PublishRaw: publishRawTo}, newCleaningBackend)
 }
 
 // TestConformanceLadderQuorum runs the suite's wait cases on quorum queues
@@ -309,7 +313,7 @@ func TestConformanceLadder(t *testing.T) {
 // TestConformanceQuorum.
 func TestConformanceLadderQuorum(t *testing.T) {
 	requireBroker(t)
-	f := backendtest.Features{QueueType: runtime.QueueQuorum, Delay: runtime.DelayLadder, OnlyWaits: true, CoarsePriority: true, DeferAheadSlack: 1, PublishRaw: publishRawTo}
+	f := backendtest.Features{QueueType: runtime.QueueQuorum, Delay: runtime.DelayLadder, OnlyWaits: true, MaxQueueNameLen: ladderMaxName, CoarsePriority: true, DeferAheadSlack: 1, PublishRaw: publishRawTo}
 	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
 		f.NoPriorityOrder = true
 	}
