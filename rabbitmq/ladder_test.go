@@ -364,3 +364,21 @@ func TestLadderGone(t *testing.T) {
 	}
 	eventually.True(t, 30*time.Second, func() bool { return len(a.snapshot()) == 1 }, "the wait through the declared-again level")
 }
+
+// TestLadderTargetWaits: a backend that waits onto a ladder-mode queue
+// declared by another (TargetWaits) gets the ladder and the queue's
+// binding, and its waits arrive.
+func TestLadderTargetWaits(t *testing.T) {
+	owner := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
+	q, _ := ladderQueue(t, owner, runtime.QueueQuorum, queueName(t))
+	other := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
+	if err := other.TargetWaits(ctxT(t), q); err != nil {
+		t.Fatalf("TargetWaits: %v", err)
+	}
+	env := &runtime.Envelope{ID: "t1", Queue: q.Name, Kind: q.Kind, Attempt: 1, MaxAttempts: q.MaxAttempts, EnqueuedAt: time.Now(), Payload: []byte(`{"N":7}`)}
+	if err := other.Publish(ctxT(t), env, 3*ladderGranularity); err != nil {
+		t.Fatalf("wait from the other backend: %v", err)
+	}
+	ch := rawChannel(t)
+	eventually.True(t, 30*time.Second, func() bool { return queueLen(t, ch, q.Name) == 1 }, "the wait published by the other backend on its queue")
+}
