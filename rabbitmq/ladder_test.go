@@ -90,9 +90,17 @@ func observe(t *testing.T, exchange, key string) <-chan amqp.Delivery {
 	return ds
 }
 
+// orderSlack is how far apart two waits' due times must be for the test to
+// require that they arrive in that order. Each level queue expires its
+// messages on a timer of its own, so when the broker or this process
+// stalls (seen on a loaded machine: half a second on every queue at once),
+// waits due within the stall come out in the order their levels resume,
+// late but never early.
+const orderSlack = time.Second
+
 // TestLadderWaitsInDueOrder: waits of many distinct delays, published in
 // random order, each arrive no earlier than due, and in the order they are
-// due.
+// due (to within orderSlack; an inversion within it is logged).
 func TestLadderWaitsInDueOrder(t *testing.T) {
 	for _, qt := range ladderTypes {
 		t.Run(string(qt), func(t *testing.T) {
@@ -127,8 +135,13 @@ func TestLadderWaitsInDueOrder(t *testing.T) {
 				if lateness < 0 {
 					t.Errorf("wait of %v arrived %v early", delay[r.n], -lateness)
 				}
-				if k > 0 && due[r.n].Before(due[got[k-1].n]) {
-					t.Errorf("wait of %v (due %v) arrived after wait of %v (due %v)", delay[r.n], due[r.n].Format(time.StampMilli), delay[got[k-1].n], due[got[k-1].n].Format(time.StampMilli))
+				for _, e := range got[:k] {
+					switch {
+					case due[e.n].After(due[r.n].Add(orderSlack)):
+						t.Errorf("wait of %v (due %v) arrived after wait of %v (due %v)", delay[r.n], due[r.n].Format(time.StampMilli), delay[e.n], due[e.n].Format(time.StampMilli))
+					case due[e.n].After(due[r.n]):
+						t.Logf("wait of %v (due %v) arrived after wait of %v (due %v), within %v", delay[r.n], due[r.n].Format(time.StampMilli), delay[e.n], due[e.n].Format(time.StampMilli), orderSlack)
+					}
 				}
 			}
 			t.Logf("%s ladder lateness (delay:+late): %s", qt, strings.Join(late, " "))
