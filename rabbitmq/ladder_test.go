@@ -333,49 +333,54 @@ func TestConformanceLadderQuorum(t *testing.T) {
 	backendtest.Run(t, f, newCleaningBackend)
 }
 
-// TestLadderGone: a wait whose level queue was deleted under the backend
-// comes back unroutable and is refused, and the next Declare of a
-// ladder-mode queue declares the ladder again. It runs on a ladder of a
-// granularity of its own, which it deletes at the end.
+// TestLadderGone: a ladder deleted under a running backend (every level
+// queue and the delivery exchange, whose bindings go with it) is declared
+// again by the first wait that finds its level gone, and every
+// ladder-mode queue of the backend is bound again, not only the one that
+// waited: both queues' waits arrive, none in the unrouted queue. It runs
+// on a ladder of a granularity of its own, which it deletes at the end.
 func TestLadderGone(t *testing.T) {
 	const g = 7 * time.Millisecond
 	l := topology.NewLadder(runtime.QueueClassic, g)
-	t.Cleanup(func() {
+	deleteLadder := func() {
 		conn, err := amqp.Dial(amqpURL())
 		if err != nil {
 			return
 		}
 		defer conn.Close()
+		var qs []string
+		for level := range l.Levels {
+			qs = append(qs, l.Level(level))
+		}
+		deleteQueues(append(qs, l.Unrouted())...)
 		for _, x := range l.Exchanges() {
 			if ch, err := conn.Channel(); err == nil {
 				_ = ch.ExchangeDelete(x.Name, false, false)
 				ch.Close()
 			}
 		}
-		var qs []string
-		for level := range l.Levels {
-			qs = append(qs, l.Level(level))
-		}
-		deleteQueues(append(qs, l.Unrouted())...)
-	})
+	}
+	t.Cleanup(deleteLadder)
 	b := dial(t, rabbitmq.Options{Granularity: g})
-	q, p := ladderQueue(t, b, runtime.QueueClassic, queueName(t))
-	if _, err := rawChannel(t).QueueDelete(l.Level(3), false, false, false); err != nil {
-		t.Fatal(err)
-	}
-	_, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}, runtime.WithDelay(8*g))
-	if !errors.Is(err, rabbitmq.ErrUnroutable) || !strings.Contains(err.Error(), l.Level(3)) {
-		t.Fatalf("wait through a deleted level: %v, want ErrUnroutable naming %q", err, l.Level(3))
-	}
-	if err := b.Declare(ctxT(t), q); err != nil {
-		t.Fatalf("Declare again: %v", err)
-	}
-	var a arrivals
+	name := queueName(t, ".other", ".other.dead")
+	q, p := ladderQueue(t, b, runtime.QueueClassic, name)
+	other, po := ladderQueue(t, b, runtime.QueueClassic, name+".other")
+	var a, ao arrivals
 	runWorker(t, b, q, a.handle)
-	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 2}, runtime.WithDelay(8*g)); err != nil {
-		t.Fatalf("wait once the ladder is declared again: %v", err)
+	runWorker(t, b, other, ao.handle)
+
+	deleteLadder()
+	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}, runtime.WithDelay(8*g)); err != nil {
+		t.Fatalf("wait through the deleted ladder: %v, want it declared again and the wait held", err)
 	}
-	eventually.True(t, 30*time.Second, func() bool { return len(a.snapshot()) == 1 }, "the wait through the declared-again level")
+	if _, err := runtime.Enqueue(ctxT(t), po, other, job{N: 2}, runtime.WithDelay(8*g)); err != nil {
+		t.Fatalf("wait onto the other queue: %v", err)
+	}
+	eventually.True(t, 30*time.Second, func() bool { return len(a.snapshot()) == 1 && len(ao.snapshot()) == 1 },
+		"both queues' waits through the ladder declared again")
+	if n := queueLen(t, rawChannel(t), l.Unrouted()); n != 0 {
+		t.Errorf("%d waits in %q, want 0: the other queue was not bound again", n, l.Unrouted())
+	}
 }
 
 // TestLadderTargetWaits: a backend that waits onto a ladder-mode queue

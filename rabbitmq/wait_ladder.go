@@ -28,23 +28,39 @@ type ladderDelayer struct {
 type ladders struct {
 	mu   sync.Mutex
 	done map[runtime.QueueType]bool
+	// lost are the types whose ladder was found gone after it was
+	// declared: declaring it again binds every queue again.
+	lost map[runtime.QueueType]bool
 	sem  chan struct{} // one ladder declare at a time
 }
 
 func newLadders() *ladders {
-	return &ladders{done: map[runtime.QueueType]bool{}, sem: make(chan struct{}, 1)}
+	return &ladders{done: map[runtime.QueueType]bool{}, lost: map[runtime.QueueType]bool{}, sem: make(chan struct{}, 1)}
+}
+
+// gone records that t's ladder was found gone.
+func (l *ladders) gone(t runtime.QueueType) {
+	l.mu.Lock()
+	l.done[t] = false
+	l.lost[t] = true
+	l.mu.Unlock()
+}
+
+// found records that t's ladder is declared, and reports whether it had
+// been found gone before.
+func (l *ladders) found(t runtime.QueueType) (wasLost bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done[t] = true
+	wasLost = l.lost[t]
+	delete(l.lost, t)
+	return wasLost
 }
 
 func (l *ladders) declared(t runtime.QueueType) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.done[t]
-}
-
-func (l *ladders) set(t runtime.QueueType, done bool) {
-	l.mu.Lock()
-	l.done[t] = done
-	l.mu.Unlock()
 }
 
 // ladder returns the delay ladder of q's waits.
@@ -72,7 +88,28 @@ func (d ladderDelayer) prepare(ctx context.Context, q runtime.QueueConfig) error
 	if err := d.declareLadder(ctx, l); err != nil {
 		return fmt.Errorf("queue %q: declare the %s delay ladder %q: %w", q.Name, l.Type, l.Prefix(), err)
 	}
-	d.w.ladders.set(l.Type, true)
+	if d.w.ladders.found(l.Type) {
+		// The ladder was deleted under this backend, and its delivery
+		// exchange's bindings with it: every queue of the type binds
+		// again, not only the one that found it gone.
+		return d.rebind(ctx, l.Type)
+	}
+	return nil
+}
+
+// rebind binds again every ladder-mode queue of type t this backend
+// knows. A queue deleted since is passed over: its waits go to the
+// ladder's unrouted queue.
+func (d ladderDelayer) rebind(ctx context.Context, t runtime.QueueType) error {
+	for _, q := range d.w.book.all() {
+		dl, err := d.w.delayer(q)
+		if _, ladder := dl.(ladderDelayer); err != nil || !ladder || q.QueueType != t {
+			continue
+		}
+		if err := d.declare(ctx, q); err != nil && !isCode(err, amqp.NotFound) {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -139,9 +176,10 @@ func (d ladderDelayer) target(ctx context.Context, q runtime.QueueConfig) error 
 
 // wait publishes msg to the level of delay's highest set bit, mandatory and
 // confirmed: it always lands in that level's queue, so a return says the
-// ladder is gone (deleted since it was declared), and the wait is refused
-// with nothing acked. The next Declare of a ladder-mode queue of that type
-// declares the ladder again.
+// ladder is gone (deleted since it was declared). The ladder is then
+// declared again, every ladder-mode queue of its type this backend knows
+// bound to it again, and the wait published once more; a wait that still
+// fails is refused with nothing acked.
 func (d ladderDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	l := d.ladder(q)
 	ex, key, err := l.Wait(q.Name, delay)
@@ -149,10 +187,17 @@ func (d ladderDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind adm
 		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)
 	}
 	err = d.w.pub.publishLadder(ctx, ex, key, msg)
-	if errors.Is(err, ErrUnroutable) || isCode(err, amqp.NotFound) {
-		d.w.ladders.set(l.Type, false)
-		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder is gone; declare the queue again to declare the ladder: %w",
-			kind, q.Name, ex, l.Type, err)
+	if !errors.Is(err, ErrUnroutable) && !isCode(err, amqp.NotFound) {
+		return err
 	}
-	return err
+	// The level is gone: the ladder is declared again, every queue of
+	// the type bound again, and the wait published once more.
+	d.w.ladders.gone(l.Type)
+	if perr := d.prepare(ctx, q); perr != nil {
+		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder is gone, and declaring the ladder again failed: %w", kind, q.Name, ex, l.Type, perr)
+	}
+	if err := d.w.pub.publishLadder(ctx, ex, key, msg); err != nil {
+		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder, declared again: %w", kind, q.Name, ex, l.Type, err)
+	}
+	return nil
 }
