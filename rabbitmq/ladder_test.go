@@ -13,6 +13,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/rabbitmq/internal/topology"
@@ -205,16 +206,17 @@ func TestLadderExactRouting(t *testing.T) {
 	}
 }
 
-// TestLadderRetryKeyFixed: a job retried many times goes through the
-// ladder with one key, of the one length, each time, carrying no x-death
-// of its earlier waits.
+// TestLadderRetryKeyFixed: a job retried 50 times goes through the ladder
+// each time with a key built afresh from that retry's delay: of one
+// length, never grown, carrying no x-death of its earlier waits.
 func TestLadderRetryKeyFixed(t *testing.T) {
 	b := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
 	q := runtime.DefaultQueueConfig(queueName(t))
 	q.Kind = runtime.KindOf[job]()
 	q.Delay = runtime.DelayLadder
-	q.MaxAttempts = 8
-	q.RetryBase, q.RetryMax = ladderGranularity, ladderGranularity
+	q.MaxAttempts = 50
+	// Retries wait 1 to 4 granularities, so the keys differ in their bits.
+	q.RetryBase, q.RetryMax = ladderGranularity, 4*ladderGranularity
 	p, err := runtime.NewProducer(ctxT(t), b, q)
 	if err != nil {
 		t.Fatal(err)
@@ -229,17 +231,23 @@ func TestLadderRetryKeyFixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := map[string]bool{}
 	for i := range q.MaxAttempts - 1 {
 		d := within(t, copies, fmt.Sprintf("retry %d", i+1))
-		if d.RoutingKey != want {
-			t.Errorf("retry %d: routing key %q (%d bytes), want %q (%d)", i+1, d.RoutingKey, len(d.RoutingKey), want, len(want))
+		keys[d.RoutingKey] = true
+		if len(d.RoutingKey) != len(want) || !strings.HasSuffix(d.RoutingKey, "."+q.Name) {
+			t.Errorf("retry %d: routing key %q (%d bytes), want %d bytes ending in the queue's name", i+1, d.RoutingKey, len(d.RoutingKey), len(want))
 		}
-		if deaths, _ := d.Headers["x-death"].([]any); len(deaths) != 1 {
-			t.Errorf("retry %d: %d x-death entries, want 1 (level 0's): %v", i+1, len(deaths), d.Headers["x-death"])
+		// A wait of 1 to 4 granularities passes one or two levels.
+		if deaths, _ := d.Headers["x-death"].([]any); len(deaths) < 1 || len(deaths) > 2 {
+			t.Errorf("retry %d: %d x-death entries, want 1 or 2 (the levels it passed): %v", i+1, len(deaths), d.Headers["x-death"])
 		}
 	}
+	if len(keys) < 2 {
+		t.Errorf("%d distinct keys over %d retries of 1 to 4 granularities, want more than one", len(keys), q.MaxAttempts-1)
+	}
 	ch := rawChannel(t)
-	eventually.True(t, 30*time.Second, func() bool { return queueLen(t, ch, q.Name+".dead") == 1 }, "the job dead after its last attempt")
+	eventually.True(t, 60*time.Second, func() bool { return queueLen(t, ch, q.Name+".dead") == 1 }, "the job dead after its last attempt")
 }
 
 // TestLadderQueueGone: a wait whose queue was deleted while it waited
@@ -380,6 +388,21 @@ func TestLadderGone(t *testing.T) {
 		"both queues' waits through the ladder declared again")
 	if n := queueLen(t, rawChannel(t), l.Unrouted()); n != 0 {
 		t.Errorf("%d waits in %q, want 0: the other queue was not bound again", n, l.Unrouted())
+	}
+}
+
+// TestLadderStatsSayUncounted: the stats of a ladder-mode queue say that
+// its waits cannot be counted, rather than counting none.
+func TestLadderStatsSayUncounted(t *testing.T) {
+	b := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
+	q, _ := ladderQueue(t, b, runtime.QueueClassic, queueName(t))
+	stats, err := b.QueueStats(ctxT(t), admin.QueueOf(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := stats[0]
+	if !slices.ContainsFunc(st.Missing, func(m string) bool { return strings.Contains(m, "delay ladder") }) {
+		t.Errorf("stats of a ladder-mode queue: Missing = %q, want it to say the ladder's waits are not counted", st.Missing)
 	}
 }
 
