@@ -60,7 +60,7 @@ func New(t testing.TB, queues ...runtime.QueueConfig) *Backend {
 		t:             t,
 		cleanup:       t.Cleanup,
 	}
-	if err := runtime.Hooks(hooks.Key{}).SetClock(b.MemoryBackend, b.clock.fake); err != nil {
+	if err := runtime.Hooks(hooks.K).SetClock(b.MemoryBackend, b.clock.fake); err != nil {
 		t.Fatalf("queueytest: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })

@@ -167,7 +167,7 @@ func (b *Backend) start(w *runtime.Worker) *running {
 // schedulesWaiting reports whether each of w's schedules waits for its
 // next tick.
 func schedulesWaiting(w *runtime.Worker) bool {
-	waiting, total := runtime.Hooks(hooks.Key{}).Schedules(w)
+	waiting, total := runtime.Hooks(hooks.K).Schedules(w)
 	return waiting >= total
 }
 

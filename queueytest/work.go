@@ -60,7 +60,7 @@ func Work[T any](t testing.TB, w *runtime.Worker, queue runtime.Job[T], job T, o
 		MaxAttempts: cfg.maxAttempts,
 		EnqueuedAt:  time.Now(),
 	}
-	s, err := runtime.Hooks(hooks.Key{}).Run(context.Background(), w, q.Name, env)
+	s, err := runtime.Hooks(hooks.K).Run(context.Background(), w, q.Name, env)
 	if err != nil {
 		t.Fatalf("queueytest: %v", err)
 	}

@@ -204,8 +204,12 @@
 // at once has all that time to answer, and one that answers nothing holds
 // the worker no longer; only then is the connection's socket dropped, once
 // for all the consumers on it, and what they fetched and did not settle
-// goes back counted as a run. Closing the backend waits at most a second
-// per connection.
+// goes back counted as a run. A message a consumer is moving as that time
+// ends (a redelivery published again, poison on its way to the dead
+// letters) finishes its confirmed publish first, for up to 2s more.
+// Subscription.Stop and Close, which take no context, wait as long as
+// runtime.DefaultShutdownTimeout. Closing the backend waits at most a
+// second per connection.
 //
 // The broker does not tell its consumer_timeout over AMQP: Consume logs a
 // warning, once per queue, when the queue's handler timeout is longer than

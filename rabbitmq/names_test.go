@@ -68,7 +68,7 @@ func TestLongestQueueName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewProducer of a %d-byte queue: %v", len(q.Name), err)
 	}
-	if _, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), p, q, nil, runtime.WithDelay(longest)); err != nil {
+	if _, err := runtime.Hooks(hooks.K).EnqueuePayload(ctxT(t), p, q, nil, runtime.WithDelay(longest)); err != nil {
 		t.Errorf("a wait of %v in a hold queue named with 255 bytes: %v", longest, err)
 	}
 	if err := b.PauseQueue(ctxT(t), q.Name); err != nil {

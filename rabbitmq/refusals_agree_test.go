@@ -47,8 +47,8 @@ func TestMemoryRefusesWhatBrokerRefuses(t *testing.T) {
 	}
 	for _, n := range []int{1 << 10, 1<<20 - 16, 1 << 20, 1<<20 + 1} {
 		payload := make([]byte, n) // never decoded: no worker runs
-		_, rerr := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, p, q, payload)
-		_, merr := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, mp, q, payload)
+		_, rerr := runtime.Hooks(hooks.K).EnqueuePayload(ctx, p, q, payload)
+		_, merr := runtime.Hooks(hooks.K).EnqueuePayload(ctx, mp, q, payload)
 		if rerr != nil && !errors.Is(rerr, runtime.ErrTooLarge) {
 			t.Fatalf("%d bytes on RabbitMQ: %v", n, rerr)
 		}

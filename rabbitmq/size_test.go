@@ -108,7 +108,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 	large := make([]byte, 2<<20)
 
 	stop := enqueueAlongside(t, p, q, 20)
-	_, bad := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), p, q, make([]byte, limit-8), runtime.WithID("too-big"))
+	_, bad := runtime.Hooks(hooks.K).EnqueuePayload(ctxT(t), p, q, make([]byte, limit-8), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
 	if !errors.Is(bad, runtime.ErrTooLarge) {
@@ -125,7 +125,7 @@ func TestOverMaxMessageSizeIsRefusedBeforeSending(t *testing.T) {
 		payloads[i] = []byte{0x80}
 	}
 	payloads[10] = large
-	_, err := runtime.Hooks(hooks.Key{}).EnqueuePayloads(ctxT(t), p, q, payloads)
+	_, err := runtime.Hooks(hooks.K).EnqueuePayloads(ctxT(t), p, q, payloads)
 	var be *runtime.BatchError
 	if !errors.As(err, &be) {
 		t.Fatalf("batch with one 2 MiB job = %v, want a BatchError", err)
@@ -175,7 +175,7 @@ func TestBrokerMaxMessageSizeIsTheDefault(t *testing.T) {
 	}
 
 	stop := enqueueAlongside(t, p, q, 20)
-	_, bad := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), p, q, make([]byte, limit+1), runtime.WithID("too-big"))
+	_, bad := runtime.Hooks(hooks.K).EnqueuePayload(ctxT(t), p, q, make([]byte, limit+1), runtime.WithID("too-big"))
 	enqueued, errs := stop()
 	noneFailed(t, enqueued, errs)
 	if !errors.Is(bad, runtime.ErrTooLarge) || !strings.Contains(bad.Error(), fmt.Sprintf("max message size of %d", limit)) {

@@ -72,8 +72,9 @@ type EndNotifier interface {
 // ends once its shutdown timeout, counted from the end of Run's context,
 // is spent: a busy broker has all that time to answer, and one that
 // answers nothing holds the worker no longer. A worker that stops without
-// shutting down (a paused queue) gives a context that ends only if the
-// shutdown comes. Either returns an error wrapping ErrClosed when the
+// shutting down (a paused queue) gives a context that ends one shutdown
+// timeout after the stop began, or sooner if the shutdown comes. Either
+// returns an error wrapping ErrClosed when the
 // subscription was lost by a failure its backend reports itself (a
 // connection it dropped for many subscriptions at once, say), which the
 // worker does not log again.

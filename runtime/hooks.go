@@ -14,9 +14,13 @@ type testHooks = hooks.Runtime[*Worker, *Envelope, *MemoryBackend, *Producer, Qu
 // Hooks lends this module's test kit (package queueytest) and its tests
 // what applications are not given: running one job through a worker with
 // no backend, a worker's schedules, a memory backend's clock, raw messages
-// on a memory backend's queues, and payloads enqueued as they are. Its argument's type lives in an
-// internal package, so nothing outside this module can call it.
-func Hooks(hooks.Key) hooks.Runtime[*Worker, *Envelope, *MemoryBackend, *Producer, QueueConfig, EnqueueOption] {
+// on a memory backend's queues, and payloads enqueued as they are. It
+// takes only the key internal/hooks holds, which nothing outside this
+// module can reach; it panics given any other.
+func Hooks(k hooks.Key) hooks.Runtime[*Worker, *Envelope, *MemoryBackend, *Producer, QueueConfig, EnqueueOption] {
+	if !k.Valid() {
+		panic("runtime.Hooks: the hooks are lent to this module's test kit only")
+	}
 	return testHooks{
 		Run: func(ctx context.Context, w *Worker, queue string, env *Envelope) (hooks.Settled, error) {
 			return w.runOne(ctx, queue, env)

@@ -28,7 +28,7 @@ func TestMemoryBackendConformance(t *testing.T) {
 	t.Parallel()
 	f := backendtest.Features{
 		PublishRaw: func(ctx context.Context, b runtime.Backend, queue string, body []byte) error {
-			return runtime.Hooks(hooks.Key{}).PublishRaw(ctx, b.(*runtime.MemoryBackend), queue, body)
+			return runtime.Hooks(hooks.K).PublishRaw(ctx, b.(*runtime.MemoryBackend), queue, body)
 		},
 	}
 	backendtest.Run(t, f, func(t *testing.T) runtime.Backend {

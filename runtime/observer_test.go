@@ -333,7 +333,7 @@ func TestObserverSeesPoison(t *testing.T) {
 	p := producerOf(t, b, q)
 	const poison = 6
 	for i := range poison {
-		if err := runtime.Hooks(hooks.Key{}).PublishRaw(context.Background(), b, q.Name, []byte{0xc1, byte(i)}); err != nil {
+		if err := runtime.Hooks(hooks.K).PublishRaw(context.Background(), b, q.Name, []byte{0xc1, byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

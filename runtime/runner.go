@@ -260,20 +260,33 @@ func (c *queueRunner) consume(ctx context.Context, cur *consumption) ReadyNotifi
 	return nil
 }
 
-// stopSub stops sub, giving a ContextStopper until c.halt ends.
+// stopSub stops sub, giving a ContextStopper the time stopBound leaves.
 func (c *queueRunner) stopSub(sub Subscription) error {
 	if cs, ok := sub.(ContextStopper); ok {
-		return cs.StopContext(c.halt)
+		ctx, cancel := c.stopBound()
+		defer cancel()
+		return cs.StopContext(ctx)
 	}
 	return sub.Stop()
 }
 
-// closeSub closes sub, giving a ContextStopper until c.halt ends.
+// closeSub closes sub, giving a ContextStopper the time stopBound leaves.
 func (c *queueRunner) closeSub(sub Subscription) error {
 	if cs, ok := sub.(ContextStopper); ok {
-		return cs.CloseContext(c.halt)
+		ctx, cancel := c.stopBound()
+		defer cancel()
+		return cs.CloseContext(ctx)
 	}
 	return sub.Close()
+}
+
+// stopBound is the context a stop or a close of a subscription waits on
+// the backend in: it ends with c.halt (the shutdown timeout passed since
+// the worker's context ended) and at the latest one shutdown timeout from
+// now, so that the stop of a paused queue, which no shutdown bounds, does
+// not wait on a broker that never answers for ever.
+func (c *queueRunner) stopBound() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.halt, c.w.shutdownTimeout)
 }
 
 // awaitShutdown waits for in-flight handlers until the shutdown timeout
@@ -282,6 +295,12 @@ func (c *queueRunner) awaitShutdown(finished <-chan struct{}, cancelHandlers con
 	select {
 	case <-finished:
 	case <-c.halt.Done():
+		// A stop that waited on a silent broker until halt ended finds
+		// both ready: handlers that finished meanwhile left nothing
+		// behind, whichever case the select picked.
+		if syncx.Closed(finished) {
+			return
+		}
 		c.w.log.Warn("queuey: shutdown timeout passed; unfinished jobs will be delivered again", "queue", c.queue.Name, "timeout", c.w.shutdownTimeout)
 		c.w.timedOut.Store(true)
 		cancelHandlers(ErrShutdownTimeout)

@@ -193,7 +193,7 @@ func TestUndecodablePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 0xc1 is the one byte msgpack never uses.
-	if _, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, p, EverythingQueue, []byte{0xc1}); err != nil {
+	if _, err := runtime.Hooks(hooks.K).EnqueuePayload(ctx, p, EverythingQueue, []byte{0xc1}); err != nil {
 		t.Fatal(err)
 	}
 	select {

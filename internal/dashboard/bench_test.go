@@ -45,7 +45,7 @@ func benchServer(b *testing.B, queues, dead int) (*Server, string) {
 		for i := range batch {
 			batch[i] = payload
 		}
-		if _, err := runtime.Hooks(hooks.Key{}).EnqueuePayloads(ctx, p, first, batch); err != nil {
+		if _, err := runtime.Hooks(hooks.K).EnqueuePayloads(ctx, p, first, batch); err != nil {
 			b.Fatal(err)
 		}
 		for range batch {

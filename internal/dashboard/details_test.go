@@ -38,7 +38,7 @@ func (f *memFixture) poison(t *testing.T, body string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := f.dead(t)
-	if err := runtime.Hooks(hooks.Key{}).PublishRaw(ctx, f.b, testQueue, []byte(body)); err != nil {
+	if err := runtime.Hooks(hooks.K).PublishRaw(ctx, f.b, testQueue, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := f.b.Consume(ctx, testConfig)

@@ -69,7 +69,7 @@ func (f *memFixture) kill(t *testing.T, reason string, jobs ...job) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctx, p, testConfig, payload)
+		id, err := runtime.Hooks(hooks.K).EnqueuePayload(ctx, p, testConfig, payload)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,8 @@
 // Package hooks is the one seam between package runtime and this module's
 // test kit (package queueytest) and tests: what they reach in a worker and
 // a memory backend that applications are not given. Package runtime lends
-// it through runtime.Hooks, whose argument, a Key, only this module can
-// make. Its types are parameterised by the runtime's own, which this
+// it through runtime.Hooks, which takes only K, a Key only this module can
+// reach. Its types are parameterised by the runtime's own, which this
 // package cannot import, so every hook is typed.
 package hooks
 
@@ -13,9 +13,19 @@ import (
 	"github.com/queuey/queuey/internal/clock"
 )
 
-// Key is the argument of runtime.Hooks: a type outside this module can
-// neither name nor make.
-type Key struct{ _ struct{} }
+// Key is the argument of runtime.Hooks. K is the only one it takes: a
+// Key made any other way (its zero value, which code outside this module
+// can reach through type inference or reflection) makes runtime.Hooks
+// panic, and K cannot be reached from outside this module.
+type Key struct{ p *byte }
+
+var token byte
+
+// K is the Key that runtime.Hooks takes.
+var K = Key{p: &token}
+
+// Valid reports whether k is K.
+func (k Key) Valid() bool { return k.p == &token }
 
 // Runtime is what package runtime lends, typed by its worker (W), its
 // envelope (E), its memory backend (M), its producer (P), its queue config

@@ -18,7 +18,7 @@ import (
 func testDeadLetterReasons(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
 	h := newHarness(t, f, nb, nil)
 	permID := h.enqueue(job{N: 1})
-	badID, err := runtime.Hooks(hooks.Key{}).EnqueuePayload(ctxT(t), h.p, h.q, []byte{0xc1}) // 0xc1 is never valid msgpack
+	badID, err := runtime.Hooks(hooks.K).EnqueuePayload(ctxT(t), h.p, h.q, []byte{0xc1}) // 0xc1 is never valid msgpack
 	if err != nil {
 		t.Fatalf("EnqueuePayload: %v", err)
 	}
