@@ -15,6 +15,9 @@ func TestQueueOf(t *testing.T) {
 	if got := admin.QueueOf(q); got != want {
 		t.Errorf("QueueOf = %+v, want %+v", got, want)
 	}
+	if got := admin.QueueOf(runtime.QueueConfig{Name: "q", Delay: runtime.DelayLadder}); got != (admin.Queue{Name: "q", LadderDelay: true}) {
+		t.Errorf("QueueOf of a ladder-mode queue = %+v", got)
+	}
 	if got := admin.QueueOf(runtime.QueueConfig{Name: "q"}); got != (admin.Queue{Name: "q"}) {
 		t.Errorf("QueueOf of a bare name = %+v", got)
 	}

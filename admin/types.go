@@ -25,6 +25,7 @@ func QueueOf(q runtime.QueueConfig) Queue {
 		RetryMax:    q.RetryMax,
 		Quorum:      q.QueueType == runtime.QueueQuorum,
 		PluginDelay: q.Delay == runtime.DelayPlugin,
+		LadderDelay: q.Delay == runtime.DelayLadder,
 	}
 }
 

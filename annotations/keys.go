@@ -64,12 +64,7 @@ var keySpecs = map[string]keySpec{
 			q.Name = v
 			return names.Queue(v)
 		},
-		why: func(v string) string {
-			if strings.HasPrefix(v, names.ReservedPrefix) {
-				return "it starts with " + names.ReservedPrefix + ", the prefix the broker keeps for its own queues and refuses to declare"
-			}
-			return ""
-		},
+		why: names.Reserved,
 	},
 	KeyPrefetch: intKey(1, runtime.PrefetchLimit, "", func(q *runtime.QueueConfig, n int) { q.Prefetch = n }),
 	KeyConcurrency: {
@@ -97,7 +92,7 @@ var keySpecs = map[string]keySpec{
 		func(q *runtime.QueueConfig, d time.Duration) { q.Timeout = d }),
 	KeyQueueType: enumKey([]string{string(runtime.QueueClassic), string(runtime.QueueQuorum)},
 		func(q *runtime.QueueConfig, v string) { q.QueueType = runtime.QueueType(v) }),
-	KeyDelay: enumKey([]string{string(runtime.DelayQueue), string(runtime.DelayPlugin)},
+	KeyDelay: enumKey([]string{string(runtime.DelayQueue), string(runtime.DelayPlugin), string(runtime.DelayLadder)},
 		func(q *runtime.QueueConfig, v string) { q.Delay = runtime.DelayMode(v) }),
 	KeySchedule: {
 		accepted: `a cron spec of five fields in double quotes ("0 6 * * *", "CRON_TZ=Europe/Berlin 0 6 * * 1-5"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @midnight) or "@every <whole seconds, at least 1s>" ("@every 90s")`,
@@ -149,9 +144,17 @@ func durationKey(hi time.Duration, accepted string, set func(*runtime.QueueConfi
 	}
 }
 
+// orList joins words for a message: "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 3 {
+		return strings.Join(words, " or ")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 func enumKey(words []string, set func(*runtime.QueueConfig, string)) keySpec {
 	return keySpec{
-		accepted: strings.Join(words, " or "),
+		accepted: orList(words),
 		enum:     words,
 		apply: func(q *runtime.QueueConfig, v string) bool {
 			for _, w := range words {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/queuey/queuey/internal/rules/names"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -149,6 +150,13 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 			pos, what = n.valPos, "name="+q.Name
 		}
 		p.errorf(pos, KeyName, "%s is %d bytes; with schedule= the schedule is named after the queue, and a schedule name is at most %d bytes: shorten it", what, len(q.Name), runtime.MaxScheduleNameLen)
+	}
+
+	if d, ok := given[KeyDelay]; ok && !bad[KeyDelay] && !bad[KeyName] && q.Delay == runtime.DelayLadder {
+		if limit := names.MaxLadderQueue(waits.Levels(runtime.DefaultGranularity)); len(q.Name) > limit {
+			p.errorf(d.valPos, KeyDelay, "delay=ladder with queue name %q of %d bytes: a ladder wait's routing key is the name after %d words of one bit (%d bytes at the default granularity), and a routing key is at most %d bytes, so the name is at most %d bytes: shorten it or use delay=queue",
+				q.Name, len(q.Name), waits.Levels(runtime.DefaultGranularity), 2*waits.Levels(runtime.DefaultGranularity), names.MaxShortString, limit)
+		}
 	}
 
 	if len(p.errs) > before {

@@ -272,6 +272,9 @@ func (o *ops) queueStats(ctx context.Context, p *passive, cfg admin.Queue, l lis
 	if cfg.PluginDelay {
 		st.Missing = append(st.Missing, "waiting: jobs held by the delayed-message-exchange plugin cannot be counted")
 	}
+	if cfg.LadderDelay {
+		st.Missing = append(st.Missing, "waiting: jobs on the delay ladder wait in levels every ladder-mode queue shares, so they cannot be counted per queue")
+	}
 	return st, o.countHolds(ctx, p, cfg, l, &st)
 }
 

@@ -116,7 +116,7 @@ func assemble(opts Options, version topology.Version, urls []string, pubConn, co
 	b.declares = &declares{decl: b.decl, names: names, version: version, noDead: opts.NoDeadLetterQueues, api: api, warn: warn, log: opts.Logger}
 	b.waiter = newWaiter(&waiter{
 		book: b.book, enc: b.enc, pub: b.pub, decl: b.decl, topo: b.topo, names: names,
-		granularity: opts.Granularity, mode: opts.Delay, provisioned: opts.ProvisionedDelayExchange,
+		granularity: opts.Granularity, mode: opts.Delay, provisioned: opts.ProvisionedDelayExchange, version: version,
 	})
 	b.consumers = &consumers{
 		life: b.life, log: opts.Logger, warn: warn, pool: b.cons, book: b.book, enc: b.enc, pub: b.pub, waits: b.waiter,

@@ -55,6 +55,20 @@ func (k *queueBook) names() []string {
 	return slices.Collect(maps.Keys(k.declared))
 }
 
+// all returns the configs of every queue this backend knows: declared
+// through it or told to it for waits.
+func (k *queueBook) all() []runtime.QueueConfig {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	qs := slices.Collect(maps.Values(k.declared))
+	for name, q := range k.targets {
+		if _, ok := k.declared[name]; !ok {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
 // config returns the config q was declared with through this backend.
 func (k *queueBook) config(name string) (runtime.QueueConfig, error) {
 	k.mu.RLock()

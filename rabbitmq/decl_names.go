@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/queuey/queuey/internal/rules/errs"
+	rules "github.com/queuey/queuey/internal/rules/names"
 	"github.com/queuey/queuey/rabbitmq/internal/codec"
 	"github.com/queuey/queuey/rabbitmq/internal/plugin"
 	"github.com/queuey/queuey/runtime"
@@ -27,7 +28,7 @@ func (t *declares) checkNames(q runtime.QueueConfig, d delayer) error {
 	if !t.noDead {
 		names = append(names, struct{ what, name string }{"dead-letter queue name", t.names.Dead(q.Name).Name})
 	}
-	switch d.(type) {
+	switch d := d.(type) {
 	case queueDelayer:
 		names = append(names, struct{ what, name string }{"longest hold queue name", t.names.LongestHoldName(q.Name)})
 	case pluginDelayer:
@@ -37,6 +38,12 @@ func (t *declares) checkNames(q runtime.QueueConfig, d delayer) error {
 				runtime.ErrInvalidConfig, errs.Clip(q.Name), ex)
 		}
 		names = append(names, struct{ what, name string }{"delay exchange name", ex})
+	case ladderDelayer:
+		l := d.ladder(q)
+		if n := l.KeyLen(q.Name); n > codec.MaxShortString {
+			return fmt.Errorf("%w: queue %q: with delay=ladder its name is at most %d bytes, and it is %d: a ladder wait's routing key is %d words of one bit (%d bytes at granularity %v) followed by the queue name, at most %d bytes (an AMQP short string); shorten the queue name or use delay=queue",
+				runtime.ErrInvalidConfig, errs.Clip(q.Name), rules.MaxLadderQueue(l.Levels), len(q.Name), l.Levels, 2*l.Levels, l.Granularity, codec.MaxShortString)
+		}
 	}
 	for _, n := range names {
 		if len(n.name) > codec.MaxShortString {

@@ -3,8 +3,8 @@
 // Dial connects to a broker, or to the first node of a cluster that answers
 // among its url and Options.Nodes; the zero Options is the default. What
 // the backend promises under faults and on a cluster is in
-// docs/guarantees.md; how it holds waits (hold queues or the
-// delayed-message plugin, and the quorum queues' ladder of delays) is in
+// docs/guarantees.md; how it holds waits (hold queues, the delayed-message
+// plugin or the delay ladder, and the quorum queues' rungs of delays) is in
 // docs/delays.md. This page describes how it does so.
 //
 // # Words
@@ -13,12 +13,24 @@
 //
 //   - A wait is a job held back for a delay before it reaches its queue: a
 //     retry, a deferral or a delayed enqueue. The waiter (wait.go) holds
-//     waits, each through its queue's delayer: hold queues (wait_queue.go)
-//     or the delayed-message plugin's exchange (wait_plugin.go). Code that
+//     waits, each through its queue's delayer: hold queues (wait_queue.go),
+//     the delayed-message plugin's exchange (wait_plugin.go) or the delay
+//     ladder (wait_ladder.go). Code that
 //     blocks until something happens awaits it (awaitUnblocked).
 //   - A hold queue holds the waits of one delay for one queue, and its TTL
 //     dead-letters them back to that queue. Hold names nothing else: acks
 //     kept off the wire while a consumer stops are stalled (acker.Acker.Stall).
+//   - A ladder (delay=ladder) is the fixed set of queues and exchanges,
+//     "queuey.ladder.<type>.<granularity>ms.*", that hold the waits of
+//     every ladder-mode queue of one type, declared once per backend
+//     (topology.Ladder). A wait's routing key is its delay in granularities,
+//     one word per bit, then its queue's name; a queue binds the ladder's
+//     delivery exchange by exactly those words.
+//   - A level is one step of a ladder: level L is an exchange and a queue
+//     whose TTL is 2^L granularities, dead-lettering to the level below. A
+//     wait passes the levels of its delay's set bits. Not to be confused
+//     with the rungs of quorum hold queues (topology.QuorumRung), which
+//     round a wait up.
 //   - An expiry is a classic hold queue's x-expires, which every declare
 //     of it renews (wait_declares.go).
 //   - A lease is a runtime.Leaser's: the one message of a lease queue,

@@ -57,7 +57,8 @@ type Options struct {
 	// empty. Empty means runtime.DelayQueue (hold queues);
 	// runtime.DelayPlugin holds them in an x-delayed-message exchange of
 	// the delayed-message-exchange plugin, which must be enabled on the
-	// broker (see the package doc).
+	// broker (see the package doc); runtime.DelayLadder holds them on the
+	// delay ladder of the queue's type, shared by every such queue.
 	Delay runtime.DelayMode
 	// DelayExchange names the x-delayed-message exchange that plugin-mode
 	// queues share when their QueueConfig.DelayExchange is empty. Empty
@@ -154,8 +155,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Granularity < time.Millisecond || o.Granularity > time.Hour || o.Granularity%time.Millisecond != 0 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want a whole number of milliseconds, 1ms..1h (or 0 for %v): hold queue TTLs and x-delay are milliseconds", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
 	}
-	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin {
-		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin)
+	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin && o.Delay != runtime.DelayLadder {
+		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q, %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin, runtime.DelayLadder)
 	}
 	if o.DelayExchange != "" && (!names.Valid(o.DelayExchange) || len(o.DelayExchange) > names.MaxShortString) {
 		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want %s+, at most %d bytes (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange, names.Chars, names.MaxShortString)

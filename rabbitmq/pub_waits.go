@@ -28,6 +28,19 @@ func (p *publisher) publishWait(ctx context.Context, exchange, key string, msg a
 	return pc.publish(ctx, exchange, key, msg, false)
 }
 
+// publishLadder publishes a wait to a level exchange of a delay ladder,
+// mandatory and confirmed, on the channels of waits: a publish to an
+// exchange that is gone closes the channel it came on, and enqueues do not
+// share those.
+func (p *publisher) publishLadder(ctx context.Context, exchange, key string, msg amqp.Publishing) error {
+	s := p.waits[int(p.nextWait.Add(1))%len(p.waits)]
+	pc, err := s.get(ctx, p)
+	if err != nil {
+		return err
+	}
+	return pc.publish(ctx, exchange, key, msg, true)
+}
+
 // publishHold publishes msg to hold queue hold, mandatory and confirmed,
 // followed by a declare of hold on the same channel that renews its expiry,
 // and, when declareFirst says so, after a declare that makes hold exist

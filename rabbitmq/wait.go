@@ -17,8 +17,9 @@ import (
 
 // waiter holds jobs for a delay before they reach their queue: retries,
 // deferrals and delayed enqueues. Each queue's delay mode has its delayer:
-// hold queues (queueDelayer, wait_queue.go) or the delayed-message
-// plugin's exchange (pluginDelayer, wait_plugin.go).
+// hold queues (queueDelayer, wait_queue.go), the delayed-message
+// plugin's exchange (pluginDelayer, wait_plugin.go) or the delay ladder
+// (ladderDelayer, wait_ladder.go).
 type waiter struct {
 	book        *queueBook
 	enc         encoder
@@ -29,17 +30,21 @@ type waiter struct {
 	granularity time.Duration
 	mode        runtime.DelayMode // Options.Delay: a queue's when it names none
 	provisioned bool              // Options.ProvisionedDelayExchange
+	version     topology.Version  // the broker's, for the ladder's arguments
 
 	declaring singleflight.Group // hold queue declares in flight, by name
 	holdDecl  holdDeclares       // which hold queues need a declare of their own
 	delayers  map[runtime.DelayMode]delayer
+	ladders   *ladders // delay ladders declared
 }
 
 func newWaiter(w *waiter) *waiter {
 	w.delayers = map[runtime.DelayMode]delayer{
 		runtime.DelayQueue:  queueDelayer{w: w},
 		runtime.DelayPlugin: pluginDelayer{w: w},
+		runtime.DelayLadder: ladderDelayer{w: w},
 	}
+	w.ladders = newLadders()
 	return w
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuey/queuey/admin"
 	"github.com/queuey/queuey/internal/hooks"
+	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/runtime"
 	"github.com/queuey/queuey/runtime/backendtest"
 )
@@ -167,4 +168,25 @@ func TestMemoryPurgeQueue(t *testing.T) {
 	if _, err := b.PurgeQueue(ctx, "nosuch"); !errors.Is(err, runtime.ErrUnknownQueue) {
 		t.Errorf("PurgeQueue of an unknown queue = %v, want ErrUnknownQueue", err)
 	}
+}
+
+// TestMemoryLadderWaits: the memory backend holds the waits of a
+// delay=ladder queue as any other, with its own timers.
+func TestMemoryLadderWaits(t *testing.T) {
+	b := quietMemory()
+	defer b.Close()
+	ctx := context.Background()
+	q := runtime.DefaultQueueConfig("ladder")
+	q.Delay = runtime.DelayLadder
+	p, err := runtime.NewProducer(ctx, b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Enqueue(ctx, p, q, ping{}, runtime.WithDelay(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, func() bool {
+		n, err := b.Ready(ctx, q.Name)
+		return err == nil && n == 1
+	}, "the wait back on its queue")
 }

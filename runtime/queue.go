@@ -31,6 +31,10 @@ const (
 	// DelayPlugin holds waits in an x-delayed-message exchange of RabbitMQ's
 	// delayed-message-exchange plugin.
 	DelayPlugin DelayMode = "plugin"
+	// DelayLadder holds waits on a fixed binary ladder of queues shared by
+	// every queue of its queue type: level L holds for 2^L granularities,
+	// and a wait passes the levels of its delay's set bits.
+	DelayLadder DelayMode = "ladder"
 )
 
 // Defaults of the QueueConfig fields, which WithDefaults gives each zero
@@ -225,9 +229,9 @@ func (q QueueConfig) Validate() error {
 		bad("QueueType", fmt.Sprintf("%q", q.QueueType), `"classic" or "quorum"`)
 	}
 	switch q.Delay {
-	case "", DelayQueue, DelayPlugin:
+	case "", DelayQueue, DelayPlugin, DelayLadder:
 	default:
-		bad("Delay", fmt.Sprintf("%q", q.Delay), `"queue" or "plugin"`)
+		bad("Delay", fmt.Sprintf("%q", q.Delay), `"queue", "plugin" or "ladder"`)
 	}
 	if q.DelayExchange != "" && (!names.Valid(q.DelayExchange) || len(q.DelayExchange) > names.MaxShortString) {
 		bad("DelayExchange", fmt.Sprintf("%q", q.DelayExchange), fmt.Sprintf("a name of %s+, at most %d bytes", names.Chars, names.MaxShortString))

@@ -40,7 +40,7 @@ func TestQueueConfigValidate(t *testing.T) {
 		{"retry max past the longest wait", func(q *runtime.QueueConfig) { q.RetryMax = runtime.MaxDeferral - 500*time.Millisecond }, "RetryMax = 596h31m23.1475s, want at most 596h31m23s"},
 		{"timeout", func(q *runtime.QueueConfig) { q.Timeout = -1 }, "Timeout = -1ns"},
 		{"queue type", func(q *runtime.QueueConfig) { q.QueueType = "stream" }, `QueueType = "stream", want "classic" or "quorum"`},
-		{"delay", func(q *runtime.QueueConfig) { q.Delay = "later" }, `Delay = "later", want "queue" or "plugin"`},
+		{"delay", func(q *runtime.QueueConfig) { q.Delay = "later" }, `Delay = "later", want "queue", "plugin" or "ladder"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -32,6 +32,10 @@ type Queue struct {
 	// delayed-message-exchange plugin (delay=plugin), which cannot count
 	// them.
 	PluginDelay bool
+	// LadderDelay is set when the queue's waits are held on the delay
+	// ladder (delay=ladder), whose levels every ladder-mode queue of its
+	// type shares: they cannot be counted per queue.
+	LadderDelay bool
 }
 
 var (

@@ -1,8 +1,10 @@
 package backendtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +14,15 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
-// testQueueNameLimits: a queue name of runtime.MaxQueueNameLen bytes takes
-// jobs and retries them (a retry waits in a queue named after it on
-// RabbitMQ); one byte more is refused by Declare with ErrInvalidConfig,
-// as validation refuses it, whatever the backend.
+// testQueueNameLimits: a queue name of runtime.MaxQueueNameLen bytes
+// (Features.MaxQueueNameLen when set) takes jobs and retries them (a retry
+// waits in a queue named after it on RabbitMQ); one byte more is refused by
+// Declare with ErrInvalidConfig, as validation refuses it, whatever the
+// backend.
 func testQueueNameLimits(t *testing.T, f Features, nb func(*testing.T) runtime.Backend) {
+	limit := cmp.Or(f.MaxQueueNameLen, runtime.MaxQueueNameLen)
 	h := newHarness(t, f, nb, func(q *runtime.QueueConfig) {
-		q.Name = padName(q.Name, runtime.MaxQueueNameLen)
+		q.Name = padName(q.Name, limit)
 	})
 	h.enqueue(job{N: 1})
 	runs := make(chan run, 10)
@@ -35,10 +39,14 @@ func testQueueNameLimits(t *testing.T, f Features, nb func(*testing.T) runtime.B
 	}
 
 	tooLong := h.q
-	tooLong.Name = padName(uniqueName(t), runtime.MaxQueueNameLen+1)
+	tooLong.Name = padName(uniqueName(t), limit+1)
 	err := h.b.Declare(ctxT(t), tooLong)
 	wantErrIs(t, err, runtime.ErrInvalidConfig, "declare of a queue name one byte too long")
-	wantContains(t, err.Error(), "at most 235 bytes", "error")
+	want := "at most 235 bytes"
+	if f.MaxQueueNameLen != 0 {
+		want = fmt.Sprintf("at most %d bytes", f.MaxQueueNameLen)
+	}
+	wantContains(t, err.Error(), want, "error")
 }
 
 // padName returns name followed by "." and as many x as make it n bytes.

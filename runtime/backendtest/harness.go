@@ -37,6 +37,11 @@ type Features struct {
 	// Delay is the delay mode the suite declares. Empty means the backend's
 	// default.
 	Delay runtime.DelayMode
+	// MaxQueueNameLen is the longest queue name the backend takes in the
+	// suite's delay mode. Zero means runtime.MaxQueueNameLen; RabbitMQ's
+	// delay=ladder takes less, since a wait's routing key carries the name
+	// after the delay's bits.
+	MaxQueueNameLen int
 	// OnlyWaits runs only the cases about waits (retries, deferrals, delayed
 	// enqueues), for a second delay mode of the same backend.
 	OnlyWaits bool

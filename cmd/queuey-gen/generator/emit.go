@@ -258,6 +258,7 @@ var missedConst = map[runtime.Missed]string{
 var delayConst = map[runtime.DelayMode]string{
 	runtime.DelayQueue:  "DelayQueue",
 	runtime.DelayPlugin: "DelayPlugin",
+	runtime.DelayLadder: "DelayLadder",
 }
 
 // duration renders d in the largest unit that divides it: time.Hour,

@@ -227,9 +227,10 @@ func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
 	row.Ready, row.Unacked, row.Dead, row.Consumers = known(s.Ready), known(s.Unacked), known(s.Dead), known(s.Consumers)
 	// A backend that cannot see jobs in flight (RabbitMQ without its
 	// management API) cannot list the hold queues of deferrals either, and
-	// the delayed-message plugin's waits cannot be counted at all: then
-	// the sum of the holds found is not the count of waits.
-	if s.Unacked != admin.NotSeen && !a.q.PluginDelay {
+	// the delayed-message plugin's and the ladder's waits cannot be
+	// counted per queue: then the sum of the holds found is not the count
+	// of waits.
+	if s.Unacked != admin.NotSeen && !a.q.PluginDelay && !a.q.LadderDelay {
 		row.Waiting = known(s.Waiting)
 	}
 	var first time.Time

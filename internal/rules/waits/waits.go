@@ -10,6 +10,7 @@ package waits
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -69,4 +70,16 @@ func RoundAtLeastOne(d, granularity time.Duration) (time.Duration, error) {
 		granularity = DefaultGranularity
 	}
 	return Round(max(d, granularity), granularity)
+}
+
+// Levels returns how many levels a delay ladder of the given granularity
+// (DefaultGranularity when zero or less) has: enough binary digits for the
+// longest wait in granularities (Longest), so that level L, holding for
+// 2^L granularities, covers every wait the backend accepts. 22 at 1s, 31
+// at 1ms.
+func Levels(granularity time.Duration) int {
+	if granularity <= 0 {
+		granularity = DefaultGranularity
+	}
+	return bits.Len64(uint64(Longest(granularity) / granularity))
 }

@@ -63,3 +63,12 @@ func TestRoundAtLeastOne(t *testing.T) {
 		}
 	}
 }
+
+func TestLevels(t *testing.T) {
+	t.Parallel()
+	for g, want := range map[time.Duration]int{time.Second: 22, 0: 22, time.Millisecond: 31, 10 * time.Millisecond: 28, time.Minute: 16} {
+		if got := waits.Levels(g); got != want {
+			t.Errorf("Levels(%v) = %d, want %d", g, got, want)
+		}
+	}
+}

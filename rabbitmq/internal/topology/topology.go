@@ -10,7 +10,9 @@
 //	q.deferred.{ttl_ms} same as q.retry.{ttl_ms}
 //
 // A quorum q has quorum hold queues instead (QuorumHold): at-least-once
-// dead-lettering, no x-expires, and TTLs on a bounded ladder (QuorumRung).
+// dead-lettering, no x-expires, and TTLs on a bounded set of rungs
+// (QuorumRung). A q whose waits go on the delay ladder (delay=ladder) has
+// no hold queues: the ladder of its type (Ladder, ladder.go) holds them.
 package topology
 
 import (

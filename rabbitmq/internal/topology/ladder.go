@@ -1,0 +1,200 @@
+package topology
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/internal/rules/names"
+	"github.com/queuey/queuey/internal/rules/waits"
+	"github.com/queuey/queuey/runtime"
+)
+
+// A delay ladder (delay=ladder) holds the waits of every queue of one queue
+// type on a fixed set of levels, whatever the delays. For type T and
+// granularity g, with P = "queuey.ladder.<T>.<g>ms":
+//
+//	P.LL        L = 00..N-1: a topic exchange, and a queue of T with
+//	            x-message-ttl = 2^L·g that dead-letters to exchange P.(L-1)
+//	            (P.deliver for L = 0), keeping the routing key
+//	P.deliver   topic exchange, alternate-exchange = P.unrouted
+//	P.unrouted  fanout exchange, and a queue of T bound to it: waits whose
+//	            queue is gone
+//
+// A wait's routing key is N words "0" or "1", the delay in granularities
+// most significant bit first, then the queue's name. Exchange P.LL routes
+// a key whose bit L is 1 to queue P.LL and one whose bit L is 0 down to
+// exchange P.(L-1) (P.00's to P.deliver); a wait is published to the
+// exchange of its highest set bit, so it always lands in a level queue, and
+// passes one level queue per set bit: it waits exactly its delay. Every
+// queue of a ladder-mode queue binds P.deliver with N "*" words and its own
+// name's words, which matches the keys of its waits and nobody else's.
+// What P.deliver cannot route (its queue was deleted) goes to P.unrouted.
+
+// ArgAlternateExchange is an exchange's alternate exchange: where it sends
+// what none of its bindings match.
+const ArgAlternateExchange = "alternate-exchange"
+
+// Ladder is the delay ladder of one queue type and granularity.
+type Ladder struct {
+	Type        runtime.QueueType
+	Granularity time.Duration
+	Levels      int // N: waits.Levels(Granularity)
+}
+
+// NewLadder returns the ladder of queue type t and granularity g
+// (runtime.DefaultGranularity when zero or less).
+func NewLadder(t runtime.QueueType, g time.Duration) Ladder {
+	if g <= 0 {
+		g = runtime.DefaultGranularity
+	}
+	if t == "" {
+		t = runtime.QueueClassic
+	}
+	return Ladder{Type: t, Granularity: g, Levels: waits.Levels(g)}
+}
+
+// Prefix is the start of every name of the ladder,
+// "queuey.ladder.<type>.<g>ms".
+func (l Ladder) Prefix() string {
+	return fmt.Sprintf("%s%s.%dms", names.LadderPrefix, l.Type, l.Granularity.Milliseconds())
+}
+
+// Level names level L's exchange and queue, "<prefix>.LL".
+func (l Ladder) Level(level int) string { return fmt.Sprintf("%s.%02d", l.Prefix(), level) }
+
+// Deliver names the exchange that the last level dead-letters to and every
+// ladder-mode queue is bound to.
+func (l Ladder) Deliver() string { return l.Prefix() + ".deliver" }
+
+// Unrouted names the fanout exchange, alternate exchange of Deliver, and
+// the queue bound to it, that take the waits whose queue is gone.
+func (l Ladder) Unrouted() string { return l.Prefix() + ".unrouted" }
+
+// TTL is the time a message waits in level's queue: 2^level granularities.
+func (l Ladder) TTL(level int) time.Duration { return time.Duration(1<<level) * l.Granularity }
+
+// LevelQueue returns the queue of level, as a broker of version v takes
+// it: of the ladder's type, x-message-ttl = TTL(level), dead-lettering to
+// the exchange of the level below (Deliver for level 0) with the message's
+// own routing key. A quorum level dead-letters at least once (so a wait
+// leaves it only once the next hop has it) and has no delivery limit on
+// 4.x. No x-expires: a level holds other queues' waits at any time.
+func (l Ladder) LevelQueue(level int, v Version) Queue {
+	next := l.Deliver()
+	if level > 0 {
+		next = l.Level(level - 1)
+	}
+	args := amqp.Table{
+		ArgQueueType:          string(l.Type),
+		ArgMessageTTL:         int32(l.TTL(level).Milliseconds()),
+		ArgDeadLetterExchange: next,
+	}
+	if l.Type == runtime.QueueQuorum {
+		args[ArgDeadLetterStrategy] = AtLeastOnce
+		args[ArgOverflow] = RejectPublish
+	}
+	return v.Unlimited(Queue{Name: l.Level(level), Args: args})
+}
+
+// UnroutedQueue returns the queue of waits whose queue is gone: of the
+// ladder's type, nothing expiring, no delivery limit on 4.x.
+func (l Ladder) UnroutedQueue(v Version) Queue {
+	return v.Unlimited(Queue{Name: l.Unrouted(), Args: amqp.Table{ArgQueueType: string(l.Type)}})
+}
+
+// Exchange is an exchange to declare: durable, not auto-deleted.
+type Exchange struct {
+	Name string
+	Kind string // amqp.ExchangeTopic, amqp.ExchangeFanout
+	Args amqp.Table
+}
+
+// Exchanges returns the ladder's exchanges, in the order they are
+// declared: the unrouted one before Deliver, which names it.
+func (l Ladder) Exchanges() []Exchange {
+	xs := []Exchange{
+		{Name: l.Unrouted(), Kind: amqp.ExchangeFanout},
+		{Name: l.Deliver(), Kind: amqp.ExchangeTopic, Args: amqp.Table{ArgAlternateExchange: l.Unrouted()}},
+	}
+	for level := range l.Levels {
+		xs = append(xs, Exchange{Name: l.Level(level), Kind: amqp.ExchangeTopic})
+	}
+	return xs
+}
+
+// Binding binds Dest, a queue or (ToExchange) an exchange, to exchange
+// Source with Key.
+type Binding struct {
+	Source, Dest, Key string
+	ToExchange        bool
+}
+
+// Bindings returns the ladder's own bindings: each level's exchange to
+// its queue for bit 1 and to the exchange below (Deliver under level 0)
+// for bit 0, and the unrouted queue to its exchange.
+func (l Ladder) Bindings() []Binding {
+	bs := []Binding{{Source: l.Unrouted(), Dest: l.Unrouted()}}
+	for level := range l.Levels {
+		skip := strings.Repeat("*.", l.Levels-1-level)
+		below := l.Deliver()
+		if level > 0 {
+			below = l.Level(level - 1)
+		}
+		bs = append(bs,
+			Binding{Source: l.Level(level), Dest: l.Level(level), Key: skip + "1.#"},
+			Binding{Source: l.Level(level), Dest: below, Key: skip + "0.#", ToExchange: true})
+	}
+	return bs
+}
+
+// QueueBinding is the binding of queue name to Deliver: N "*" words, then
+// name's own words. Without "#" it matches only keys of the same number of
+// words whose words after the bits are name's, so queue "b" never takes
+// the waits of queue "a.b".
+func (l Ladder) QueueBinding(name string) Binding {
+	return Binding{Source: l.Deliver(), Dest: name, Key: strings.Repeat("*.", l.Levels) + name}
+}
+
+// KeyLen is the length of the routing key of a wait for queue name, and of
+// its QueueBinding: names.LadderKeyLen.
+func (l Ladder) KeyLen(name string) int { return names.LadderKeyLen(name, l.Levels) }
+
+// Wait returns where a wait of delay for queue name is published: the
+// exchange of the level of the delay's highest set bit, with the key of
+// the delay in granularities and name. delay is rounded up to the
+// granularity and must be at least one; above waits.Longest it is
+// runtime.ErrDelayTooLong. The key is built from delay alone, so a job
+// that waits again gets a key as long as the first.
+func (l Ladder) Wait(name string, delay time.Duration) (exchange, key string, err error) {
+	d, err := waits.RoundAtLeastOne(delay, l.Granularity)
+	if err != nil {
+		return "", "", err
+	}
+	units := uint64(d / l.Granularity)
+	if bits.Len64(units) > l.Levels {
+		// Not reached: waits.Longest fits the levels.
+		return "", "", fmt.Errorf("%w: %v is past the ladder's %d levels", waits.ErrTooLong, d, l.Levels)
+	}
+	var b strings.Builder
+	b.Grow(l.KeyLen(name))
+	for i := l.Levels - 1; i >= 0; i-- {
+		b.WriteByte('0' + byte(units>>i&1))
+		b.WriteByte('.')
+	}
+	b.WriteString(name)
+	return l.Level(bits.Len64(units) - 1), b.String(), nil
+}
+
+// KeyQueue returns the queue name a ladder wait's routing key ends with:
+// the key after its N bit words, never the text after its last dot (a
+// queue name has dots of its own).
+func (l Ladder) KeyQueue(key string) (string, bool) {
+	if len(key) <= 2*l.Levels {
+		return "", false
+	}
+	return key[2*l.Levels:], true
+}

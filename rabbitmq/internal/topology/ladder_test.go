@@ -1,0 +1,82 @@
+package topology_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuey/queuey/rabbitmq/internal/topology"
+	"github.com/queuey/queuey/runtime"
+)
+
+func TestLadderWait(t *testing.T) {
+	t.Parallel()
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second)
+	if l.Levels != 22 {
+		t.Fatalf("Levels = %d, want 22 at 1s", l.Levels)
+	}
+	ex, key, err := l.Wait("orders.v2", 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.1.1.0.1.0.orders.v2"; key != want {
+		t.Errorf("key = %q, want %q", key, want)
+	}
+	if want := "queuey.ladder.quorum.1000ms.06"; ex != want {
+		t.Errorf("exchange = %q, want %q", ex, want)
+	}
+	if q, ok := l.KeyQueue(key); !ok || q != "orders.v2" {
+		t.Errorf("KeyQueue = %q, %v", q, ok)
+	}
+	// Rounded up to the granularity, at least one.
+	if ex, key, _ := l.Wait("q", 1500*time.Millisecond); ex != l.Level(1) || !strings.HasSuffix(key, ".1.0.q") {
+		t.Errorf("1.5s: %s %s, want level 1 and 2 granularities", ex, key)
+	}
+	if ex, key, _ := l.Wait("q", 0); ex != l.Level(0) || !strings.HasSuffix(key, ".0.1.q") {
+		t.Errorf("0: %s %s, want level 0 and 1 granularity", ex, key)
+	}
+	if _, _, err := l.Wait("q", runtime.MaxDeferral+time.Second); !errors.Is(err, runtime.ErrDelayTooLong) {
+		t.Errorf("too long: %v, want ErrDelayTooLong", err)
+	}
+	longest := runtime.MaxDeferral / time.Second * time.Second
+	if ex, key, err := l.Wait("q", longest); err != nil || ex != l.Level(21) || len(key) != l.KeyLen("q") {
+		t.Errorf("longest: %s %q %v", ex, key, err)
+	}
+}
+
+func TestLadderTopology(t *testing.T) {
+	t.Parallel()
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second)
+	q := l.LevelQueue(0, topology.Version{Major: 3})
+	if q.Args[topology.ArgDeadLetterExchange] != l.Deliver() || q.Args[topology.ArgMessageTTL] != int32(1000) ||
+		q.Args[topology.ArgDeadLetterStrategy] != topology.AtLeastOnce || q.Args[topology.ArgOverflow] != topology.RejectPublish {
+		t.Errorf("level 0 = %v", q.Args)
+	}
+	for _, arg := range []string{topology.ArgDeadLetterRoutingKey, topology.ArgExpires, topology.ArgDeliveryLimit} {
+		if _, ok := q.Args[arg]; ok {
+			t.Errorf("level 0 on 3.x has %s", arg)
+		}
+	}
+	top := l.LevelQueue(21, topology.Version{Major: 4})
+	if top.Args[topology.ArgDeadLetterExchange] != l.Level(20) || top.Args[topology.ArgMessageTTL] != int32(1<<21*1000) || top.Args[topology.ArgDeliveryLimit] != int32(-1) {
+		t.Errorf("level 21 on 4.x = %v", top.Args)
+	}
+	c := topology.NewLadder(runtime.QueueClassic, 100*time.Millisecond).LevelQueue(3, topology.Version{Major: 4})
+	if _, ok := c.Args[topology.ArgDeadLetterStrategy]; ok || c.Args[topology.ArgQueueType] != "classic" || c.Args[topology.ArgMessageTTL] != int32(800) {
+		t.Errorf("classic level 3 = %v", c.Args)
+	}
+	bs := l.Bindings()
+	if len(bs) != 2*l.Levels+1 {
+		t.Fatalf("%d bindings, want %d", len(bs), 2*l.Levels+1)
+	}
+	if b := bs[len(bs)-2]; b.Source != l.Level(21) || b.Dest != l.Level(21) || b.Key != "1.#" || b.ToExchange {
+		t.Errorf("level 21's queue binding = %+v", b)
+	}
+	if b := bs[2]; b.Source != l.Level(0) || b.Dest != l.Deliver() || b.Key != strings.Repeat("*.", 21)+"0.#" || !b.ToExchange {
+		t.Errorf("level 0's down binding = %+v", b)
+	}
+	if b := l.QueueBinding("a.b"); b.Key != strings.Repeat("*.", 22)+"a.b" || b.Source != l.Deliver() {
+		t.Errorf("queue binding = %+v", b)
+	}
+}
