@@ -467,6 +467,114 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 	checkDeadLetters(t, url, q)
 }
 
+// ladderGranularity is the granularity of the ladder test: short, so that
+// waits of several granularities take a second or so. Its ladders
+// ("queuey.ladder.<type>.100ms.*") are shared with the backend's own ladder
+// tests, as a ladder is shared in production, and never deleted by a test.
+const ladderGranularity = 100 * time.Millisecond
+
+// TestPolyglotLadder: a Go worker on a ladder-mode queue, classic and
+// quorum, runs the jobs that a producer in another language delayed onto
+// the delay ladder, each no earlier than due: its delay rounded up to the
+// granularity after its enqueue. The worker runs before the producer
+// starts, so a job published at once, or held too short, would run early.
+func TestPolyglotLadder(t *testing.T) {
+	for _, lang := range languages {
+		for _, qt := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
+			t.Run(lang.name+"/"+string(qt), func(t *testing.T) { runLadder(t, lang, qt) })
+		}
+	}
+}
+
+func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
+	url := brokertest.Require(t)
+	requireClient(t, lang)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	q := emails.ChargeCardQueue
+	q.Name = fmt.Sprintf("polyglot.ladder.%s.%s.%s", lang.name, qt, randomSuffix(t))
+	q.QueueType = qt
+	q.Delay = runtime.DelayLadder
+	t.Cleanup(func() { brokertest.DeleteQueues(url, q.Name, q.Name+".dead") })
+	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Granularity: ladderGranularity, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Declare(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+
+	// Delays in ms: none, one granularity, rounded up (1 → 100, 150 →
+	// 200, 1250 → 1300), several bits set (700 = 111 granularities),
+	// exactly a power of two (800 = 1000 in granularities).
+	delays := []int64{0, 100, 1, 150, 700, 800, 1250, 0, 300, 1000}
+	jobs := jobsOf(len(delays), false)
+	for i := range jobs {
+		jobs[i].DelayMS = delays[i]
+	}
+
+	var (
+		mu   sync.Mutex
+		got  = make(map[string]handled, len(jobs))
+		done = make(chan struct{})
+	)
+	w := runtime.NewWorker(b, runtime.WithShutdownTimeout(10*time.Second))
+	runtime.Handle(w, q, func(ctx context.Context, job emails.ChargeCard) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := got[info.ID]; !dup {
+			got[info.ID] = handled{job: job, info: info, at: time.Now()}
+			if len(got) == len(jobs) {
+				close(done)
+			}
+		}
+		return nil
+	})
+	stop := brokertest.Run(t, w)
+
+	p := plan{
+		URL: url, Queue: q.Name, Kind: q.Kind, MaxPriority: q.MaxPriority, QueueType: string(qt),
+		DelayMode: string(runtime.DelayLadder), GranularityMS: ladderGranularity.Milliseconds(), Window: lang.window, Jobs: jobs,
+	}
+	ids, _ := produce(ctx, t, lang, p)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		t.Fatalf("handled %d of %d jobs within 30s", len(got), len(jobs))
+	}
+	stop()
+
+	var late []string
+	for i, j := range jobs {
+		h, ok := got[ids[i]]
+		if !ok {
+			t.Errorf("job %d (%s) was not handled", i, ids[i])
+			continue
+		}
+		if h.job != j.job {
+			t.Errorf("job %d: handled %+v, want %+v", i, h.job, j.job)
+		}
+		if h.info.Attempt != 1 || h.info.Queue != q.Name || !maps(h.info.Headers, j.Headers) {
+			t.Errorf("job %d: attempt %d on %q with headers %v, want attempt 1 on %q with %v", i, h.info.Attempt, h.info.Queue, h.info.Headers, q.Name, j.Headers)
+		}
+		if j.DelayMS == 0 {
+			continue
+		}
+		// The delay rounded up to the granularity.
+		due := (time.Duration(j.DelayMS)*time.Millisecond + ladderGranularity - 1) / ladderGranularity * ladderGranularity
+		waited := h.at.Sub(h.info.EnqueuedAt)
+		if waited < due {
+			t.Errorf("job %d, delayed %dms (due %v after its enqueue at %v granularity), ran %v after", i, j.DelayMS, due, ladderGranularity, waited)
+		}
+		late = append(late, fmt.Sprintf("%dms:+%v", j.DelayMS, (waited-due).Round(time.Millisecond)))
+	}
+	t.Logf("%s on a %s ladder, lateness (delay:+late): %s", lang.name, qt, strings.Join(late, " "))
+}
+
 // TestPolyglotQueueRules: the queue's config rules the jobs a producer in
 // another language enqueues. Onto a queue of max_attempts=3 and
 // max_priority=3, each producer, told neither, enqueues a job that always

@@ -57,8 +57,8 @@ export interface EnqueueOptions {
   maxPriority?: number;
   /** The queue's queue_type. Default "classic". */
   queueType?: 'classic' | 'quorum';
-  /** The queue's delay mode. Default "queue" (hold queues). */
-  delayMode?: 'queue' | 'plugin';
+  /** The queue's delay mode: its annotation's delay, or the workers' rabbitmq.Options.Delay. Default "queue" (hold queues). */
+  delayMode?: 'queue' | 'ladder' | 'plugin';
   /** With delayMode "plugin": the workers' delay exchange. Default queue + ".delay". */
   delayExchange?: string;
   /** The workers' rabbitmq.Options.Granularity in ms. Default 1000. */
@@ -75,8 +75,8 @@ export type Target =
  * resolve to its ID once the broker has confirmed it. payload's keys are
  * the Go struct's field names.
  *
- * Rejects with UnroutableError when the queue (or a hold queue, or the
- * plugin's exchange) does not exist, NackedError when the broker refuses
+ * Rejects with UnroutableError when the queue (or a hold queue, the delay
+ * ladder, or the plugin's exchange) does not exist, NackedError when the broker refuses
  * the job, InvalidJobError (nothing published) for a job that breaks the
  * rules, and QueueyError when the channel closed before the confirm (the
  * job may or may not be stored: enqueue it again with the same jobId).
@@ -100,6 +100,22 @@ export function holdQueue(
 ): { name: string; arguments: Record<string, string | number>; ttlMs: number };
 /** The wait (ms) a quorum hold queue holds a delay of ttlMs for. */
 export function quorumRung(ttlMs: number, granularityMs?: number): number;
+/** N, the number of levels of the delay ladder at granularityMs (default 1000): 22 at 1000 ms, 31 at 1 ms. */
+export function ladderLevels(granularityMs?: number): number;
+/**
+ * Where a delayed enqueue onto a ladder-mode queue (delay=ladder) is
+ * published, as the Go backend publishes its waits: the wait (delayMs
+ * rounded up to granularityMs, at least one), the exchange of the ladder
+ * level of its highest set bit, and the routing key of its N bits, most
+ * significant first, then queue. Throws InvalidJobError for a negative
+ * delay, a wait over runtime.MaxDeferral, or a name longer than 255 - 2N
+ * bytes.
+ */
+export function ladderWait(
+  queue: string,
+  delayMs: number,
+  options?: { queueType?: 'classic' | 'quorum'; granularityMs?: number },
+): { exchange: string; routingKey: string; waitMs: number; levels: number };
 /** delayMs rounded up to the granularity, at least one, at most runtime.MaxDeferral. */
 export function roundDelay(delayMs: number, granularityMs?: number): number;
 /** A new job ID: a UUIDv7. */

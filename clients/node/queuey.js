@@ -4,8 +4,8 @@
 // The messages follow format 1 of queuey's wire format (docs/wire-format.md
 // in the queuey repository): publisher confirms, mandatory publishes, the
 // envelope's fields in a msgpack array followed by the msgpack payload,
-// and delays held in the same hold queues (or the same plugin exchange)
-// the Go backend uses.
+// and delays held where the Go backend holds them: its hold queues, its
+// delay ladder or the plugin's exchange, as the queue's delay mode says.
 //
 //   const amqp = require('amqplib');
 //   const queuey = require('queuey-client');
@@ -40,6 +40,8 @@ const MAX_SHORT_STRING = 255;
 const BODY_FIELDS = 7;
 /** How many times a delayed publish is tried when its hold queue is gone. */
 const HOLD_TRIES = 3;
+/** The start of the names of the delay ladders' exchanges and queues. */
+const LADDER_PREFIX = 'queuey.ladder.';
 const MAX_INT32 = 2 ** 31 - 1;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -422,12 +424,17 @@ function delayNs(delay) {
   return BigInt(Math.ceil(delay * 1e6));
 }
 
-/** delay (ms) rounded up to the granularity, at least one, at most runtime.MaxDeferral: in ms. */
-function roundDelay(delay, granularityMs = DEFAULT_GRANULARITY_MS) {
+/** granularityMs, checked, in nanoseconds (a bigint). */
+function granularityNs(granularityMs) {
   if (!Number.isInteger(granularityMs) || granularityMs < 1 || granularityMs > 3600000) {
     throw new InvalidJobError(`granularityMs = ${granularityMs}, want 1..3600000 (the workers' rabbitmq.Options.Granularity)`);
   }
-  const g = BigInt(granularityMs) * 1000000n;
+  return BigInt(granularityMs) * 1000000n;
+}
+
+/** delay (ms) rounded up to the granularity, at least one, at most runtime.MaxDeferral: in ms. */
+function roundDelay(delay, granularityMs = DEFAULT_GRANULARITY_MS) {
+  const g = granularityNs(granularityMs);
   let d = delayNs(delay);
   if (d < g) d = g;
   const r = ((d + g - 1n) / g) * g;
@@ -480,6 +487,47 @@ function holdQueue(queue, delay, { queueType = 'classic', granularityMs = DEFAUL
     throw new InvalidJobError(`queueType = ${JSON.stringify(queueType)}, want "classic" or "quorum"`);
   }
   return { name: `${queue}.deferred.${ttl}`, arguments: args, ttlMs: ttl };
+}
+
+/**
+ * N, the number of levels of the delay ladder at granularityMs: the bit
+ * length of the longest wait in granularities (22 at 1000 ms, 31 at 1 ms).
+ * A ladder-mode queue's name is at most 255 - 2N bytes.
+ */
+function ladderLevels(granularityMs = DEFAULT_GRANULARITY_MS) {
+  return (MAX_DEFERRAL_NS / granularityNs(granularityMs)).toString(2).length;
+}
+
+/**
+ * Where a delayed enqueue onto queue, a ladder-mode queue (delay=ladder),
+ * is published, exactly as the Go backend publishes its waits: the wait
+ * (delayMs rounded up to granularityMs, at least one), the exchange of the
+ * ladder level of its highest set bit, and the routing key of its N bits,
+ * most significant first, then queue. Throws InvalidJobError for a
+ * negative delay, a wait over runtime.MaxDeferral, and a name too long for
+ * the key.
+ */
+function ladderWait(queue, delayMs, { queueType = 'classic', granularityMs = DEFAULT_GRANULARITY_MS } = {}) {
+  if (typeof delayMs !== 'number' || !(delayMs >= 0)) throw new InvalidJobError(`delayMs = ${delayMs}, want 0 or more milliseconds`);
+  if (queueType !== 'classic' && queueType !== 'quorum') throw new InvalidJobError(`queueType = ${JSON.stringify(queueType)}, want "classic" or "quorum"`);
+  if (typeof queue !== 'string' || queue === '') throw new InvalidJobError(`queue = ${JSON.stringify(queue)}, want the queue's name`);
+  const waitMs = roundDelay(delayMs, granularityMs);
+  const levels = ladderLevels(granularityMs);
+  const n = utf8Len(queue);
+  if (n > MAX_SHORT_STRING - 2 * levels) {
+    throw new InvalidJobError(
+      `queue ${JSON.stringify(queue)} is ${n} bytes: a ladder-mode queue's name is at most ${MAX_SHORT_STRING - 2 * levels} bytes ` +
+        `at a granularity of ${granularityMs} ms (255 less 2 for each of the ladder's ${levels} levels), so that a wait's routing key fits an AMQP short string`,
+    );
+  }
+  const bits = (waitMs / granularityMs).toString(2);
+  const words = bits.padStart(levels, '0').split('');
+  return {
+    exchange: `${LADDER_PREFIX}${queueType}.${granularityMs}ms.${String(bits.length - 1).padStart(2, '0')}`,
+    routingKey: `${words.join('.')}.${queue}`,
+    waitMs,
+    levels,
+  };
 }
 
 // --- publishing -------------------------------------------------------------------
@@ -618,7 +666,9 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
   }
   if (delay != null && (typeof delay !== 'number' || !(delay >= 0))) throw new InvalidJobError(`delayMs = ${delay}, want 0 or more milliseconds`);
   const delayed = delay != null && delay > 0;
-  if (delayed && delayMode !== 'queue' && delayMode !== 'plugin') throw new InvalidJobError(`delayMode = ${JSON.stringify(delayMode)}, want "queue" or "plugin"`);
+  if (delayed && delayMode !== 'queue' && delayMode !== 'ladder' && delayMode !== 'plugin') {
+    throw new InvalidJobError(`delayMode = ${JSON.stringify(delayMode)}, want "queue", "ladder" or "plugin"`);
+  }
   const nowMs = Date.now();
   const env = {
     id: jobId === undefined ? newId() : jobId,
@@ -643,8 +693,11 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
   };
   if (priority) options.priority = priority;
   let hold;
+  let ladder;
   if (delayed && delayMode === 'queue') {
     hold = holdQueue(queue, delay, { queueType, granularityMs });
+  } else if (delayed && delayMode === 'ladder') {
+    ladder = ladderWait(queue, delay, { queueType, granularityMs });
   } else if (delayed) {
     const ms = roundDelay(delay, granularityMs);
     if (ms > MAX_INT32) throw new InvalidJobError(`delay of ${ms} ms is over the plugin's x-delay limit (${MAX_INT32} ms)`);
@@ -667,6 +720,8 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
         st.checked.add(`exchange ${exchange}`);
       }
       await st.publish(exchange, queue, body, options);
+    } else if (delayMode === 'ladder') {
+      await ladderPublish(st, queue, queueType, granularityMs, ladder, body, options);
     } else {
       await holdPublish(st, queue, queueType, hold, body, options);
     }
@@ -681,18 +736,56 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
   return env.id;
 }
 
-async function holdPublish(st, queue, queueType, hold, body, options) {
-  const ch = st.channel;
-  if (!st.checked.has(`queue ${queue}`)) {
-    // The broker drops a hold queue's expired message silently when the
-    // queue it dead-letters to is missing.
+// checkQueue checks once per channel that queue exists, before a delayed
+// publish onto it: whenDue says what would become of a wait onto a
+// missing queue.
+async function checkQueue(st, queue, whenDue) {
+  if (st.checked.has(`queue ${queue}`)) return;
+  await passive(
+    st,
+    () => st.channel.checkQueue(queue),
+    new UnroutableError(`queue ${JSON.stringify(queue)} does not exist (has a worker declared it?): a delayed job ${whenDue}`),
+  );
+  st.checked.add(`queue ${queue}`);
+}
+
+async function ladderPublish(st, queue, queueType, granularityMs, ladder, body, options) {
+  // A due wait whose queue is missing goes to the ladder's unrouted
+  // queue, where nothing runs it.
+  await checkQueue(st, queue, "would not run: it would go to the delay ladder's unrouted queue when due");
+  const level = ladder.exchange;
+  if (!st.checked.has(`exchange ${level}`)) {
+    // A publish to a missing exchange would close the channel, and say less.
     await passive(
       st,
-      () => ch.checkQueue(queue),
-      new UnroutableError(`queue ${JSON.stringify(queue)} does not exist (has a worker declared it?): a delayed job would be dropped when due`),
+      () => st.channel.checkExchange(level),
+      new UnroutableError(
+        `delay ladder exchange ${JSON.stringify(level)} does not exist: no worker has declared the ${queueType} delay ladder at a granularity of ${granularityMs} ms ` +
+          `(is a worker of ${JSON.stringify(queue)} running, with delay=ladder and this granularity?)`,
+      ),
     );
-    st.checked.add(`queue ${queue}`);
+    st.checked.add(`exchange ${level}`);
   }
+  try {
+    await st.publish(level, ladder.routingKey, body, options);
+  } catch (e) {
+    if (!(e instanceof UnroutableError)) throw e;
+    // The level's queue is gone: the ladder was deleted under its
+    // workers. Declaring it is theirs to do (its arguments depend on the
+    // broker, and they bind their queues to it).
+    st.checked.delete(`exchange ${level}`);
+    throw new UnroutableError(
+      `wait onto ${JSON.stringify(queue)} returned unroutable by delay ladder exchange ${JSON.stringify(level)}: its level queue is gone, the ladder was deleted; ` +
+        `the job was not stored: enqueue it again with jobId ${JSON.stringify(options.messageId)} once a worker has declared the ladder again`,
+    );
+  }
+}
+
+async function holdPublish(st, queue, queueType, hold, body, options) {
+  const ch = st.channel;
+  // The broker drops a hold queue's expired message silently when the
+  // queue it dead-letters to is missing.
+  await checkQueue(st, queue, 'would be dropped when due');
   let err;
   for (let i = 0; i < HOLD_TRIES; i++) {
     let declared = Promise.resolve();
@@ -739,5 +832,7 @@ module.exports = {
   holdQueue,
   quorumRung,
   roundDelay,
+  ladderLevels,
+  ladderWait,
   newId,
 };

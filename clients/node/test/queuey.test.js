@@ -124,6 +124,43 @@ test('vectors: delays', () => {
   }
 });
 
+test('vectors: the delay ladder', async () => {
+  // Where a delayed enqueue onto a ladder-mode queue goes, or why it is
+  // refused, as the Go backend's topology.Ladder says.
+  const reasons = { delay_too_long: /over the longest wait/, name_too_long: /a ladder-mode queue's name is at most/ };
+  for (const vec of load(path.join(WIRE, 'ladder'))) {
+    const opts = { queueType: vec.queue_type, granularityMs: vec.granularity_ms };
+    assert.equal(queuey.ladderLevels(vec.granularity_ms), vec.levels, vec.name);
+    if (vec.refused) {
+      assert.throws(() => queuey.ladderWait(vec.queue, vec.delay_ms, opts), reasons[vec.refused], vec.name);
+      // enqueue refuses it before it publishes: it has nothing to publish on.
+      await assert.rejects(queuey.enqueue(null, vec.queue, 'p.T', {}, { ...opts, delayMs: vec.delay_ms, delayMode: 'ladder' }), reasons[vec.refused], vec.name);
+      continue;
+    }
+    const w = queuey.ladderWait(vec.queue, vec.delay_ms, opts);
+    assert.deepEqual({ exchange: w.exchange, routing_key: w.routingKey, mandatory: true }, vec.publish, vec.name);
+    assert.equal(w.waitMs, vec.wait_ms, vec.name);
+    assert.equal(w.levels, vec.levels, vec.name);
+    assert.ok(Buffer.byteLength(w.routingKey) <= 255, vec.name);
+  }
+});
+
+test('the delay ladder refuses bad input', async () => {
+  assert.throws(() => queuey.ladderWait('q', -1000), /delayMs = -1000, want 0 or more/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { delayMs: -1000, delayMode: 'ladder' }), /want 0 or more/);
+  assert.throws(() => queuey.ladderWait('q', 1000, { queueType: 'stream' }), /queueType = "stream"/);
+  assert.throws(() => queuey.ladderWait('q', 1000, { granularityMs: 0 }), /granularityMs = 0/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { delayMs: 1000, delayMode: 'ladders' }), /want "queue", "ladder" or "plugin"/);
+  await assert.rejects(queuey.enqueue(null, 'q', 'p.T', {}, { delayMs: 25 * 86400000, delayMode: 'ladder' }), /over the longest wait/);
+  // A name's length is in bytes: 106 two-byte letters are 212.
+  assert.throws(() => queuey.ladderWait('é'.repeat(106), 1000), /is 212 bytes/);
+  // Zero waits one granularity, as a worker's wait of zero does; an
+  // enqueue with no delay is not a wait at all.
+  assert.deepEqual(queuey.ladderWait('q', 0), { exchange: 'queuey.ladder.classic.1000ms.00', routingKey: `${'0.'.repeat(21)}1.q`, waitMs: 1000, levels: 22 });
+  // A fraction of a millisecond rounds up too.
+  assert.equal(queuey.ladderWait('q', 100.5, { granularityMs: 1 }).waitMs, 101);
+});
+
 test('vectors: invalid messages are refused', () => {
   for (const vec of load(path.join(WIRE, 'invalid'))) {
     const p = vec.properties;
@@ -292,6 +329,50 @@ test('many enqueues in flight at once, and an unroutable one among them', async 
     // The connection goes on, on a new channel.
     await queuey.enqueue(conn, queue, 'p.T', {});
     await get(queue);
+  });
+});
+
+// ladderGranularity is a granularity no worker uses, whose ladder a test owns.
+function ladderGranularity() {
+  return 3000000 + crypto.randomInt(600000);
+}
+
+test('a wait onto a delay ladder no worker declared is refused', async (t) => {
+  await withBroker(t, async ({ conn, queue, get }) => {
+    const g = ladderGranularity();
+    await assert.rejects(
+      queuey.enqueue(conn, queue, 'p.T', {}, { delayMs: g, delayMode: 'ladder', granularityMs: g }),
+      (e) => e instanceof queuey.UnroutableError && e.message.includes(`exchange "queuey.ladder.classic.${g}ms.00" does not exist: no worker has declared`),
+    );
+    await assert.rejects(
+      queuey.enqueue(conn, `${queue}.missing`, 'p.T', {}, { delayMs: 1000, delayMode: 'ladder' }),
+      (e) => e instanceof queuey.UnroutableError && /does not exist .*would not run/.test(e.message),
+    );
+    // The connection goes on, on a new channel.
+    await queuey.enqueue(conn, queue, 'p.T', {});
+    await get(queue);
+  });
+});
+
+test('a wait the ladder returns is not stored', async (t) => {
+  await withBroker(t, async ({ conn, admin, queue, get }) => {
+    // A level exchange with no queue bound: the ladder was deleted under
+    // its workers.
+    const g = ladderGranularity();
+    const level = `queuey.ladder.classic.${g}ms.00`;
+    await admin.assertExchange(level, 'topic', { durable: false, autoDelete: true });
+    try {
+      await assert.rejects(
+        queuey.enqueue(conn, queue, 'p.T', {}, { jobId: 'ladder-return', delayMs: g, delayMode: 'ladder', granularityMs: g }),
+        (e) => e instanceof queuey.UnroutableError && e.message.includes(`returned unroutable by delay ladder exchange "${level}": its level queue is gone`),
+      );
+      // The channel goes on.
+      await queuey.enqueue(conn, queue, 'p.T', {});
+      const m = await get(queue);
+      assert.notEqual(m.properties.messageId, 'ladder-return');
+    } finally {
+      await admin.deleteExchange(level);
+    }
   });
 });
 

@@ -3,8 +3,8 @@
 The messages follow format 1 of queuey's wire format (docs/wire-format.md
 in the queuey repository): publisher confirms, mandatory publishes, the
 envelope's fields in a msgpack array followed by the msgpack payload, and
-delays held in the same hold queues (or the same plugin exchange) the Go
-backend uses.
+delays held where the Go backend holds them: its hold queues, its delay
+ladder or the plugin's exchange, as the queue's delay mode says.
 
     import datetime, pika, queuey
 
@@ -57,6 +57,8 @@ __all__ = [
     "encode_payload",
     "hold_queue",
     "quorum_rung",
+    "ladder_levels",
+    "ladder_wait",
     "new_id",
 ]
 
@@ -82,6 +84,8 @@ MAX_SHORT_STRING = 255
 BODY_FIELDS = 7
 #: How many times a delayed publish is tried when its hold queue is gone.
 HOLD_TRIES = 3
+#: The start of the names of the delay ladders' exchanges and queues.
+LADDER_PREFIX = "queuey.ladder."
 
 _MAX_INT32 = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
@@ -364,12 +368,17 @@ def _delay_ns(delay: datetime.timedelta) -> int:
     return (delay // datetime.timedelta(microseconds=1)) * 1000
 
 
+def _granularity_ns(granularity_ms: int) -> int:
+    """granularity_ms, checked, in nanoseconds."""
+    if not isinstance(granularity_ms, int) or isinstance(granularity_ms, bool) or not 1 <= granularity_ms <= 3_600_000:
+        raise InvalidJobError(f"granularity_ms = {granularity_ms!r}, want 1..3600000 (the workers' rabbitmq.Options.Granularity)")
+    return granularity_ms * 1_000_000
+
+
 def _round(delay_ns: int, granularity_ms: int) -> int:
     """delay_ns rounded up to the granularity, in milliseconds; at least
     one granularity, at most runtime.MaxDeferral."""
-    if not isinstance(granularity_ms, int) or not 1 <= granularity_ms <= 3_600_000:
-        raise InvalidJobError(f"granularity_ms = {granularity_ms!r}, want 1..3600000 (the workers' rabbitmq.Options.Granularity)")
-    g = granularity_ms * 1_000_000
+    g = _granularity_ns(granularity_ms)
     d = max(delay_ns, g)
     r = -(-d // g) * g
     if d > MAX_DEFERRAL_NS or r > MAX_DEFERRAL_NS:
@@ -419,6 +428,43 @@ def hold_queue(queue: str, delay: datetime.timedelta, *, queue_type: str = "clas
     else:
         raise InvalidJobError(f"queue_type = {queue_type!r}, want 'classic' or 'quorum'")
     return f"{queue}.deferred.{ttl}", args, ttl
+
+
+def ladder_levels(granularity_ms: int = DEFAULT_GRANULARITY_MS) -> int:
+    """N, the number of levels of the delay ladder at granularity_ms: the
+    bit length of the longest wait in granularities (22 at 1000 ms, 31 at
+    1 ms). A ladder-mode queue's name is at most 255 - 2N bytes."""
+    return (MAX_DEFERRAL_NS // _granularity_ns(granularity_ms)).bit_length()
+
+
+def ladder_wait(queue: str, delay: datetime.timedelta, *, queue_type: str = "classic",
+                granularity_ms: int = DEFAULT_GRANULARITY_MS) -> tuple:
+    """Where a delayed enqueue onto queue, a ladder-mode queue (delay=ladder),
+    is published: (exchange, routing_key, wait_ms), exactly as the Go
+    backend publishes its waits. The wait is delay rounded up to
+    granularity_ms, at least one; the exchange is the ladder level of its
+    highest set bit; the routing key is its N bits, most significant
+    first, then queue. Raises InvalidJobError for a negative delay, a
+    wait over runtime.MaxDeferral, and a name too long for the key."""
+    ns = _delay_ns(delay)
+    if ns < 0:
+        raise InvalidJobError(f"delay = {delay!r}, want 0 or more")
+    if queue_type not in ("classic", "quorum"):
+        raise InvalidJobError(f"queue_type = {queue_type!r}, want 'classic' or 'quorum'")
+    if not isinstance(queue, str) or not queue:
+        raise InvalidJobError(f"queue = {queue!r}, want the queue's name")
+    wait = _round(ns, granularity_ms)
+    levels = ladder_levels(granularity_ms)
+    n = len(queue.encode("utf-8"))
+    if n > MAX_SHORT_STRING - 2 * levels:
+        raise InvalidJobError(
+            f"queue {queue!r} is {n} bytes: a ladder-mode queue's name is at most {MAX_SHORT_STRING - 2 * levels} bytes "
+            f"at a granularity of {granularity_ms} ms (255 less 2 for each of the ladder's {levels} levels), "
+            "so that a wait's routing key fits an AMQP short string")
+    units = wait // granularity_ms
+    bits = ".".join(str(units >> i & 1) for i in range(levels - 1, -1, -1))
+    exchange = f"{LADDER_PREFIX}{queue_type}.{granularity_ms}ms.{units.bit_length() - 1:02d}"
+    return exchange, f"{bits}.{queue}", wait
 
 
 # --- publishing -------------------------------------------------------------
@@ -483,16 +529,17 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     delay, a datetime.timedelta, holds the job that long first (rounded up
     to granularity_ms, the workers' granularity). max_priority (0 for a
     queue declared without priorities), queue_type ("classic" or
-    "quorum"), delay_mode ("queue" or "plugin") and delay_exchange must
-    be the queue's, as its //queuey:queue annotation and the workers'
-    rabbitmq.Options say. The workers run the job by their queue's
-    max_attempts.
+    "quorum"), delay_mode ("queue", "ladder" or "plugin") and
+    delay_exchange must be the queue's, as its //queuey:queue annotation
+    and the workers' rabbitmq.Options say. The workers run the job by
+    their queue's max_attempts.
 
-    Raises UnroutableError when the queue (or a hold queue) does not
-    exist, NackedError when the broker refuses the job, InvalidJobError
-    (nothing published) for a job that breaks the rules, and QueueyError
-    when the broker closes the channel (the channel is then dropped, and
-    the next enqueue opens another on a connection).
+    Raises UnroutableError when the queue (or a hold queue, the delay
+    ladder or the plugin's exchange) does not exist, NackedError when the
+    broker refuses the job, InvalidJobError (nothing published) for a job
+    that breaks the rules, and QueueyError when the broker closes the
+    channel (the channel is then dropped, and the next enqueue opens
+    another on a connection).
     """
     if priority is None:
         priority = 0
@@ -533,10 +580,12 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     if delay is not None and _delay_ns(delay) < 0:
         raise InvalidJobError(f"delay = {delay!r}, want 0 or more")
     delayed = delay is not None and _delay_ns(delay) > 0
-    if delayed and delay_mode not in ("queue", "plugin"):
-        raise InvalidJobError(f"delay_mode = {delay_mode!r}, want 'queue' or 'plugin'")
+    if delayed and delay_mode not in ("queue", "ladder", "plugin"):
+        raise InvalidJobError(f"delay_mode = {delay_mode!r}, want 'queue', 'ladder' or 'plugin'")
     if delayed and delay_mode == "queue":
         hold, args, _ = hold_queue(queue, delay, queue_type=queue_type, granularity_ms=granularity_ms)
+    elif delayed and delay_mode == "ladder":
+        level, key, _ = ladder_wait(queue, delay, queue_type=queue_type, granularity_ms=granularity_ms)
     elif delayed:
         ms = _round(_delay_ns(delay), granularity_ms)
         if ms > _MAX_INT32:
@@ -554,6 +603,8 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
                          UnroutableError(f"delay exchange {exchange!r} of queue {queue!r} does not exist: has a worker declared the queue with delay=plugin, with the delayed-message plugin enabled?"))
                 st.checked.add(("exchange", exchange))
             _publish(st, exchange, queue, body, props, False)
+        elif delay_mode == "ladder":
+            _ladder_publish(st, queue, queue_type, granularity_ms, level, key, body, props)
         else:
             _hold_publish(st, queue, queue_type, hold, args, body, props)
     except UnroutableError as e:
@@ -569,14 +620,47 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     return env.id
 
 
+def _check_queue(st: _ChannelState, queue: str, when_due: str) -> None:
+    """Checks once per channel that queue exists, before a delayed publish
+    onto it: when_due says what would become of a wait onto a missing
+    queue."""
+    if ("queue", queue) not in st.checked:
+        _passive(st, lambda: st.channel.queue_declare(queue, passive=True),
+                 UnroutableError(f"queue {queue!r} does not exist (has a worker declared it?): a delayed job {when_due}"))
+        st.checked.add(("queue", queue))
+
+
+def _ladder_publish(st: _ChannelState, queue: str, queue_type: str, granularity_ms: int, level: str, key: str,
+                    body: bytes, props) -> None:
+    # A due wait whose queue is missing goes to the ladder's unrouted
+    # queue, where nothing runs it.
+    _check_queue(st, queue, "would not run: it would go to the delay ladder's unrouted queue when due")
+    if ("exchange", level) not in st.checked:
+        # A publish to a missing exchange would close the channel, and
+        # say less.
+        _passive(st, lambda: st.channel.exchange_declare(level, passive=True),
+                 UnroutableError(f"delay ladder exchange {level!r} does not exist: no worker has declared the {queue_type} "
+                                 f"delay ladder at a granularity of {granularity_ms} ms (is a worker of {queue!r} running, "
+                                 "with delay=ladder and this granularity?)"))
+        st.checked.add(("exchange", level))
+    try:
+        _publish(st, level, key, body, props, True)
+    except UnroutableError:
+        # The level's queue is gone: the ladder was deleted under its
+        # workers. Declaring it is theirs to do (its arguments depend on
+        # the broker, and they bind their queues to it).
+        st.checked.discard(("exchange", level))
+        raise UnroutableError(
+            f"wait onto {queue!r} returned unroutable by delay ladder exchange {level!r}: its level queue is gone, the "
+            f"ladder was deleted; the job was not stored: enqueue it again with job_id={props.message_id!r} once a worker "
+            "has declared the ladder again") from None
+
+
 def _hold_publish(st: _ChannelState, queue: str, queue_type: str, hold: str, args: dict, body: bytes, props) -> None:
     ch = st.channel
-    if ("queue", queue) not in st.checked:
-        # The broker drops a hold queue's expired message silently when
-        # the queue it dead-letters to is missing.
-        _passive(st, lambda: ch.queue_declare(queue, passive=True),
-                 UnroutableError(f"queue {queue!r} does not exist (has a worker declared it?): a delayed job would be dropped when due"))
-        st.checked.add(("queue", queue))
+    # The broker drops a hold queue's expired message silently when the
+    # queue it dead-letters to is missing.
+    _check_queue(st, queue, "would be dropped when due")
     err = None
     for _ in range(HOLD_TRIES):
         if queue_type != "quorum" or hold not in st.quorum_holds:

@@ -125,6 +125,28 @@ class Vectors(unittest.TestCase):
                 self.assertEqual({"name": name, "arguments": args}, vec["hold_queue"])
                 self.assertEqual(vec["publish"], {"exchange": "", "routing_key": name, "mandatory": True})
 
+    def test_ladder(self):
+        # Where a delayed enqueue onto a ladder-mode queue goes, or why it
+        # is refused, as the Go backend's topology.Ladder says.
+        reasons = {"delay_too_long": "over the longest wait", "name_too_long": "a ladder-mode queue's name is at most"}
+        for vec in load("ladder/*.json"):
+            with self.subTest(vec["name"]):
+                delay = datetime.timedelta(milliseconds=vec["delay_ms"])
+                opts = dict(queue_type=vec["queue_type"], granularity_ms=vec["granularity_ms"])
+                self.assertEqual(queuey.ladder_levels(vec["granularity_ms"]), vec["levels"])
+                if vec.get("refused"):
+                    with self.assertRaisesRegex(queuey.InvalidJobError, reasons[vec["refused"]]):
+                        queuey.ladder_wait(vec["queue"], delay, **opts)
+                    # enqueue refuses it before it publishes: it has no
+                    # channel to publish on.
+                    with self.assertRaisesRegex(queuey.InvalidJobError, reasons[vec["refused"]]):
+                        queuey.enqueue(None, vec["queue"], "p.T", {}, delay=delay, delay_mode="ladder", **opts)
+                    continue
+                exchange, key, wait = queuey.ladder_wait(vec["queue"], delay, **opts)
+                self.assertEqual({"exchange": exchange, "routing_key": key, "mandatory": True}, vec["publish"])
+                self.assertEqual(wait, vec["wait_ms"])
+                self.assertLessEqual(len(key.encode()), 255)
+
     def test_invalid(self):
         for vec in load("invalid/*.json"):
             with self.subTest(vec["name"]):
@@ -149,6 +171,27 @@ class Units(unittest.TestCase):
         self.assertEqual(queuey._round(1, 1000), 1000)
         self.assertEqual(queuey._round(queuey._delay_ns(datetime.timedelta(seconds=1.5)), 1000), 2000)
         self.assertEqual(queuey._round(queuey._delay_ns(datetime.timedelta(milliseconds=100)), 1), 100)
+
+    def test_ladder_refuses(self):
+        second = datetime.timedelta(seconds=1)
+        with self.assertRaisesRegex(queuey.InvalidJobError, "want 0 or more"):
+            queuey.ladder_wait("q", -second)
+        with self.assertRaisesRegex(queuey.InvalidJobError, "want 0 or more"):
+            queuey.enqueue(None, "q", "p.T", {}, delay=-second, delay_mode="ladder")
+        with self.assertRaisesRegex(queuey.InvalidJobError, "queue_type = 'stream'"):
+            queuey.ladder_wait("q", second, queue_type="stream")
+        with self.assertRaisesRegex(queuey.InvalidJobError, "granularity_ms = 0"):
+            queuey.ladder_wait("q", second, granularity_ms=0)
+        with self.assertRaisesRegex(queuey.InvalidJobError, "want 'queue', 'ladder' or 'plugin'"):
+            queuey.enqueue(None, "q", "p.T", {}, delay=second, delay_mode="ladders")
+        with self.assertRaisesRegex(queuey.InvalidJobError, "over the longest wait"):
+            queuey.enqueue(None, "q", "p.T", {}, delay=datetime.timedelta(days=25), delay_mode="ladder")
+        # A name's length is in bytes: 106 two-byte letters are 212.
+        with self.assertRaisesRegex(queuey.InvalidJobError, "is 212 bytes"):
+            queuey.ladder_wait("é" * 106, second)
+        # Zero waits one granularity, as a worker's wait of zero does; an
+        # enqueue with no delay is not a wait at all.
+        self.assertEqual(queuey.ladder_wait("q", datetime.timedelta(0)), ("queuey.ladder.classic.1000ms.00", "0." * 21 + "1.q", 1000))
 
     def test_delay_is_a_timedelta(self):
         # A number has no unit: seconds in one language, milliseconds in
@@ -283,6 +326,37 @@ class Broker(unittest.TestCase):
         # The connection goes on.
         queuey.enqueue(self.conn, self.queue, "p.T", {})
         self.get(self.queue)
+
+    def ladder_granularity(self):
+        """A granularity no worker uses, whose ladder this test owns."""
+        return 3_000_000 + int.from_bytes(os.urandom(3), "big") % 600_000
+
+    def test_ladder_not_declared(self):
+        g = self.ladder_granularity()
+        with self.assertRaisesRegex(queuey.UnroutableError, f"exchange 'queuey.ladder.classic.{g}ms.00' does not exist: no worker has declared"):
+            queuey.enqueue(self.conn, self.queue, "p.T", {}, delay=datetime.timedelta(milliseconds=g), delay_mode="ladder", granularity_ms=g)
+        with self.assertRaisesRegex(queuey.UnroutableError, "does not exist .*would not run"):
+            queuey.enqueue(self.conn, self.queue + ".missing", "p.T", {}, delay=datetime.timedelta(seconds=1), delay_mode="ladder")
+        # The connection goes on, on a new channel.
+        queuey.enqueue(self.conn, self.queue, "p.T", {})
+        self.get(self.queue)
+
+    def test_ladder_return(self):
+        # A level exchange with no queue bound: the ladder was deleted
+        # under its workers. The wait comes back, and is not stored.
+        g = self.ladder_granularity()
+        level = f"queuey.ladder.classic.{g}ms.00"
+        self.admin.exchange_declare(level, "topic", auto_delete=True)
+        try:
+            with self.assertRaisesRegex(queuey.UnroutableError, f"returned unroutable by delay ladder exchange '{level}': its level queue is gone"):
+                queuey.enqueue(self.conn, self.queue, "p.T", {}, job_id="ladder-return", delay=datetime.timedelta(milliseconds=g),
+                               delay_mode="ladder", granularity_ms=g)
+            # The channel goes on.
+            queuey.enqueue(self.conn, self.queue, "p.T", {})
+            props, _ = self.get(self.queue)
+            self.assertNotEqual(props.message_id, "ladder-return")
+        finally:
+            self.admin.exchange_delete(level)
 
     def test_hold_queue_mismatch(self):
         hold = f"{self.queue}.deferred.1000"
