@@ -243,14 +243,17 @@ type (
 		Ref  string `msgpack:"reference"`
 	}
 	a1 struct {
+		//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 		_msgpack struct{} `msgpack:",as_array"`
 		X, Y     string
 	}
 	a2Added struct {
+		//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 		_msgpack struct{} `msgpack:",as_array"`
 		X, Y, Z  string
 	}
 	a2Swapped struct {
+		//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 		_msgpack struct{} `msgpack:",as_array"`
 		Y, X     string
 	}
