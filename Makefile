@@ -98,7 +98,7 @@ test-short: ## unit tests without the broker and without -race
 	$(GO) test -count=1 ./...
 
 .PHONY: generate
-generate: ## regenerate queuey_gen.go files
+generate: ## regenerate queuey_gen.go files and their queuey_schema.json records
 	$(GO) generate ./...
 
 .PHONY: verify
@@ -111,7 +111,7 @@ verify: ## gofmt, go vet, staticcheck and go.mod tidy (bench/peers too), generat
 	$(GO) -C bench/peers vet ./...
 	cd bench/peers && "$$($(GO) -C $(CURDIR) tool -n staticcheck)" ./...
 	$(GO) tool queuey-gen -check ./...
-	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go')" || { echo "generated files not committed"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- ':(glob)**/queuey_gen.go' ':(glob)**/queuey_schema.json')" || { echo "generated files not committed"; exit 1; }
 
 .PHONY: bench
 bench: broker ## benchmarks: memory backend, generator, RabbitMQ against the plain amqp091-go loop (prints the ratios), telemetry overhead

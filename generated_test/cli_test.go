@@ -59,7 +59,7 @@ func dirNames(t *testing.T, dir string) []string {
 
 func TestUsage(t *testing.T) {
 	code, out := run(t, "-h")
-	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [-check | -schema] [packages]") {
+	if code != 0 || !strings.HasPrefix(out, "usage: queuey-gen [-check | -accept | -schema] [packages]") {
 		t.Errorf("-h: exit %d, output %q; want 0 and the usage", code, out)
 	}
 	if code, _ := run(t, "-nope"); code != 2 {
@@ -95,8 +95,8 @@ func TestRunKeepsOutputOnError(t *testing.T) {
 	if err != nil || !bytes.Equal(before, after) {
 		t.Errorf("%s changed by a failed run (err %v)", generator.OutputName, err)
 	}
-	if names := dirNames(t, dir); len(names) != 2 {
-		t.Errorf("directory holds %q after a failed run, want jobs.go and %s only", names, generator.OutputName)
+	if names := dirNames(t, dir); len(names) != 3 {
+		t.Errorf("directory holds %q after a failed run, want jobs.go, %s and %s only", names, generator.OutputName, generator.RecordName)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestCheck(t *testing.T) {
 	out := filepath.Join(dir, generator.OutputName)
 
 	code, msg := run(t, "-check")
-	want := generator.OutputName + ": missing\nqueuey-gen: 1 generated file(s) not fresh: run go generate and commit the result\n"
+	want := generator.OutputName + ": missing\n" + generator.RecordName + ": missing\nqueuey-gen: 2 generated file(s) not fresh: run go generate and commit the result\n"
 	if code != 1 || msg != want {
 		t.Errorf("-check before generating: exit %d, stderr %q; want 1 and %q", code, msg, want)
 	}
@@ -200,11 +200,117 @@ func TestCheck(t *testing.T) {
 		t.Errorf("-check changed %s", generator.OutputName)
 	}
 
-	// A package whose jobs are all gone keeps a stale file until
-	// regenerated.
+	// A package whose jobs are all gone strands the jobs in flight on
+	// their queues: refused until accepted, then both files are stale,
+	// and removed by -accept.
+	if code, msg := run(t); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, msg)
+	}
 	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte("package shop\n"))
-	if code, msg := run(t, "-check"); code != 1 || !strings.Contains(msg, generator.OutputName+": stale: its package has no //queuey:queue jobs any more") {
-		t.Errorf("-check with no jobs left: exit %d, stderr %q; want 1 and the file named stale", code, msg)
+	if code, msg := run(t, "-check"); code != 1 || !strings.Contains(msg, generator.RecordName+`: breaking change: job shop.ShipOrder (queue "shop.ship_order") is gone`) {
+		t.Errorf("-check with no jobs left: exit %d, stderr %q; want 1 and the job named gone", code, msg)
+	}
+	if code, msg := run(t, "-accept"); code != 0 || !strings.Contains(msg, "is gone: jobs in flight on its queue are no longer handled; drain the queue before the workers that handle it stop (accepted)") {
+		t.Errorf("-accept with no jobs left: exit %d, stderr %q; want 0 and the change noted accepted", code, msg)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %q after -accept with no jobs left, want jobs.go only", names)
+	}
+}
+
+// TestRecordRefusesBreaking follows a job struct through changes as go
+// generate meets them: a safe change is recorded and noted; a breaking
+// one is refused at the field's position and leaves every file as it
+// was, for -check too; -accept records it.
+func TestRecordRefusesBreaking(t *testing.T) {
+	const v1 = "package shop\n\n//go:generate go tool queuey-gen\n\n//queuey:queue\ntype ShipOrder struct {\n\tID  string\n\tQty int32\n}\n"
+	dir := cliModule(t, v1)
+	record := filepath.Join(dir, generator.RecordName)
+	if code, msg := run(t); code != 0 || msg != "" {
+		t.Fatalf("first run: exit %d, stderr %q; want 0 and nothing", code, msg)
+	}
+	first, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatalf("first run recorded nothing: %v", err)
+	}
+	if !strings.Contains(string(first), `{"key":"Qty","go":"Qty","type":"int32"}`) {
+		t.Fatalf("record lacks Qty:\n%s", first)
+	}
+
+	// Safe: widened, and a field added. -check says the record is stale
+	// until it is regenerated.
+	v2 := strings.Replace(v1, "Qty int32\n", "Qty int64\n\tGift bool\n", 1)
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(v2))
+	code, msg := run(t, "-check")
+	wantNotes := "jobs.go:8:2: safe change: ShipOrder.Qty changes from int32 to int64: every value of the old type fits\n" +
+		"jobs.go:9:2: safe change: ShipOrder.Gift is added: jobs in flight lack key \"Gift\", so it decodes as its zero value\n"
+	if want := wantNotes + generator.RecordName + ": stale: the job structs changed since it was recorded, in ways jobs in flight survive\n" +
+		"queuey-gen: 1 generated file(s) not fresh: run go generate and commit the result\n"; code != 1 || msg != want {
+		t.Errorf("-check after a safe change: exit %d, stderr:\n%s\nwant 1 and:\n%s", code, msg, want)
+	}
+	if code, msg := run(t); code != 0 || msg != wantNotes {
+		t.Errorf("run after a safe change: exit %d, stderr:\n%s\nwant 0 and:\n%s", code, msg, wantNotes)
+	}
+	if code, msg := run(t, "-check"); code != 0 || msg != "" {
+		t.Errorf("-check once recorded: exit %d, stderr %q; want 0 and nothing", code, msg)
+	}
+	recorded, _ := os.ReadFile(record)
+
+	// Breaking: narrowed again. Refused by a run, by -check and by
+	// go generate, at the field.
+	v3 := strings.Replace(v2, "Qty int64", "Qty int16", 1)
+	tempmod.WriteFile(t, filepath.Join(dir, "jobs.go"), []byte(v3))
+	breaking := "jobs.go:8:2: breaking change: ShipOrder.Qty changes from int64 to int16: a value in flight that does not fit the narrower type is refused, and its job is dead-lettered\n" +
+		"queuey-gen: 1 change(s) to jobs that jobs in flight would not survive: docs/upgrades.md says how to roll each out; then record them with go tool queuey-gen -accept\n"
+	if code, msg := run(t); code != 1 || msg != breaking+"queuey-gen: no file written\n" {
+		t.Errorf("run after a breaking change: exit %d, stderr:\n%s\nwant 1 and:\n%s", code, msg, breaking)
+	}
+	if code, msg := run(t, "-check"); code != 1 || msg != breaking {
+		t.Errorf("-check after a breaking change: exit %d, stderr:\n%s\nwant 1 and:\n%s", code, msg, breaking)
+	}
+	if got, _ := os.ReadFile(record); !bytes.Equal(got, recorded) {
+		t.Errorf("a refused change rewrote the record:\n%s", got)
+	}
+
+	// Accepted on purpose.
+	if code, msg := run(t, "-accept"); code != 0 || !strings.Contains(msg, "ShipOrder.Qty changes from int64 to int16: a value in flight that does not fit the narrower type is refused, and its job is dead-lettered (accepted)\n") {
+		t.Errorf("-accept: exit %d, stderr %q; want 0 and the change noted accepted", code, msg)
+	}
+	if code, msg := run(t, "-check"); code != 0 || msg != "" {
+		t.Errorf("-check once accepted: exit %d, stderr %q; want 0 and nothing", code, msg)
+	}
+	if got, _ := os.ReadFile(record); !strings.Contains(string(got), `{"key":"Qty","go":"Qty","type":"int16"}`) {
+		t.Errorf("record after -accept lacks the int16:\n%s", got)
+	}
+	if code, _ := run(t, "-accept", "-check"); code != 2 {
+		t.Errorf("-accept -check: exit %d, want 2", code)
+	}
+}
+
+// TestRecordForeignOrBroken: a queuey_schema.json that queuey-gen did not
+// write is neither read nor replaced; a record that does not parse is
+// named, and nothing is written.
+func TestRecordForeignOrBroken(t *testing.T) {
+	dir := cliModule(t, shopJobs)
+	record := filepath.Join(dir, generator.RecordName)
+	for _, c := range []struct{ content, want string }{
+		{`{"mine": true}`, generator.RecordName + ` was not written by queuey-gen (it does not start with {"queuey_schema": ...); move it away or delete it`},
+		{"{\n  \"queuey_schema\": 1,\n  \"jobs\": [\n", generator.RecordName + ": not a queuey-gen payload schema record: unexpected EOF; restore it from version control, or delete it to record the jobs as they are now"},
+		{"{\n  \"queuey_schema\": 7}\n", generator.RecordName + ": queuey_schema 7, want 1: a record queuey-gen does not read; delete it to record the jobs as they are now"},
+	} {
+		tempmod.WriteFile(t, record, []byte(c.content))
+		for _, args := range [][]string{nil, {"-check"}} {
+			code, msg := run(t, args...)
+			if code != 1 || !strings.HasPrefix(msg, c.want+"\n") {
+				t.Errorf("%v over %q: exit %d, stderr %q; want 1 and %q", args, c.content, code, msg, c.want)
+			}
+		}
+		if got, _ := os.ReadFile(record); string(got) != c.content {
+			t.Errorf("record changed to %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, generator.OutputName)); err == nil {
+			t.Errorf("%s written beside a record that was refused", generator.OutputName)
+		}
 	}
 }
 

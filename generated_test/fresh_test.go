@@ -2,6 +2,7 @@ package generatedtest
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +11,9 @@ import (
 	"github.com/queuey/queuey/internal/testenv/tempmod"
 )
 
-// TestCommittedOutputsFresh checks that the committed queuey_gen.go files
-// of this repository are what the generator writes now.
+// TestCommittedOutputsFresh checks that the committed queuey_gen.go and
+// queuey_schema.json files of this repository are what the generator
+// writes now.
 func TestCommittedOutputsFresh(t *testing.T) {
 	root := tempmod.Root(t)
 	pkgs, err := generator.Load(generator.LoadConfig{Dir: root, Patterns: []string{"./generated_test/roundtrip", "./examples/emails/emails"}})
@@ -25,6 +27,14 @@ func TestCommittedOutputsFresh(t *testing.T) {
 	if len(files) != 2 {
 		t.Errorf("Generate returned %d files, want 2", len(files))
 	}
+	records, notes, err := generator.Records(pkgs, os.ReadFile, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 2 || len(notes) > 0 {
+		t.Errorf("Records returned %d records, want 2, and notes %q, want none", len(records), notes)
+	}
+	maps.Copy(files, records)
 	for path, want := range files {
 		got, err := os.ReadFile(path)
 		if err != nil {

@@ -20,9 +20,15 @@ import (
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar from the generator's output")
 
 // Sections of a golden archive that hold what is expected; every other
-// file is input, written into the case's package directory.
+// file is input, written into the case's package directory. A case with
+// a want section of queuey_schema.json shows the output and the record
+// written. A case with a queuey_schema.json among its input is compared
+// with that record: its want sections are the record written and the
+// notes on the changes found, if any, or the error.
 const (
 	wantOutput  = "want/" + generator.OutputName
+	wantRecord  = "want/" + generator.RecordName
+	wantNotes   = "want/notes"
 	wantError   = "want/error"
 	wantRemoved = "want/removed"
 )
@@ -83,66 +89,85 @@ func hasFile(ar *txtar.Archive, name string) bool {
 }
 
 func runCase(t *testing.T, path string, ar *txtar.Archive, dir string, env []string) {
-	var want *txtar.File
-	for i, f := range ar.Files {
+	var want []txtar.File
+	records, recorded := hasFile(ar, wantRecord), hasFile(ar, generator.RecordName)
+	for _, f := range ar.Files {
 		if strings.HasPrefix(f.Name, "want/") {
-			want = &ar.Files[i]
+			want = append(want, f)
 			continue
 		}
 		tempmod.WriteFile(t, filepath.Join(dir, f.Name), f.Data)
 	}
-	if want == nil && !*update {
+	if len(want) == 0 && !*update {
 		t.Fatalf("%s has no %s, %s or %s section", path, wantOutput, wantError, wantRemoved)
 	}
 
-	gotName, got := generate(t, dir, env)
+	got := generate(t, dir, env, records || recorded)
+	if recorded && len(got) > 0 && got[0].Name == wantOutput {
+		// A case about a change to a recorded schema: its output is
+		// what other cases show.
+		got = got[1:]
+	}
 	if *update {
-		if want == nil {
-			ar.Files = append(ar.Files, txtar.File{})
-			want = &ar.Files[len(ar.Files)-1]
-		}
-		want.Name, want.Data = gotName, got
+		ar.Files = append(slices.DeleteFunc(ar.Files, func(f txtar.File) bool { return strings.HasPrefix(f.Name, "want/") }), got...)
 		if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if gotName != want.Name {
-		t.Fatalf("got %s:\n%s\nwant %s:\n%s", gotName, got, want.Name, want.Data)
+	if names(got) != names(want) {
+		t.Fatalf("got sections %s:\n%s\nwant %s:\n%s", names(got), txtar.Format(&txtar.Archive{Files: got}), names(want), txtar.Format(&txtar.Archive{Files: want}))
 	}
-	if !bytes.Equal(got, want.Data) {
-		t.Errorf("%s differs from %s (run go test -update to accept):\n%s", want.Name, path, lineDiff(string(want.Data), string(got)))
+	for i, g := range got {
+		if !bytes.Equal(g.Data, want[i].Data) {
+			t.Errorf("%s differs from %s (run go test -update to accept):\n%s", g.Name, path, lineDiff(string(want[i].Data), string(g.Data)))
+		}
 	}
-	if gotName != wantOutput {
+	if len(got) == 0 || got[0].Name != wantOutput {
 		return
 	}
-	if formatted, err := format.Source(got); err != nil || !bytes.Equal(formatted, got) {
+	out := got[0].Data
+	if formatted, err := format.Source(out); err != nil || !bytes.Equal(formatted, out) {
 		t.Errorf("output is not gofmt-clean (err %v)", err)
 	}
-	if !bytes.HasPrefix(got, []byte(generator.Header+"\n")) {
+	if !bytes.HasPrefix(out, []byte(generator.Header+"\n")) {
 		t.Errorf("output does not start with %q", generator.Header)
 	}
 	// Put the output in place for the build step, through Write.
-	if err := generator.Write(map[string][]byte{filepath.Join(dir, generator.OutputName): got}); err != nil {
+	if err := generator.Write(map[string][]byte{filepath.Join(dir, generator.OutputName): out}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// generate loads and generates the package in dir and returns which want
-// section its result belongs in, and the result. Paths in errors are made
-// relative to dir, so that they do not depend on the temporary directory.
-func generate(t *testing.T, dir string, env []string) (string, []byte) {
+// names lists the names of files.
+func names(files []txtar.File) string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// generate loads and generates the package in dir and returns the want
+// sections of its result: the output or its removal, then, with records,
+// the payload schema record and the notes on its changes, if any; or the
+// error. Paths in errors and notes are made relative to dir, so that they
+// do not depend on the temporary directory.
+func generate(t *testing.T, dir string, env []string, records bool) []txtar.File {
 	t.Helper()
-	relative := func(err error) []byte {
-		return []byte(strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "") + "\n")
+	relative := func(s string) []byte {
+		return []byte(strings.ReplaceAll(s, dir+string(filepath.Separator), "") + "\n")
+	}
+	failed := func(err error) []txtar.File {
+		return []txtar.File{{Name: wantError, Data: relative(err.Error())}}
 	}
 	pkgs, err := generator.Load(generator.LoadConfig{Dir: dir, Env: env})
 	if err != nil {
-		return wantError, relative(err)
+		return failed(err)
 	}
 	files, err := generator.Generate(pkgs)
 	if err != nil {
-		return wantError, relative(err)
+		return failed(err)
 	}
 	again, err := generator.Generate(pkgs)
 	if err != nil {
@@ -157,14 +182,34 @@ func generate(t *testing.T, dir string, env []string) (string, []byte) {
 			t.Errorf("two Generate runs differ for %s", path)
 		}
 	}
+	var sections []txtar.File
 	content, ok := files[out]
 	switch {
 	case !ok:
 		t.Fatalf("Generate returned no file for %s", out)
 	case content == nil:
-		return wantRemoved, nil
+		sections = append(sections, txtar.File{Name: wantRemoved})
+	default:
+		sections = append(sections, txtar.File{Name: wantOutput, Data: content})
 	}
-	return wantOutput, content
+	if !records {
+		return sections
+	}
+	recs, notes, err := generator.Records(pkgs, os.ReadFile, false)
+	if err != nil {
+		return failed(err)
+	}
+	if rec, ok := recs[filepath.Join(dir, generator.RecordName)]; ok {
+		if rec == nil {
+			sections = append(sections, txtar.File{Name: wantRecord + ".removed"})
+		} else {
+			sections = append(sections, txtar.File{Name: wantRecord, Data: rec})
+		}
+	}
+	if len(notes) > 0 {
+		sections = append(sections, txtar.File{Name: wantNotes, Data: relative(strings.Join(notes, "\n"))})
+	}
+	return sections
 }
 
 // lineDiff shows the first lines where want and got differ.

@@ -3,9 +3,9 @@
 // queuey_gen.go beside them with typed Enqueue and Handle functions.
 //
 // The work is in three steps, so that the middle one can be tested in
-// process: Load type-checks the packages, Generate turns them into file
-// contents without touching the disk, and Write puts the files in place
-// atomically. Run is the command line around them.
+// process: Load type-checks the packages, Generate (and Records) turns
+// them into file contents without touching the disk, and Write puts the
+// files in place atomically. Run is the command line around them.
 //
 // # Field types
 //
@@ -51,6 +51,16 @@
 // A time.Time keeps its instant to the nanosecond but not its location:
 // msgpack/v5 decodes it in the handling process's time.Local (the zero
 // time in UTC), and drops the monotonic clock reading.
+//
+// # Payload records
+//
+// Records writes queuey_schema.json beside each queuey_gen.go: each job's
+// queue arguments and kind, and every struct its payload holds as msgpack
+// carries it (record.go). A run compares the structs with the record
+// (compat.go): what jobs in flight survive is recorded and noted, what
+// they would not survive is refused, field by field, at file:line:col,
+// unless accepted. docs/upgrades.md lists the verdicts; the tests of this
+// package hold each against a real encode, publish and handle.
 //
 // # Import names
 //

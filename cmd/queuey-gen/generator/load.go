@@ -241,5 +241,23 @@ func isGenerated(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return strings.HasPrefix(string(b), Header+"\n"), nil
+	return ours(path, b), nil
+}
+
+// ours reports whether data, the content of the file at path, was written
+// by queuey-gen: a Go file with its Header, or a payload schema record.
+func ours(path string, data []byte) bool {
+	if filepath.Base(path) == RecordName {
+		return isRecord(data)
+	}
+	return strings.HasPrefix(string(data), Header+"\n")
+}
+
+// foreign is the error, or the line, about a file at path that queuey-gen
+// did not write.
+func foreign(path string) string {
+	if filepath.Base(path) == RecordName {
+		return fmt.Sprintf("%s was not written by queuey-gen (it does not start with {\"queuey_schema\": ...); move it away or delete it", path)
+	}
+	return fmt.Sprintf("%s was not written by queuey-gen (its first line is not %q); move it away or delete it", path, Header)
 }

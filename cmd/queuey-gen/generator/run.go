@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,14 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-const usage = `usage: queuey-gen [-check | -schema] [packages]
+const usage = `usage: queuey-gen [-check | -accept | -schema] [packages]
 
 queuey-gen writes queuey_gen.go beside the struct types of a Go package
 that carry a //queuey:queue annotation: per job X, the resolved XQueue
 config and typed EnqueueX and HandleX functions; per package, Queues().
+Beside it, queuey_schema.json records the jobs' payloads as msgpack
+carries them (each field's key and wire type) and the queue arguments
+that jobs in flight depend on.
 
 With no arguments it generates the package in the current directory, which
 is what a line in that package runs, once go get -tool
@@ -28,9 +32,25 @@ directories. A package that does not compile, a malformed annotation or a
 field msgpack cannot carry is reported as file:line:col and nothing is
 written; the exit status is then 1.
 
-With -check, queuey-gen writes nothing: it names each queuey_gen.go that
-is missing or differs from what it would write (stale: an annotation was
-edited without regenerating), and exits 1 if there is any. Run it in CI:
+Each run compares the job structs with queuey_schema.json. A change that
+jobs already in flight survive (a field added or removed, a number
+widened, a Go field renamed with its msgpack key kept) is recorded and
+noted on standard error. A change they would not survive (a field's type
+changed or narrowed, a msgpack key renamed, a job's queue name, queue
+type, max_priority or kind changed, a job removed) is reported at the
+field or job, file:line:col, and nothing is written. docs/upgrades.md
+says how to roll each out.
+
+With -accept, such changes are recorded too: run it once the rollout is
+planned.
+
+	go tool queuey-gen -accept
+
+With -check, queuey-gen writes nothing: it names each queuey_gen.go or
+queuey_schema.json that is missing or differs from what it would write
+(stale: an annotation or a job struct was edited without regenerating),
+reports the changes jobs in flight would not survive, and exits 1 if
+there is any. Run it in CI:
 
 	go tool queuey-gen -check ./...
 
@@ -48,12 +68,14 @@ queuey's wire format (docs/wire-format.md).
 // Run is queuey-gen's main: it parses args (without the program name),
 // loads, generates and writes, reporting on stderr; with -schema it prints
 // the jobs' schemas on stdout instead of writing. It returns the exit
-// status: 0 on success, 1 on a generation error, 2 on a usage error.
+// status: 0 on success, 1 on a generation error, a change jobs in flight
+// would not survive or (with -check) a file not fresh, 2 on a usage error.
 func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("queuey-gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	check := fs.Bool("check", false, "write nothing; name each missing or stale queuey_gen.go and exit 1 if there is any")
+	check := fs.Bool("check", false, "write nothing; name each missing or stale queuey_gen.go and queuey_schema.json, report changes jobs in flight would not survive, and exit 1 if there is any")
+	accept := fs.Bool("accept", false, "record changes to jobs that jobs in flight would not survive, instead of refusing them")
 	schema := fs.Bool("schema", false, "write nothing; print each job's queue and a JSON Schema of its payload as JSON on stdout")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -61,8 +83,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *check && *schema {
+	switch {
+	case *check && *schema:
 		fmt.Fprintln(stderr, "queuey-gen: -check and -schema do not go together")
+		return 2
+	case *accept && (*check || *schema):
+		fmt.Fprintln(stderr, "queuey-gen: -accept writes, so it goes with neither -check nor -schema")
 		return 2
 	}
 	wd, err := os.Getwd()
@@ -83,13 +109,18 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	files, err := generate(wd, fs.Args())
+	files, notes, err := generate(wd, fs.Args(), *accept)
+	for _, n := range notes {
+		fmt.Fprintln(stderr, rel(n))
+	}
 	if err == nil && !*check {
 		err = Write(files)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, rel(err.Error()))
-		fmt.Fprintln(stderr, "queuey-gen: no file written")
+		if !*check {
+			fmt.Fprintln(stderr, "queuey-gen: no file written")
+		}
 		return 1
 	}
 	if !*check {
@@ -124,13 +155,23 @@ func positions(wd string, getenv func(string) string) func(string) string {
 	return func(s string) string { return strings.ReplaceAll(s, wd+string(filepath.Separator), "") }
 }
 
-// generate loads the packages of args and returns their generated files.
-func generate(wd string, args []string) (map[string][]byte, error) {
+// generate loads the packages of args and returns their generated files
+// and payload schema records, with the notes of Records.
+func generate(wd string, args []string, accept bool) (map[string][]byte, []string, error) {
 	pkgs, err := load(wd, args)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return Generate(pkgs)
+	files, err := Generate(pkgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	records, notes, err := Records(pkgs, os.ReadFile, accept)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(files, records)
+	return files, notes, nil
 }
 
 // schemasOf loads the packages of args and returns their jobs' schemas.

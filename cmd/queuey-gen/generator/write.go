@@ -24,7 +24,7 @@ func Write(files map[string][]byte) error {
 		case err != nil:
 			return err
 		case !ours:
-			return fmt.Errorf("%s was not written by queuey-gen (its first line is not %q); move it away or delete it", path, Header)
+			return errors.New(foreign(path))
 		}
 	}
 
