@@ -25,17 +25,21 @@ const scaleGranularity = 10 * time.Millisecond
 const scaleWaits = 1000
 
 // scaleOrderSlack is how far apart two of the scale tests' waits must be
-// due for the test to require that they arrive in that order: as
-// orderSlack, wider, since a thousand waits at once on a loaded machine
-// stall longer.
-const scaleOrderSlack = 2 * time.Second
+// due for the test to require that they arrive in that order. Each level
+// queue expires its messages on a timer of its own, so when the machine
+// stalls, waits due within the stall leave in the order their levels
+// resume: with a thousand waits at once on a machine loaded 10 times over
+// its cores, inversions of up to 2.4s were seen. A wait held behind a
+// longer one, as a queue of mixed TTLs would hold it, would come out
+// later still: by the longer wait's remaining TTL, up to 5.12s here.
+const scaleOrderSlack = 5 * time.Second
 
 // stallBound is the lateness past which a wait is taken to have been
 // stalled: a level queue held up behind a wait whose queue is gone would
 // hold every wait after it until that queue is declared again, for ever.
 // It is no measure of speed (the tests log their lateness, and the
-// benchmarks measure it).
-const stallBound = 30 * time.Second
+// benchmarks measure it); 19s was seen on a machine loaded 10 times over.
+const stallBound = time.Minute
 
 // lateness summarises how late waits arrived: p50, p99 and max.
 func lateness(ls []time.Duration) string {
