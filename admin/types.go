@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/queuey/queuey/internal/adminapi"
@@ -16,7 +17,9 @@ import (
 type Queue = adminapi.Queue
 
 // QueueOf returns the Queue of q: its name, retry schedule, type and delay
-// mode, as Inspector.QueueStats takes them.
+// mode, as Inspector.QueueStats takes them. An empty q.Delay is taken as
+// runtime.DefaultDelay of q's type (the ladder for a quorum queue), as a
+// backend without a default mode of its own runs it.
 func QueueOf(q runtime.QueueConfig) Queue {
 	return Queue{
 		Name:        q.Name,
@@ -25,7 +28,7 @@ func QueueOf(q runtime.QueueConfig) Queue {
 		RetryMax:    q.RetryMax,
 		Quorum:      q.QueueType == runtime.QueueQuorum,
 		PluginDelay: q.Delay == runtime.DelayPlugin,
-		LadderDelay: q.Delay == runtime.DelayLadder,
+		LadderDelay: cmp.Or(q.Delay, runtime.DefaultDelay(q.QueueType)) == runtime.DelayLadder,
 	}
 }
 

@@ -158,6 +158,12 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 				q.Name, len(q.Name), waits.Levels(runtime.DefaultGranularity), 2*waits.Levels(runtime.DefaultGranularity), names.MaxShortString, limit)
 		}
 	}
+	if t, ok := given[KeyQueueType]; ok && !bad[KeyQueueType] && !bad[KeyName] && q.Delay == "" && runtime.DefaultDelay(q.QueueType) == runtime.DelayLadder {
+		if limit := names.MaxLadderQueue(waits.Levels(runtime.DefaultGranularity)); len(q.Name) > limit {
+			p.errorf(t.valPos, KeyQueueType, "queue_type=quorum holds waits on the ladder by default, and queue name %q is %d bytes: a ladder wait's routing key is the name after %d words of one bit (%d bytes at the default granularity), and a routing key is at most %d bytes, so the name is at most %d bytes: shorten it or add delay=queue",
+				q.Name, len(q.Name), waits.Levels(runtime.DefaultGranularity), 2*waits.Levels(runtime.DefaultGranularity), names.MaxShortString, limit)
+		}
+	}
 
 	if len(p.errs) > before {
 		return q, token.NoPos, false

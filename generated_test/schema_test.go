@@ -74,8 +74,8 @@ func TestSchema(t *testing.T) {
 		t.Errorf("job %s: delay %v (default %v), want plugin from its annotation", r.Queue, r.Delay, r.DelayDefault)
 	}
 	j := got.Jobs[1]
-	if j.Delay == nil || *j.Delay != "queue" || !j.DelayDefault {
-		t.Errorf("job %s: delay %v (default %v), want queue, the default", j.Queue, j.Delay, j.DelayDefault)
+	if j.Delay == nil || *j.Delay != "ladder" || !j.DelayDefault {
+		t.Errorf("job %s: delay %v (default %v), want ladder, the default of a quorum queue", j.Queue, j.Delay, j.DelayDefault)
 	}
 	if j.Queue != "shop.ship_order" || j.Kind != "shop.ShipOrder" || j.MaxAttempts != 7 || j.MaxPriority != 0 || j.QueueType != "quorum" || j.Payload.Schema == "" {
 		t.Errorf("job %+v, want max_attempts 7, max_priority 0, quorum, a $schema", j)

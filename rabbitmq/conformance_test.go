@@ -18,7 +18,9 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Features{PublishRaw: publishRawTo}, newCleaningBackend)
 }
 
-// TestConformanceQuorum runs the suite on quorum queues, as the broker's
+// TestConformanceQuorum runs the suite on quorum queues with their waits
+// in quorum hold queues on rungs (delay=queue; the ladder, their default,
+// has TestConformanceLadderQuorum), as the broker's
 // version has them: on 3.x without the priority cases (its quorum queues
 // have no priorities, so a deferral returns behind the backlog); on 4.x
 // with a deferral returning ahead of the backlog but not strictly next,
@@ -27,7 +29,7 @@ func TestConformance(t *testing.T) {
 // first).
 func TestConformanceQuorum(t *testing.T) {
 	requireBroker(t)
-	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true, DeferAheadSlack: 1, PublishRaw: publishRawTo}
+	f := backendtest.Features{QueueType: runtime.QueueQuorum, Delay: runtime.DelayQueue, CoarsePriority: true, DeferAheadSlack: 1, PublishRaw: publishRawTo}
 	if !dial(t, rabbitmq.Options{}).QuorumPriorities() {
 		f.NoPriorityOrder = true
 	}

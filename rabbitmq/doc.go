@@ -30,7 +30,8 @@
 //     whose TTL is 2^L granularities, dead-lettering to the level below. A
 //     wait passes the levels of its delay's set bits. Not to be confused
 //     with the rungs of quorum hold queues (topology.QuorumRung), which
-//     round a wait up.
+//     round a wait up. On RabbitMQ 4.x each level of a quorum ladder has
+//     a second queue for waits of high priority (topology.Ladder.Split).
 //   - An expiry is a classic hold queue's x-expires, which every declare
 //     of it renews (wait_declares.go).
 //   - A lease is a runtime.Leaser's: the one message of a lease queue,

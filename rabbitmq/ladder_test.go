@@ -221,13 +221,13 @@ func TestLadderRetryKeyFixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := topology.NewLadder(runtime.QueueClassic, ladderGranularity)
+	l := topology.NewLadder(runtime.QueueClassic, ladderGranularity, topology.Version{})
 	copies := observe(t, l.Deliver(), l.QueueBinding(q.Name).Key)
 	runWorker(t, b, q, func(context.Context, job) error { return errors.New("fails every time") })
 	if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, want, err := l.Wait(q.Name, ladderGranularity)
+	_, want, err := l.Wait(q.Name, ladderGranularity, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,13 +260,14 @@ func TestLadderQueueGone(t *testing.T) {
 			b := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
 			gone, pg := ladderQueue(t, b, qt, queueName(t)+".gone")
 			kept, pk := ladderQueue(t, b, qt, queueName(t)+".kept")
-			l := topology.NewLadder(qt, ladderGranularity)
+			l := topology.NewLadder(qt, ladderGranularity, topology.Version{})
 			unrouted := observe(t, l.Unrouted(), "")
 			var a arrivals
 			runWorker(t, b, kept, a.handle)
 
-			// 5 granularities: levels 2 and 0.
-			if _, err := runtime.Enqueue(ctxT(t), pg, gone, job{N: 1}, runtime.WithDelay(5*ladderGranularity)); err != nil {
+			// 20 granularities, levels 4 and 2: due well after the queue
+			// is deleted, even on a loaded machine.
+			if _, err := runtime.Enqueue(ctxT(t), pg, gone, job{N: 1}, runtime.WithDelay(20*ladderGranularity)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := rawChannel(t).QueueDelete(gone.Name, false, false, false); err != nil {
@@ -349,7 +350,7 @@ func TestConformanceLadderQuorum(t *testing.T) {
 // on a ladder of a granularity of its own, which it deletes at the end.
 func TestLadderGone(t *testing.T) {
 	const g = 7 * time.Millisecond
-	l := topology.NewLadder(runtime.QueueClassic, g)
+	l := topology.NewLadder(runtime.QueueClassic, g, topology.Version{})
 	deleteLadder := func() {
 		conn, err := amqp.Dial(amqpURL())
 		if err != nil {

@@ -54,7 +54,10 @@ type Options struct {
 	// False (zero) declares "<q><DeadSuffix>" beside every queue.
 	NoDeadLetterQueues bool
 	// Delay is how waits are held for queues whose QueueConfig.Delay is
-	// empty. Empty means runtime.DelayQueue (hold queues);
+	// empty. Empty means runtime.DefaultDelay of the queue's type: hold
+	// queues (runtime.DelayQueue) for a classic queue, the ladder for a
+	// quorum one. runtime.DelayQueue holds every such queue's waits in
+	// hold queues (rounded up onto rungs for a quorum queue);
 	// runtime.DelayPlugin holds them in an x-delayed-message exchange of
 	// the delayed-message-exchange plugin, which must be enabled on the
 	// broker (see the package doc); runtime.DelayLadder holds them on the
@@ -132,9 +135,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Granularity == 0 {
 		o.Granularity = runtime.DefaultGranularity
 	}
-	if o.Delay == "" {
-		o.Delay = runtime.DelayQueue
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -155,8 +155,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Granularity < time.Millisecond || o.Granularity > time.Hour || o.Granularity%time.Millisecond != 0 {
 		return o, fmt.Errorf("%w: rabbitmq.Options.Granularity = %v, want a whole number of milliseconds, 1ms..1h (or 0 for %v): hold queue TTLs and x-delay are milliseconds", runtime.ErrInvalidOption, o.Granularity, runtime.DefaultGranularity)
 	}
-	if o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin && o.Delay != runtime.DelayLadder {
-		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q, %q or %q", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin, runtime.DelayLadder)
+	if o.Delay != "" && o.Delay != runtime.DelayQueue && o.Delay != runtime.DelayPlugin && o.Delay != runtime.DelayLadder {
+		return o, fmt.Errorf("%w: rabbitmq.Options.Delay = %q, want %q, %q, %q or empty (by queue type)", runtime.ErrInvalidOption, o.Delay, runtime.DelayQueue, runtime.DelayPlugin, runtime.DelayLadder)
 	}
 	if o.DelayExchange != "" && (!names.Valid(o.DelayExchange) || len(o.DelayExchange) > names.MaxShortString) {
 		return o, fmt.Errorf("%w: rabbitmq.Options.DelayExchange = %q, want %s+, at most %d bytes (or empty for \"<q>.delay\")", runtime.ErrInvalidOption, o.DelayExchange, names.Chars, names.MaxShortString)

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestOptionsZeroIsDefault(t *testing.T) {
 	if o.RetrySuffix != ".retry" || o.DeferredSuffix != ".deferred" || o.DeadSuffix != ".dead" {
 		t.Errorf("suffixes = %q %q %q", o.RetrySuffix, o.DeferredSuffix, o.DeadSuffix)
 	}
-	if o.Granularity != time.Second || o.Delay != runtime.DelayQueue || o.Logger == nil || o.PublishChannels != DefaultPublishChannels || o.NoDeadLetterQueues {
+	if o.Granularity != time.Second || o.Delay != "" || o.Logger == nil || o.PublishChannels != DefaultPublishChannels || o.NoDeadLetterQueues {
 		t.Errorf("defaults = %+v", o)
 	}
 }
@@ -58,6 +59,37 @@ func TestOptionsSuffixesThatCannotCollide(t *testing.T) {
 	} {
 		if _, err := o.withDefaults(); err != nil {
 			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestDefaultDelayByQueueType: with no delay mode in the queue or the
+// options, a classic queue's waits go to hold queues and a quorum queue's
+// to the ladder; a mode named by the queue, or else by the options, wins.
+func TestDefaultDelayByQueueType(t *testing.T) {
+	classic := runtime.QueueConfig{Name: "c", QueueType: runtime.QueueClassic}
+	quorum := runtime.QueueConfig{Name: "q", QueueType: runtime.QueueQuorum}
+	rungs := quorum
+	rungs.Delay = runtime.DelayQueue
+	for _, c := range []struct {
+		mode runtime.DelayMode // Options.Delay
+		q    runtime.QueueConfig
+		want any
+	}{
+		{"", classic, queueDelayer{}},
+		{"", quorum, ladderDelayer{}},
+		{"", rungs, queueDelayer{}},
+		{runtime.DelayQueue, quorum, queueDelayer{}},
+		{runtime.DelayLadder, classic, ladderDelayer{}},
+		{runtime.DelayQueue, runtime.QueueConfig{Name: "l", QueueType: runtime.QueueQuorum, Delay: runtime.DelayLadder}, ladderDelayer{}},
+	} {
+		w := newWaiter(&waiter{mode: c.mode})
+		d, err := w.delayer(c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprintf("%T", d) != fmt.Sprintf("%T", c.want) {
+			t.Errorf("Options.Delay %q, %s queue with Delay %q: %T, want %T", c.mode, c.q.QueueType, c.q.Delay, d, c.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -28,7 +29,7 @@ type waiter struct {
 	topo        *declarer // delay exchange declares, on the topology connection
 	names       topology.Names
 	granularity time.Duration
-	mode        runtime.DelayMode // Options.Delay: a queue's when it names none
+	mode        runtime.DelayMode // Options.Delay: a queue's when it names none; empty for runtime.DefaultDelay
 	provisioned bool              // Options.ProvisionedDelayExchange
 	version     topology.Version  // the broker's, for the ladder's arguments
 
@@ -65,10 +66,7 @@ type delayer interface {
 
 // delayer returns the delayer of q's delay mode.
 func (w *waiter) delayer(q runtime.QueueConfig) (delayer, error) {
-	mode := q.Delay
-	if mode == "" {
-		mode = w.mode
-	}
+	mode := cmp.Or(q.Delay, w.mode, runtime.DefaultDelay(q.QueueType))
 	d, ok := w.delayers[mode]
 	if !ok {
 		return nil, fmt.Errorf("%w: queue %q: delay mode %q", runtime.ErrInvalidConfig, q.Name, mode)

@@ -65,7 +65,7 @@ func (l *ladders) declared(t runtime.QueueType) bool {
 
 // ladder returns the delay ladder of q's waits.
 func (d ladderDelayer) ladder(q runtime.QueueConfig) topology.Ladder {
-	return topology.NewLadder(q.QueueType, d.w.granularity)
+	return topology.NewLadder(q.QueueType, d.w.granularity, d.w.version)
 }
 
 // prepare declares the ladder of q's type, once per backend: the first
@@ -118,11 +118,7 @@ func (d ladderDelayer) rebind(ctx context.Context, t runtime.QueueType) error {
 // the broker, and so is the ladder: its waits would not be held as long
 // as their keys say.
 func (d ladderDelayer) declareLadder(ctx context.Context, l topology.Ladder) error {
-	var queues []topology.Queue
-	for level := range l.Levels {
-		queues = append(queues, l.LevelQueue(level, d.w.version))
-	}
-	queues = append(queues, l.UnroutedQueue(d.w.version))
+	queues := l.Queues(d.w.version)
 	return d.w.topo.do(ctx, "declare delay ladder", func(ch *amqp.Channel) error {
 		for _, x := range l.Exchanges() {
 			if err := ch.ExchangeDeclare(x.Name, x.Kind, true, false, false, false, x.Args); err != nil {
@@ -182,7 +178,7 @@ func (d ladderDelayer) target(ctx context.Context, q runtime.QueueConfig) error 
 // fails is refused with nothing acked.
 func (d ladderDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	l := d.ladder(q)
-	ex, key, err := l.Wait(q.Name, delay)
+	ex, key, err := l.Wait(q.Name, delay, msg.Priority)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)
 	}

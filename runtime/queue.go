@@ -37,6 +37,17 @@ const (
 	DelayLadder DelayMode = "ladder"
 )
 
+// DefaultDelay is the delay mode of a queue of type t that names none, on
+// a backend configured with no default of its own: DelayLadder for a
+// quorum queue, whose waits need a bounded number of replicated queues
+// and stay exact on the ladder, and DelayQueue for any other.
+func DefaultDelay(t QueueType) DelayMode {
+	if t == QueueQuorum {
+		return DelayLadder
+	}
+	return DelayQueue
+}
+
 // Defaults of the QueueConfig fields, which WithDefaults gives each zero
 // field and an annotation gives each key it leaves out.
 const (
@@ -112,7 +123,8 @@ type QueueConfig struct {
 	Timeout time.Duration
 	// QueueType is the RabbitMQ queue type. Empty means QueueClassic.
 	QueueType QueueType
-	// Delay is how waits are held. Empty means the backend's default.
+	// Delay is how waits are held. Empty means the backend's default, which
+	// is DefaultDelay(QueueType) unless the backend is configured otherwise.
 	Delay DelayMode
 	// DelayExchange names the x-delayed-message exchange with DelayPlugin.
 	// Empty means the backend's default, which is "<Name>.delay" unless the
@@ -131,7 +143,8 @@ type QueueConfig struct {
 // DefaultQueueConfig returns the configuration of a queue called name with
 // every default: QueueConfig{Name: name}.WithDefaults(), which is also what
 // an annotation without keys gives (with the job's Kind). Its Delay is
-// empty: the backend's default mode, which is DelayQueue unless the backend
+// empty: the backend's default mode, which is DefaultDelay of the queue's
+// type (DelayQueue for this classic queue) unless the backend
 // is configured otherwise.
 func DefaultQueueConfig(name string) QueueConfig {
 	return QueueConfig{Name: name}.WithDefaults()

@@ -27,6 +27,7 @@ func TestQuorumHoldQueuesBounded(t *testing.T) {
 	deleteAll(t, name)
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind, q.QueueType = runtime.KindOf[job](), runtime.QueueQuorum
+	q.Delay = runtime.DelayQueue // hold queues on rungs, not the default ladder
 	q.Prefetch, q.Concurrency = 200, 200
 	ctx := ctxT(t, 3*wait)
 	b := clustertest.Dial(t, 2, rabbitmq.Options{})

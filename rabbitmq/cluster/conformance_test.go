@@ -20,7 +20,7 @@ func TestClusterConformance(t *testing.T) {
 // the three nodes, with their quorum hold queues and dead-letter queues.
 func TestClusterConformanceQuorum(t *testing.T) {
 	clustertest.Require(t)
-	f := backendtest.Features{QueueType: runtime.QueueQuorum, CoarsePriority: true, DeferAheadSlack: 1}
+	f := backendtest.Features{QueueType: runtime.QueueQuorum, Delay: runtime.DelayQueue, CoarsePriority: true, DeferAheadSlack: 1}
 	if !clustertest.Dial(t, 2, rabbitmq.Options{}).QuorumPriorities() {
 		f.NoPriorityOrder = true
 	}

@@ -35,6 +35,7 @@ func TestQuorumWaitsSurviveLeaderKill(t *testing.T) {
 	deleteAll(t, name)
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind, q.QueueType = runtime.KindOf[job](), runtime.QueueQuorum
+	q.Delay = runtime.DelayQueue // hold queues on rungs, not the default ladder
 	q.Prefetch, q.Concurrency = 50, 50
 	q.RetryBase, q.RetryMax = retryAfter, retryAfter
 

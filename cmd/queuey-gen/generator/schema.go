@@ -35,9 +35,10 @@ type jobSchema struct {
 	// queue declared without priorities.
 	MaxPriority int    `json:"max_priority"`
 	QueueType   string `json:"queue_type"`
-	// Delay is the queue's delay mode: the annotation's delay, or
-	// "queue", a backend's default mode unless it is configured otherwise
-	// (rabbitmq.Options.Delay), with DelayDefault set.
+	// Delay is the queue's delay mode: the annotation's delay, or a
+	// backend's default mode for its queue type unless it is configured
+	// otherwise (rabbitmq.Options.Delay), "queue" for classic and "ladder"
+	// for quorum, with DelayDefault set.
 	Delay         string `json:"delay"`
 	DelayDefault  bool   `json:"delay_default,omitempty"`
 	DelayExchange string `json:"delay_exchange,omitempty"`
@@ -72,7 +73,7 @@ func generateSchemas(pkgs []*packages.Package) ([]byte, error) {
 			out.Jobs = append(out.Jobs, jobSchema{
 				Queue: q.Name, Kind: q.Kind, Package: p.PkgPath,
 				MaxAttempts: q.MaxAttempts, MaxPriority: max(q.MaxPriority, 0),
-				QueueType: string(q.QueueType), Delay: string(cmp.Or(q.Delay, runtime.DelayQueue)), DelayDefault: q.Delay == "", DelayExchange: q.DelayExchange,
+				QueueType: string(q.QueueType), Delay: string(cmp.Or(q.Delay, runtime.DefaultDelay(q.QueueType))), DelayDefault: q.Delay == "", DelayExchange: q.DelayExchange,
 				Payload: payloadSchema(obj.Type(), q.Kind),
 			})
 		}

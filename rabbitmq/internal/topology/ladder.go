@@ -33,6 +33,16 @@ import (
 // queue of a ladder-mode queue binds P.deliver with N "*" words and its own
 // name's words, which matches the keys of its waits and nobody else's.
 // What P.deliver cannot route (its queue was deleted) goes to P.unrouted.
+//
+// A quorum queue of RabbitMQ 4.x holds messages of priority 5 and above
+// ahead of the others, and expires them in that order: a level queue
+// holding both would hold a due wait of normal priority until the high
+// ones entered after it expire, up to the level's TTL. A quorum ladder on
+// 4.x (Ladder.Split) so has, beside each level queue, P.LL.hi: a queue of
+// the same TTL and dead-letter exchange for the waits of high priority,
+// whose set bits are written "h" instead of "1". Exchange P.LL routes bit
+// "h" to P.LL.hi; each level queue holds one priority class, in the order
+// it entered, and a wait keeps its own priority to its queue.
 
 // ArgAlternateExchange is an exchange's alternate exchange: where it sends
 // what none of its bindings match.
@@ -43,18 +53,27 @@ type Ladder struct {
 	Type        runtime.QueueType
 	Granularity time.Duration
 	Levels      int // N: waits.Levels(Granularity)
+	// Split is set when the ladder holds waits of high priority
+	// (HighPriority and above) in level queues of their own: a quorum
+	// ladder on a broker whose quorum queues have priorities (4.x).
+	Split bool
 }
 
+// HighPriority is the least priority that a RabbitMQ 4.x quorum queue
+// holds ahead of the others: a split ladder holds waits of HighPriority
+// and above apart.
+const HighPriority = 5
+
 // NewLadder returns the ladder of queue type t and granularity g
-// (runtime.DefaultGranularity when zero or less).
-func NewLadder(t runtime.QueueType, g time.Duration) Ladder {
+// (runtime.DefaultGranularity when zero or less) on a broker of version v.
+func NewLadder(t runtime.QueueType, g time.Duration, v Version) Ladder {
 	if g <= 0 {
 		g = runtime.DefaultGranularity
 	}
 	if t == "" {
 		t = runtime.QueueClassic
 	}
-	return Ladder{Type: t, Granularity: g, Levels: waits.Levels(g)}
+	return Ladder{Type: t, Granularity: g, Levels: waits.Levels(g), Split: t == runtime.QueueQuorum && v.QuorumPriorities()}
 }
 
 // Prefix is the start of every name of the ladder,
@@ -65,6 +84,10 @@ func (l Ladder) Prefix() string {
 
 // Level names level L's exchange and queue, "<prefix>.LL".
 func (l Ladder) Level(level int) string { return fmt.Sprintf("%s.%02d", l.Prefix(), level) }
+
+// HighLevel names the queue of level L's waits of high priority on a split
+// ladder, "<prefix>.LL.hi".
+func (l Ladder) HighLevel(level int) string { return l.Level(level) + ".hi" }
 
 // Deliver names the exchange that the last level dead-letters to and every
 // ladder-mode queue is bound to.
@@ -98,6 +121,21 @@ func (l Ladder) LevelQueue(level int, v Version) Queue {
 		args[ArgOverflow] = RejectPublish
 	}
 	return v.Unlimited(Queue{Name: l.Level(level), Args: args})
+}
+
+// Queues returns the ladder's queues as a broker of version v takes them:
+// each level's (and on a split ladder its high-priority one, with the
+// same arguments), then the unrouted one.
+func (l Ladder) Queues(v Version) []Queue {
+	var qs []Queue
+	for level := range l.Levels {
+		q := l.LevelQueue(level, v)
+		qs = append(qs, q)
+		if l.Split {
+			qs = append(qs, Queue{Name: l.HighLevel(level), Args: q.Args})
+		}
+	}
+	return append(qs, l.UnroutedQueue(v))
 }
 
 // UnroutedQueue returns the queue of waits whose queue is gone: of the
@@ -134,8 +172,9 @@ type Binding struct {
 }
 
 // Bindings returns the ladder's own bindings: each level's exchange to
-// its queue for bit 1 and to the exchange below (Deliver under level 0)
-// for bit 0, and the unrouted queue to its exchange.
+// its queue for bit 1 (and, split, to its high-priority queue for bit h)
+// and to the exchange below (Deliver under level 0) for bit 0, and the
+// unrouted queue to its exchange.
 func (l Ladder) Bindings() []Binding {
 	bs := []Binding{{Source: l.Unrouted(), Dest: l.Unrouted()}}
 	for level := range l.Levels {
@@ -147,6 +186,9 @@ func (l Ladder) Bindings() []Binding {
 		bs = append(bs,
 			Binding{Source: l.Level(level), Dest: l.Level(level), Key: skip + "1.#"},
 			Binding{Source: l.Level(level), Dest: below, Key: skip + "0.#", ToExchange: true})
+		if l.Split {
+			bs = append(bs, Binding{Source: l.Level(level), Dest: l.HighLevel(level), Key: skip + "h.#"})
+		}
 	}
 	return bs
 }
@@ -163,13 +205,15 @@ func (l Ladder) QueueBinding(name string) Binding {
 // its QueueBinding: names.LadderKeyLen.
 func (l Ladder) KeyLen(name string) int { return names.LadderKeyLen(name, l.Levels) }
 
-// Wait returns where a wait of delay for queue name is published: the
-// exchange of the level of the delay's highest set bit, with the key of
-// the delay in granularities and name. delay is rounded up to the
+// Wait returns where a wait of delay for queue name, of priority, is
+// published: the exchange of the level of the delay's highest set bit,
+// with the key of the delay in granularities and name. On a split ladder
+// a wait of HighPriority and above has its set bits written "h", so that
+// it passes the levels' high-priority queues. delay is rounded up to the
 // granularity and must be at least one; above waits.Longest it is
 // runtime.ErrDelayTooLong. The key is built from delay alone, so a job
 // that waits again gets a key as long as the first.
-func (l Ladder) Wait(name string, delay time.Duration) (exchange, key string, err error) {
+func (l Ladder) Wait(name string, delay time.Duration, priority uint8) (exchange, key string, err error) {
 	d, err := waits.RoundAtLeastOne(delay, l.Granularity)
 	if err != nil {
 		return "", "", err
@@ -179,10 +223,18 @@ func (l Ladder) Wait(name string, delay time.Duration) (exchange, key string, er
 		// Not reached: waits.Longest fits the levels.
 		return "", "", fmt.Errorf("%w: %v is past the ladder's %d levels", waits.ErrTooLong, d, l.Levels)
 	}
+	one := byte('1')
+	if l.Split && priority >= HighPriority {
+		one = 'h'
+	}
 	var b strings.Builder
 	b.Grow(l.KeyLen(name))
 	for i := l.Levels - 1; i >= 0; i-- {
-		b.WriteByte('0' + byte(units>>i&1))
+		if units>>i&1 == 1 {
+			b.WriteByte(one)
+		} else {
+			b.WriteByte('0')
+		}
 		b.WriteByte('.')
 	}
 	b.WriteString(name)

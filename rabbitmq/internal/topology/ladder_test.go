@@ -12,11 +12,11 @@ import (
 
 func TestLadderWait(t *testing.T) {
 	t.Parallel()
-	l := topology.NewLadder(runtime.QueueQuorum, time.Second)
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second, topology.Version{})
 	if l.Levels != 22 {
 		t.Fatalf("Levels = %d, want 22 at 1s", l.Levels)
 	}
-	ex, key, err := l.Wait("orders.v2", 90*time.Second)
+	ex, key, err := l.Wait("orders.v2", 90*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,24 +30,24 @@ func TestLadderWait(t *testing.T) {
 		t.Errorf("KeyQueue = %q, %v", q, ok)
 	}
 	// Rounded up to the granularity, at least one.
-	if ex, key, _ := l.Wait("q", 1500*time.Millisecond); ex != l.Level(1) || !strings.HasSuffix(key, ".1.0.q") {
+	if ex, key, _ := l.Wait("q", 1500*time.Millisecond, 0); ex != l.Level(1) || !strings.HasSuffix(key, ".1.0.q") {
 		t.Errorf("1.5s: %s %s, want level 1 and 2 granularities", ex, key)
 	}
-	if ex, key, _ := l.Wait("q", 0); ex != l.Level(0) || !strings.HasSuffix(key, ".0.1.q") {
+	if ex, key, _ := l.Wait("q", 0, 0); ex != l.Level(0) || !strings.HasSuffix(key, ".0.1.q") {
 		t.Errorf("0: %s %s, want level 0 and 1 granularity", ex, key)
 	}
-	if _, _, err := l.Wait("q", runtime.MaxDeferral+time.Second); !errors.Is(err, runtime.ErrDelayTooLong) {
+	if _, _, err := l.Wait("q", runtime.MaxDeferral+time.Second, 0); !errors.Is(err, runtime.ErrDelayTooLong) {
 		t.Errorf("too long: %v, want ErrDelayTooLong", err)
 	}
 	longest := runtime.MaxDeferral / time.Second * time.Second
-	if ex, key, err := l.Wait("q", longest); err != nil || ex != l.Level(21) || len(key) != l.KeyLen("q") {
+	if ex, key, err := l.Wait("q", longest, 0); err != nil || ex != l.Level(21) || len(key) != l.KeyLen("q") {
 		t.Errorf("longest: %s %q %v", ex, key, err)
 	}
 }
 
 func TestLadderTopology(t *testing.T) {
 	t.Parallel()
-	l := topology.NewLadder(runtime.QueueQuorum, time.Second)
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second, topology.Version{})
 	q := l.LevelQueue(0, topology.Version{Major: 3})
 	if q.Args[topology.ArgDeadLetterExchange] != l.Deliver() || q.Args[topology.ArgMessageTTL] != int32(1000) ||
 		q.Args[topology.ArgDeadLetterStrategy] != topology.AtLeastOnce || q.Args[topology.ArgOverflow] != topology.RejectPublish {
@@ -62,7 +62,7 @@ func TestLadderTopology(t *testing.T) {
 	if top.Args[topology.ArgDeadLetterExchange] != l.Level(20) || top.Args[topology.ArgMessageTTL] != int32(1<<21*1000) || top.Args[topology.ArgDeliveryLimit] != int32(-1) {
 		t.Errorf("level 21 on 4.x = %v", top.Args)
 	}
-	c := topology.NewLadder(runtime.QueueClassic, 100*time.Millisecond).LevelQueue(3, topology.Version{Major: 4})
+	c := topology.NewLadder(runtime.QueueClassic, 100*time.Millisecond, topology.Version{}).LevelQueue(3, topology.Version{Major: 4})
 	if _, ok := c.Args[topology.ArgDeadLetterStrategy]; ok || c.Args[topology.ArgQueueType] != "classic" || c.Args[topology.ArgMessageTTL] != int32(800) {
 		t.Errorf("classic level 3 = %v", c.Args)
 	}
@@ -78,5 +78,51 @@ func TestLadderTopology(t *testing.T) {
 	}
 	if b := l.QueueBinding("a.b"); b.Key != strings.Repeat("*.", 22)+"a.b" || b.Source != l.Deliver() {
 		t.Errorf("queue binding = %+v", b)
+	}
+}
+
+// TestLadderSplit: a quorum ladder on 4.x holds waits of high priority in
+// level queues of their own, reached by set bits written "h"; one of 3.x,
+// and every classic one, has no such queues and writes every set bit "1".
+func TestLadderSplit(t *testing.T) {
+	t.Parallel()
+	v4, v3 := topology.Version{Major: 4}, topology.Version{Major: 3, Minor: 10}
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second, v4)
+	if !l.Split {
+		t.Fatal("quorum ladder on 4.x is not split")
+	}
+	for _, c := range []struct {
+		prio uint8
+		want string
+	}{{0, "0.1.0.1.1.0.1.0.orders.v2"}, {4, "0.1.0.1.1.0.1.0.orders.v2"}, {5, "0.h.0.h.h.0.h.0.orders.v2"}, {255, "0.h.0.h.h.0.h.0.orders.v2"}} {
+		ex, key, err := l.Wait("orders.v2", 90*time.Second, c.prio)
+		if err != nil || ex != l.Level(6) || !strings.HasSuffix(key, "."+c.want) || len(key) != l.KeyLen("orders.v2") {
+			t.Errorf("priority %d: %s %q %v, want level 6 and a key ending %q", c.prio, ex, key, err, c.want)
+		}
+		if q, ok := l.KeyQueue(key); !ok || q != "orders.v2" {
+			t.Errorf("priority %d: KeyQueue = %q, %v", c.prio, q, ok)
+		}
+	}
+	qs := l.Queues(v4)
+	if len(qs) != 2*l.Levels+1 {
+		t.Fatalf("%d queues, want %d", len(qs), 2*l.Levels+1)
+	}
+	if hi := qs[1]; hi.Name != l.HighLevel(0) || hi.Name != l.Level(0)+".hi" || hi.Args[topology.ArgMessageTTL] != int32(1000) || hi.Args[topology.ArgDeadLetterExchange] != l.Deliver() {
+		t.Errorf("level 0's high queue = %+v", hi)
+	}
+	bs := l.Bindings()
+	if len(bs) != 3*l.Levels+1 {
+		t.Fatalf("%d bindings, want %d", len(bs), 3*l.Levels+1)
+	}
+	if b := bs[len(bs)-1]; b.Source != l.Level(21) || b.Dest != l.HighLevel(21) || b.Key != "h.#" || b.ToExchange {
+		t.Errorf("level 21's high queue binding = %+v", b)
+	}
+	for _, o := range []topology.Ladder{topology.NewLadder(runtime.QueueQuorum, time.Second, v3), topology.NewLadder(runtime.QueueClassic, time.Second, v4)} {
+		if o.Split || len(o.Queues(v4)) != o.Levels+1 || len(o.Bindings()) != 2*o.Levels+1 {
+			t.Errorf("%s ladder: split %v, %d queues, %d bindings", o.Type, o.Split, len(o.Queues(v4)), len(o.Bindings()))
+		}
+		if _, key, _ := o.Wait("q", 3*time.Second, 9); !strings.HasSuffix(key, ".1.1.q") {
+			t.Errorf("%s ladder: priority 9 key %q, want its set bits 1", o.Type, key)
+		}
 	}
 }
