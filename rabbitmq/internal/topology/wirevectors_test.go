@@ -100,7 +100,7 @@ func ladderCases() []ladderCase {
 // vectorOf is c's vector, as topology.Ladder makes it.
 func vectorOf(t *testing.T, c ladderCase) ladderVector {
 	t.Helper()
-	l := topology.NewLadder(c.qt, c.g)
+	l := topology.NewLadder(c.qt, c.g, topology.Version{Major: 3, Minor: 10})
 	v := ladderVector{
 		Name: c.name, Description: c.description, Queue: c.queue, QueueType: string(c.qt),
 		DelayMS: c.delay.Milliseconds(), GranularityMS: c.g.Milliseconds(),
@@ -109,7 +109,7 @@ func vectorOf(t *testing.T, c ladderCase) ladderVector {
 	if c.delay%time.Millisecond != 0 {
 		t.Fatalf("%s: delay %v is not whole milliseconds", c.name, c.delay)
 	}
-	ex, key, err := l.Wait(c.queue, c.delay)
+	ex, key, err := l.Wait(c.queue, c.delay, 0)
 	switch {
 	case errors.Is(err, runtime.ErrDelayTooLong):
 		v.Refused = "delay_too_long"
