@@ -79,7 +79,7 @@ func TestJobOfAnotherShapeGoesDeadNamingTheField(t *testing.T) {
 		t.Fatalf("handler ran %s first, want INV-2 (%s) alone", n, goodID)
 	}
 
-	want := fmt.Sprintf(`job "inv-old" on queue %q: decode rabbitmq_test.invoice payload: field "Lines[0].Qty" (msgpack key "lines[0].qty"): want int64, found string "two dozen"`, q.Name)
+	want := fmt.Sprintf(`decode rabbitmq_test.invoice payload: field "Lines[0].Qty" (msgpack key "lines[0].qty"): want int64, found string "two dozen" (job "inv-old" on queue %q)`, q.Name)
 	m := getWithin(t, raw, q.Name+".dead")
 	if reason, _ := m.Headers[codec.HeaderDeadReason].(string); reason != want {
 		t.Errorf("dead letter %s: %s header\n got %q\nwant %q", m.MessageId, codec.HeaderDeadReason, reason, want)

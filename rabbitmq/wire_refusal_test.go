@@ -130,13 +130,11 @@ func TestForeignMessagesRefused(t *testing.T) {
 		return amqp.Publishing{ContentType: "application/vnd.queuey.envelope+msgpack", MessageId: id, Type: q.Kind, DeliveryMode: amqp.Persistent, Body: body}
 	}
 	tick := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
-	decode := func(id string) string {
-		return fmt.Sprintf("job %q on queue %q: decode %s payload: ", id, q.Name, q.Kind)
-	}
+	decode := fmt.Sprintf("decode %s payload: ", q.Kind)
 	refused := append(invalidVectors(t, q.Name),
-		foreign{"bytes after the payload", props("after", envelopeBody(t, 1, 2, 0, q.Name, nil, append(good(1), 0xc0))), decode("after") + "malformed msgpack: 1 bytes after the value"},
-		foreign{"nil payload", props("nil-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, []byte{0xc0})), decode("nil-payload") + "want rabbitmq_test.job (a map of its fields), found nil"},
-		foreign{"no payload", props("no-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, nil)), decode("no-payload") + "malformed msgpack at byte 0"},
+		foreign{"bytes after the payload", props("after", envelopeBody(t, 1, 2, 0, q.Name, nil, append(good(1), 0xc0))), decode + "malformed msgpack: 1 bytes after the value"},
+		foreign{"nil payload", props("nil-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, []byte{0xc0})), decode + "want rabbitmq_test.job (a map of its fields), found nil"},
+		foreign{"no payload", props("no-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, nil)), decode + "malformed msgpack at byte 0"},
 		foreign{"queue field of another queue", props("other-queue", envelopeBody(t, 1, 2, 0, "billing.other", nil, good(1))),
 			fmt.Sprintf(`job "other-queue" on queue %q: its queue field names queue "billing.other": a job names the queue it is published to`, q.Name)},
 		foreign{"priority above max_priority", props("priority-9", envelopeBody(t, 1, 2, 9, q.Name, nil, good(1))),

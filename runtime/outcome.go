@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/queuey/queuey/internal/msgpack/mpfit"
@@ -71,7 +70,7 @@ func (e *KindError) Error() string {
 // an int64, a number out of its field's range, a map where it has a
 // slice), Field, Key, Want and Found say which and why:
 //
-//	job "42" on queue "orders": decode orders.Order payload: field "Items[2].Qty" (msgpack key "items[2].qty"): want int64, found string "abc"
+//	decode orders.Order payload: field "Items[2].Qty" (msgpack key "items[2].qty"): want int64, found string "abc" (job "42" on queue "orders")
 //
 // Values are quoted clipped to 64 bytes. A payload that is not one msgpack
 // value (malformed, bytes after it, none) blames none: then Want is "" and
@@ -98,13 +97,15 @@ type DecodeError struct {
 	Err error
 }
 
+// Error says what is wrong first, and then which job: a dead letter's
+// reason is shown clipped where the job's ID and queue have columns of
+// their own (queuey dead ls).
 func (e *DecodeError) Error() string {
-	var b strings.Builder
+	msg := fmt.Sprintf("decode %s payload: %v", e.Kind, e.Err)
 	if e.ID != "" || e.Queue != "" {
-		fmt.Fprintf(&b, "job %q on queue %q: ", errs.Clip(e.ID), e.Queue)
+		msg += fmt.Sprintf(" (job %q on queue %q)", errs.Clip(e.ID), e.Queue)
 	}
-	fmt.Fprintf(&b, "decode %s payload: %v", e.Kind, e.Err)
-	return b.String()
+	return msg
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
