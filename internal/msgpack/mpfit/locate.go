@@ -69,6 +69,11 @@ func (l *locator) walk(t reflect.Type, r *mpscan.Reader, depth int) error {
 		if r.Nil() {
 			return nil
 		}
+		if t.Elem().Kind() == reflect.Pointer {
+			// Left to msgpack: walked, a type that points to itself
+			// would loop without reading a byte.
+			return l.leaf(t, r, depth)
+		}
 		return l.walk(t.Elem(), r, depth)
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 || !isArray(c) {

@@ -488,7 +488,7 @@ func (r *Reader) Describe() string {
 		}
 	case c >= 0xc4 && c <= 0xc6:
 		if s, _, err := at.Str(); err == nil {
-			return "binary of " + strconv.Itoa(len(s)) + " bytes"
+			return "binary of " + byteCount(uint64(len(s)))
 		}
 	case c&0xe0 == 0xa0 || c >= 0xd9 && c <= 0xdb:
 		if s, _, err := at.Str(); err == nil {
@@ -535,5 +535,13 @@ func (r *Reader) describeExt(c byte) string {
 	if int8(typ) == -1 {
 		return "timestamp"
 	}
-	return "ext type " + strconv.Itoa(int(int8(typ))) + " of " + strconv.FormatUint(n, 10) + " bytes"
+	return "ext type " + strconv.Itoa(int(int8(typ))) + " of " + byteCount(n)
+}
+
+// byteCount is "1 byte" or "n bytes".
+func byteCount(n uint64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.FormatUint(n, 10) + " bytes"
 }

@@ -269,7 +269,7 @@ func TestDescribe(t *testing.T) {
 		{marshal(t, []int{1, 2}), "array of 2"},
 		{marshal(t, map[string]int{"a": 1}), "map of 1"},
 		{marshal(t, time.Unix(1, 0)), "timestamp"},
-		{[]byte{0xd4, 0x05, 0x00}, "ext type 5 of 1 bytes"},
+		{[]byte{0xd4, 0x05, 0x00}, "ext type 5 of 1 byte"},
 		{[]byte{0xc7, 0x03, 0xfe, 1, 2, 3}, "ext type -2 of 3 bytes"},
 		{[]byte{0xa5, 'a'}, "malformed msgpack"},
 		{nil, "no value"},
