@@ -36,6 +36,7 @@ type order struct {
 }
 
 type span struct {
+	//lint:ignore U1000 msgpack reads this field's tag (as_array); the field itself holds nothing
 	_msgpack struct{} `msgpack:",as_array"`
 	Left     int
 	Right    string
