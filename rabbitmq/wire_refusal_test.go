@@ -133,7 +133,7 @@ func TestForeignMessagesRefused(t *testing.T) {
 	decode := fmt.Sprintf("decode %s payload: ", q.Kind)
 	refused := append(invalidVectors(t, q.Name),
 		foreign{"bytes after the payload", props("after", envelopeBody(t, 1, 2, 0, q.Name, nil, append(good(1), 0xc0))), decode + "malformed msgpack: 1 bytes after the value"},
-		foreign{"nil payload", props("nil-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, []byte{0xc0})), decode + "nil, want a rabbitmq_test.job"},
+		foreign{"nil payload", props("nil-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, []byte{0xc0})), decode + "want rabbitmq_test.job (a map of its fields), found nil"},
 		foreign{"no payload", props("no-payload", envelopeBody(t, 1, 2, 0, q.Name, nil, nil)), decode + "malformed msgpack at byte 0"},
 		foreign{"queue field of another queue", props("other-queue", envelopeBody(t, 1, 2, 0, "billing.other", nil, good(1))),
 			fmt.Sprintf(`job "other-queue" on queue %q: its queue field names queue "billing.other": a job names the queue it is published to`, q.Name)},

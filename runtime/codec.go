@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -54,13 +55,26 @@ func decodePayload(data []byte, v any, fit *mpfit.Checker) error {
 	c := codecs.Get().(*payloadCodec)
 	c.r.Reset(data)
 	c.dec.Reset(&c.r)
-	if err := c.dec.Decode(v); err != nil {
+	if err := c.decode(v); err != nil {
 		// A failed decode may leave a buffer grown for what the payload
 		// claimed in the decoder: it is not kept for the next one.
 		return err
 	}
 	c.put()
 	return nil
+}
+
+// decode decodes the next value of c's reader into v, with a panic of
+// msgpack's turned into an error: msgpack/v5 panics decoding a nil into a
+// value of a struct type with its own decoding method, such as a
+// time.Time field, and a payload must never crash or be retried for it.
+func (c *payloadCodec) decode(v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("msgpack panicked: %v", r)
+		}
+	}()
+	return c.dec.Decode(v)
 }
 
 func (c *payloadCodec) put() {

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestHandleDeadLettersNumbersThatDoNotFit(t *testing.T) {
 	}
 	startWorker(t, w)
 
-	const want = "decode runtime_test.reading payload: field Level: 300 does not fit int8"
+	want := fmt.Sprintf(`decode runtime_test.reading payload: field "Level" (msgpack key "Level"): want int8, found int 300, out of its range (job %q on queue "readings")`, id)
 	o := rec.next(t)
 	if o.Kind != runtime.OutcomeDeadLettered || o.JobID != id || o.Attempt != 1 || o.Reason != want {
 		t.Fatalf("outcome = %v of %s on attempt %d, reason %q; want dead_lettered on attempt 1, reason %q", o.Kind, o.JobID, o.Attempt, o.Reason, want)

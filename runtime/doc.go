@@ -39,7 +39,9 @@
 //   - any other error, or a panic: the job is retried after
 //     RetryBase*2^(n-1), capped at RetryMax, until MaxAttempts runs, then
 //     dead-lettered with the last error.
-//   - a payload that does not decode into X: dead-lettered at once.
+//   - a payload that does not decode into X: dead-lettered at once with a
+//     DecodeError naming the field, the type it wants and what the
+//     payload holds there, and the handler does not run.
 //   - a job whose envelope kind is not X's (another job type enqueued onto
 //     this queue name): dead-lettered at once with a KindError, and the
 //     handler does not run.

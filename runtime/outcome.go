@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/queuey/queuey/internal/msgpack/mpfit"
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 // DeferError is the error Defer returns: the handler asks for its job to be
@@ -60,14 +63,68 @@ func (e *KindError) Error() string {
 }
 
 // DecodeError is the error of a payload that does not decode into the job's
-// type. The job is dead-lettered at once: retrying cannot help.
+// type. The job is dead-lettered at once, with the error as its reason:
+// retrying cannot help. The handler does not run.
+//
+// When one value of the payload is to blame (a string where the job has
+// an int64, a number out of its field's range, a map where it has a
+// slice), Field, Key, Want and Found say which and why:
+//
+//	decode orders.Order payload: field "Items[2].Qty" (msgpack key "items[2].qty"): want int64, found string "abc" (job "42" on queue "orders")
+//
+// Values are quoted clipped to 64 bytes. A payload that is not one msgpack
+// value (malformed, bytes after it, none) blames none: then Want is "" and
+// Err says what is wrong.
 type DecodeError struct {
-	Kind string
-	Err  error
+	Queue string // the queue the job came from
+	ID    string // the job's ID
+	Kind  string // the job's type
+	// Field is the path of the value to blame by Go field names from the
+	// job's type (Items[2].Qty, Counts["a"], ByLevel[key] for a map's
+	// key), "" for the payload as a whole.
+	Field string
+	// Key is Field as the payload names it: by msgpack keys
+	// (items[2].qty), or by position ([3]) in a struct sent as an array.
+	Key string
+	// Want is the Go type the value lands in: int64, a named type with
+	// its kind (orders.Level (int8)), a struct as "orders.Item (a map of
+	// its fields)".
+	Want string
+	// Found is what the payload holds there: `string "abc"`, "int 300,
+	// out of its range", "array of 3", "nil".
+	Found string
+	// Err is the decoder's error, which Error quotes.
+	Err error
 }
 
+// Error says what is wrong first, and then which job: a dead letter's
+// reason is shown clipped where the job's ID and queue have columns of
+// their own (queuey dead ls).
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("decode %s payload: %v", e.Kind, e.Err)
+	msg := fmt.Sprintf("decode %s payload: %v", e.Kind, e.Err)
+	if e.ID != "" || e.Queue != "" {
+		msg += fmt.Sprintf(" (job %q on queue %q)", errs.Clip(e.ID), e.Queue)
+	}
+	return msg
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// decodeError is the DecodeError of env, whose payload failed to decode
+// into the type fit checks with err: it locates the value to blame,
+// reading the payload again, when err does not.
+func decodeError(q *QueueConfig, env *Envelope, fit *mpfit.Checker, err error) *DecodeError {
+	de := &DecodeError{Queue: q.Name, ID: env.ID, Kind: q.Kind, Err: err}
+	me, ok := err.(*mpfit.Error)
+	if !ok {
+		if me = fit.Locate(env.Payload); me == nil {
+			return de
+		}
+		de.Err = me
+	}
+	de.Field, de.Key, de.Want, de.Found = me.Path, me.Key, mpfit.TypeString(me.Type), me.Found
+	if me.Why != "" {
+		de.Found += ", " + me.Why
+	}
+	return de
+}

@@ -71,7 +71,7 @@ func EnqueueMany[T any](ctx context.Context, p *Producer, q QueueConfig, jobs []
 // Handle registers h as the handler of q's jobs on w. Each payload is
 // decoded into a T; one that does not decode, or holds a number that does
 // not fit its field (300 for an int8), is dead-lettered at once with a
-// DecodeError. When q has a Schedule, w also enqueues a zero T at each of
+// DecodeError naming the field. When q has a Schedule, w also enqueues a zero T at each of
 // its ticks (see Periodic). Generated HandleX functions call it.
 //
 // A bad config or a queue handled twice (naming both job types when their
@@ -101,7 +101,7 @@ func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) 
 		*jp = zero // the pool keeps no reference into the job
 		jobs.Put(jp)
 		if err != nil {
-			return &DecodeError{Kind: q.Kind, Err: err}
+			return decodeError(&q, env, fit, err)
 		}
 		return h(ctx, job)
 	})

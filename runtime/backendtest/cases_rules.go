@@ -115,7 +115,7 @@ func testPayloadIsOneValue(t *testing.T, f Features, nb func(*testing.T) runtime
 	}
 	want := map[string]string{
 		"after": "malformed msgpack: 1 bytes after the value: a payload is exactly one msgpack value",
-		"nil":   "nil, want a backendtest.job",
+		"nil":   "want backendtest.job (a map of its fields), found nil",
 		"empty": "malformed msgpack",
 	}
 	for _, dl := range h.deadLetters(3) {

@@ -24,10 +24,12 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/queuey/queuey/internal/msgpack/mpfields"
 	"github.com/queuey/queuey/internal/msgpack/mpscan"
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 // Checker checks msgpack data against one Go type.
@@ -75,21 +77,18 @@ func For(t reflect.Type) *Checker {
 // mpscan.Check does on the way, and returns mpscan.ErrMalformed for what
 // that refuses and for bytes after the value, so that a payload off the
 // wire is read once before msgpack decodes it. A nil for a struct type is
-// refused too: msgpack would decode it as the struct's zero value, a job
-// that nobody wrote.
+// refused too, with an *Error: msgpack would decode it as the struct's
+// zero value, a job that nobody wrote.
 func (c *Checker) Check(data []byte) error {
 	r := mpscan.NewReader(data)
 	if c.isStruct && r.Nil() {
-		return fmt.Errorf("nil, want a %s (a map of its fields)", c.typ)
+		return &Error{Type: c.typ, Found: "nil"}
 	}
 	var err error
 	if c.root == nil {
 		err = r.Skip()
 	} else {
-		err = c.root.check(r, 0)
-		if e, ok := err.(*Error); ok && len(e.Path) > 0 && e.Path[0] == '.' {
-			e.Path = e.Path[1:]
-		}
+		err = atRoot(c.root.check(r, 0))
 	}
 	if err != nil {
 		return err
@@ -100,30 +99,105 @@ func (c *Checker) Check(data []byte) error {
 	return nil
 }
 
-// Error is a number that does not fit where it would be decoded.
+// Error is a value in msgpack data that msgpack would not decode, or not
+// decode unchanged, into the part of the Go type it lands in: the first
+// one, in the order msgpack decodes them.
 type Error struct {
-	Path  string       // the field, such as Items[2].Qty; "" for the value itself
-	Value string       // the number, as encoded
-	Type  reflect.Type // the type it would be decoded into
+	// Path is where the value lands, by Go field names from the type
+	// checked: Lines[2].Qty, Counts["a"], ByLevel[key] (a map's key);
+	// "" for the value as a whole. An embedded struct's fields that
+	// msgpack inlines are named through it: Base.ID.
+	Path string
+	// Key is Path as the data names it: by msgpack keys (lines[2].qty),
+	// by position ([3]) for a struct decoded from an array. A key that
+	// is not a plain name is quoted: ["a.b"].
+	Key string
+	// Type is the type the value would be decoded into.
+	Type reflect.Type
+	// Found is what the data holds there, as mpscan's Describe says:
+	// `string "abc"`, "int 300", "array of 3".
+	Found string
+	// Why says why a number does not fit a number type ("out of its
+	// range"); "" when the value is of another msgpack type than the
+	// field takes.
+	Why string
+	// Err is msgpack's error decoding the value alone, when Locate found
+	// it; nil for what Check refuses.
+	Err error
 }
+
+// Why a number does not fit its field.
+const (
+	outOfRange = "out of its range"
+	inexact    = "which it cannot hold exactly"
+)
 
 func (e *Error) Error() string {
-	typ := e.Type.String()
-	if e.Type.PkgPath() != "" {
-		typ += " (" + e.Type.Kind().String() + ")"
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString("field " + strconv.Quote(e.Path) + " (msgpack key " + strconv.Quote(e.Key) + "): ")
 	}
-	if e.Path == "" {
-		return e.Value + " does not fit " + typ
+	b.WriteString("want " + TypeString(e.Type) + ", found " + e.Found)
+	if e.Why != "" {
+		b.WriteString(", " + e.Why)
 	}
-	return "field " + e.Path + ": " + e.Value + " does not fit " + typ
+	if e.Err != nil && (mpfields.HasDecoder(e.Type) || e.Type.Kind() == reflect.Interface) {
+		// Its own method, or msgpack's rules for an interface, refused
+		// the value: what they said is news.
+		b.WriteString(" (" + e.Err.Error() + ")")
+	}
+	return b.String()
 }
 
-// within prefixes err's path with where, when err is an *Error.
-func within(err error, where string) error {
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// TypeString names t as an Error does: a named type with its kind
+// (orders.Level (int8)), a struct as a map of its fields.
+func TypeString(t reflect.Type) string {
+	switch {
+	case t.Kind() == reflect.Struct && !mpfields.HasDecoder(t):
+		return t.String() + " (a map of its fields)"
+	case t.PkgPath() != "" && t.Kind() != reflect.Struct:
+		return t.String() + " (" + t.Kind().String() + ")"
+	}
+	return t.String()
+}
+
+// within prefixes err's paths with where (by Go names) and key (by the
+// data's keys), when err is an *Error.
+func within(err error, where, key string) error {
 	if e, ok := err.(*Error); ok {
 		e.Path = where + e.Path
+		e.Key = key + e.Key
 	}
 	return err
+}
+
+// atRoot drops the dot that a struct's field leaves at the start of
+// err's paths, when err is an *Error.
+func atRoot(err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Path = strings.TrimPrefix(e.Path, ".")
+		e.Key = strings.TrimPrefix(e.Key, ".")
+	}
+	return err
+}
+
+// keyPath is a struct's key as a path shows it: .name, or ["a.b"] when
+// it is not a plain name.
+func keyPath(key []byte) string {
+	plain := len(key) > 0
+	for _, c := range key {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return "." + string(key)
+	}
+	return "[" + strconv.Quote(errs.Clip(string(key))) + "]"
 }
 
 // check reads one value inside depth arrays and maps.
@@ -150,7 +224,8 @@ func (n *node) check(r *mpscan.Reader, depth int) error {
 		}
 		for i := range l {
 			if err := n.elem.check(r, depth+1); err != nil {
-				return within(err, "["+strconv.Itoa(i)+"]")
+				at := "[" + strconv.Itoa(i) + "]"
+				return within(err, at, at)
 			}
 		}
 		return nil
@@ -168,10 +243,11 @@ func (n *node) check(r *mpscan.Reader, depth int) error {
 		for range l {
 			at := *r
 			if err := n.key.check(r, depth+1); err != nil {
-				return within(err, "[key]")
+				return within(err, "[key]", "[key]")
 			}
 			if err := n.elem.check(r, depth+1); err != nil {
-				return within(err, "["+keyString(&at)+"]")
+				k := "[" + keyString(&at) + "]"
+				return within(err, k, k)
 			}
 		}
 		return nil
@@ -185,8 +261,8 @@ func (n *node) check(r *mpscan.Reader, depth int) error {
 	if !ok {
 		return r.SkipIn(depth)
 	}
-	if !fits(num, n.typ) {
-		return &Error{Value: numberString(num), Type: n.typ}
+	if why, ok := fits(num, n.typ); !ok {
+		return &Error{Type: n.typ, Found: numberString(num), Why: why}
 	}
 	return nil
 }
@@ -224,7 +300,7 @@ func (n *node) checkStruct(r *mpscan.Reader, depth int) error {
 				continue
 			}
 			if err := f.node.check(r, depth+1); err != nil {
-				return within(err, "."+f.path)
+				return within(err, "."+f.path, keyPath(key))
 			}
 		}
 		return nil
@@ -243,9 +319,9 @@ func (n *node) checkStruct(r *mpscan.Reader, depth int) error {
 			*r = at
 			return r.SkipIn(depth)
 		}
-		for _, f := range n.list {
+		for i, f := range n.list {
 			if err := f.node.check(r, depth+1); err != nil {
-				return within(err, "."+f.path)
+				return within(err, "."+f.path, "["+strconv.Itoa(i)+"]")
 			}
 		}
 		return nil
@@ -272,7 +348,7 @@ func isMap(c byte) bool   { return c&0xf0 == 0x80 || c == 0xde || c == 0xdf }
 // keyString returns the map key r is at as a path shows it.
 func keyString(r *mpscan.Reader) string {
 	if s, ok, err := r.Str(); ok && err == nil {
-		return strconv.Quote(string(s))
+		return strconv.Quote(errs.Clip(string(s)))
 	}
 	if num, ok, err := r.Number(); ok && err == nil {
 		return numberString(num)
@@ -280,50 +356,58 @@ func keyString(r *mpscan.Reader) string {
 	return "?"
 }
 
+// numberString describes num as mpscan's Describe does.
 func numberString(num mpscan.Number) string {
 	switch num.Kind {
 	case mpscan.Int:
-		return strconv.FormatInt(num.Int, 10)
+		return "int " + strconv.FormatInt(num.Int, 10)
 	case mpscan.BigUint:
-		return strconv.FormatUint(num.Uint, 10)
+		return "uint " + strconv.FormatUint(num.Uint, 10)
+	case mpscan.Float32:
+		return "float32 " + strconv.FormatFloat(num.Float, 'g', -1, 32)
 	}
-	return "float " + strconv.FormatFloat(num.Float, 'g', -1, 64)
+	return "float64 " + strconv.FormatFloat(num.Float, 'g', -1, 64)
 }
 
 // fits reports whether msgpack decodes num into a t, a number type,
-// unchanged.
-func fits(num mpscan.Number, t reflect.Type) bool {
+// unchanged, and if not, why ("" for a float bound for an integer, of
+// another type than t takes).
+func fits(num mpscan.Number, t reflect.Type) (string, bool) {
+	isFloat := num.Kind == mpscan.Float32 || num.Kind == mpscan.Float64
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := t.Bits()
-		return num.Kind == mpscan.Int && (bits == 64 || num.Int >= -1<<(bits-1) && num.Int < 1<<(bits-1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		bits := t.Bits()
-		switch num.Kind {
-		case mpscan.Int:
-			return num.Int >= 0 && (bits == 64 || num.Int < 1<<bits)
-		case mpscan.BigUint:
-			return bits == 64
+		if isFloat {
+			return "", false
 		}
-		return false
+		bits := t.Bits()
+		return outOfRange, num.Kind == mpscan.Int && (bits == 64 || num.Int >= -1<<(bits-1) && num.Int < 1<<(bits-1))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if isFloat {
+			return "", false
+		}
+		bits := t.Bits()
+		if num.Kind == mpscan.BigUint {
+			return outOfRange, bits == 64
+		}
+		return outOfRange, num.Int >= 0 && (bits == 64 || num.Int < 1<<bits)
 	case reflect.Float32:
 		switch num.Kind {
 		case mpscan.Int:
-			return exact(float64(float32(num.Int)), num.Int)
+			return inexact, exact(float64(float32(num.Int)), num.Int)
 		case mpscan.BigUint:
-			return false // msgpack reads it as a negative int64
+			return inexact, false // msgpack reads it as a negative int64
 		}
-		return true // a float64 msgpack refuses itself
+		return "", true // a float64 msgpack refuses itself
 	case reflect.Float64:
 		switch num.Kind {
 		case mpscan.Int:
-			return exact(float64(num.Int), num.Int)
+			return inexact, exact(float64(num.Int), num.Int)
 		case mpscan.BigUint:
-			return false
+			return inexact, false
 		}
-		return true
+		return "", true
 	}
-	return true
+	return "", true
 }
 
 // exact reports whether f, i converted to a float, is i.

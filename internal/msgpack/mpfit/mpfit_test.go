@@ -70,7 +70,7 @@ func TestCheck(t *testing.T) {
 		tail = next
 	}
 	tail["V"] = 300
-	if err := For(reflect.TypeFor[list]()).Check(marshal(t, deep)); err == nil || err.Error() != "field "+repeat("Next.", 50)+"V: 300 does not fit int8" {
+	if err := For(reflect.TypeFor[list]()).Check(marshal(t, deep)); err == nil || err.Error() != `field "`+repeat("Next.", 50)+`V" (msgpack key "`+repeat("Next.", 50)+`V"): want int8, found int 300, out of its range` {
 		t.Errorf("50 deep: %v", err)
 	}
 	if c := For(reflect.TypeFor[loop]()); c.root != nil {
@@ -82,14 +82,14 @@ func TestCheck(t *testing.T) {
 	if c := For(reflect.TypeFor[words]()); c.root != nil {
 		t.Error("a struct of strings, bools and interfaces has something to check")
 	}
-	if err := For(reflect.TypeFor[outer]()).Check(marshal(t, map[string]any{"Inner": map[string]any{"N": 256}})); err == nil || err.Error() != "field Inner.N: 256 does not fit uint8" {
+	if err := For(reflect.TypeFor[outer]()).Check(marshal(t, map[string]any{"Inner": map[string]any{"N": 256}})); err == nil || err.Error() != `field "Inner.N" (msgpack key "Inner.N"): want uint8, found int 256, out of its range` {
 		t.Errorf("nested map under an inlined struct's name: %v", err)
 	}
 	if first, second := For(reflect.TypeFor[outer]()), For(reflect.TypeFor[outer]()); first != second {
 		t.Error("For made two Checkers of one type")
 	}
 	var e *Error
-	if err := For(reflect.TypeFor[int8]()).Check(marshal(t, 200)); !errors.As(err, &e) || err.Error() != "200 does not fit int8" {
+	if err := For(reflect.TypeFor[int8]()).Check(marshal(t, 200)); !errors.As(err, &e) || err.Error() != "want int8, found int 200, out of its range" {
 		t.Errorf("int8 alone: %v", err)
 	}
 }
@@ -253,8 +253,8 @@ func TestCheckOneValue(t *testing.T) {
 		{"struct and a byte after", reflect.TypeFor[list](), append(marshal(t, list{V: 1}), 0x01), "1 bytes after the value"},
 		{"struct without numbers and bytes after", reflect.TypeFor[words](), append(marshal(t, words{S: "a"}), 0xc0, 0xc0), "2 bytes after the value"},
 		{"nothing", reflect.TypeFor[words](), nil, "malformed"},
-		{"nil for a struct", reflect.TypeFor[list](), []byte{0xc0}, "nil, want a mpfit.list"},
-		{"nil for a struct without numbers", reflect.TypeFor[words](), []byte{0xc0}, "nil, want a mpfit.words"},
+		{"nil for a struct", reflect.TypeFor[list](), []byte{0xc0}, "want mpfit.list (a map of its fields), found nil"},
+		{"nil for a struct without numbers", reflect.TypeFor[words](), []byte{0xc0}, "want mpfit.words (a map of its fields), found nil"},
 		{"nil for a pointer", reflect.TypeFor[*list](), []byte{0xc0}, ""},
 		{"nil for a slice", reflect.TypeFor[[]int](), []byte{0xc0}, ""},
 	} {

@@ -14,8 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/queuey/queuey/internal/rules/errs"
 )
 
 // MaxDepth is the deepest nesting of arrays and maps accepted.
@@ -454,4 +457,91 @@ func Unmarshal(b []byte, v any) error {
 		return err
 	}
 	return msgpack.Unmarshal(b, v)
+}
+
+// Describe returns what the next value is, as an error message quotes
+// it, without reading it: "nil", "bool true", "int 300", "uint
+// 18446744073709551615", "float64 2.5", `string "abc"`, "binary of 12
+// bytes", "array of 3", "map of 2", "timestamp", "ext type 5 of 4
+// bytes". A string is quoted clipped (errs.Clip), and then says so and
+// how long it is. What cannot be read is "malformed msgpack".
+func (r *Reader) Describe() string {
+	at := *r
+	c, err := at.Peek()
+	if err != nil {
+		return "no value"
+	}
+	switch {
+	case c == 0xc0:
+		return "nil"
+	case c == 0xc2:
+		return "bool false"
+	case c == 0xc3:
+		return "bool true"
+	case c&0xf0 == 0x90 || c == 0xdc || c == 0xdd:
+		if n, err := at.ArrayLen(); err == nil {
+			return "array of " + strconv.Itoa(n)
+		}
+	case c&0xf0 == 0x80 || c == 0xde || c == 0xdf:
+		if n, _, err := at.MapLen(); err == nil {
+			return "map of " + strconv.Itoa(n)
+		}
+	case c >= 0xc4 && c <= 0xc6:
+		if s, _, err := at.Str(); err == nil {
+			return "binary of " + byteCount(uint64(len(s)))
+		}
+	case c&0xe0 == 0xa0 || c >= 0xd9 && c <= 0xdb:
+		if s, _, err := at.Str(); err == nil {
+			if clipped := errs.Clip(string(s)); clipped != string(s) {
+				return "string " + strconv.Quote(clipped) + " (clipped, " + strconv.Itoa(len(s)) + " bytes)"
+			}
+			return "string " + strconv.Quote(string(s))
+		}
+	case c >= 0xc7 && c <= 0xc9 || c >= 0xd4 && c <= 0xd8:
+		return at.describeExt(c)
+	default:
+		if n, ok, err := at.Number(); ok && err == nil {
+			switch n.Kind {
+			case Int:
+				return "int " + strconv.FormatInt(n.Int, 10)
+			case BigUint:
+				return "uint " + strconv.FormatUint(n.Uint, 10)
+			case Float32:
+				return "float32 " + strconv.FormatFloat(n.Float, 'g', -1, 32)
+			}
+			return "float64 " + strconv.FormatFloat(n.Float, 'g', -1, 64)
+		}
+	}
+	return "malformed msgpack"
+}
+
+// describeExt describes the extension value whose type byte, c, is next.
+func (r *Reader) describeExt(c byte) string {
+	r.off++
+	var n uint64
+	var err error
+	if c >= 0xd4 {
+		n = 1 << (c - 0xd4)
+	} else {
+		n, err = r.uint(1 << (c - 0xc7))
+	}
+	if err != nil {
+		return "malformed msgpack"
+	}
+	typ, err := r.byte()
+	if err != nil {
+		return "malformed msgpack"
+	}
+	if int8(typ) == -1 {
+		return "timestamp"
+	}
+	return "ext type " + strconv.Itoa(int(int8(typ))) + " of " + byteCount(n)
+}
+
+// byteCount is "1 byte" or "n bytes".
+func byteCount(n uint64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.FormatUint(n, 10) + " bytes"
 }

@@ -244,3 +244,42 @@ func TestStrAndNil(t *testing.T) {
 		t.Errorf("Str of a cut string = %v, want ErrMalformed", err)
 	}
 }
+
+// TestDescribe: Describe says what each msgpack type holds, quotes a
+// string clipped (saying so), and reads nothing.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 40) // 80 bytes
+	for _, tc := range []struct {
+		data []byte
+		want string
+	}{
+		{marshal(t, nil), "nil"},
+		{marshal(t, true), "bool true"},
+		{marshal(t, false), "bool false"},
+		{marshal(t, 300), "int 300"},
+		{marshal(t, -5), "int -5"},
+		{marshal(t, uint64(math.MaxUint64)), "uint 18446744073709551615"},
+		{marshal(t, float32(1.5)), "float32 1.5"},
+		{marshal(t, 2.25), "float64 2.25"},
+		{marshal(t, "abc"), `string "abc"`},
+		{marshal(t, "tab\there"), `string "tab\there"`},
+		{marshal(t, long), `string "` + strings.Repeat("é", 32) + `…" (clipped, 80 bytes)`},
+		{marshal(t, []byte{1, 2, 3}), "binary of 3 bytes"},
+		{marshal(t, []int{1, 2}), "array of 2"},
+		{marshal(t, map[string]int{"a": 1}), "map of 1"},
+		{marshal(t, time.Unix(1, 0)), "timestamp"},
+		{[]byte{0xd4, 0x05, 0x00}, "ext type 5 of 1 byte"},
+		{[]byte{0xc7, 0x03, 0xfe, 1, 2, 3}, "ext type -2 of 3 bytes"},
+		{[]byte{0xa5, 'a'}, "malformed msgpack"},
+		{nil, "no value"},
+	} {
+		r := NewReader(tc.data)
+		if got := r.Describe(); got != tc.want {
+			t.Errorf("Describe of % x = %q, want %q", tc.data, got, tc.want)
+		}
+		if len(tc.data) > 0 && len(r.Rest()) != len(tc.data) {
+			t.Errorf("Describe of % x read %d bytes", tc.data, len(tc.data)-len(r.Rest()))
+		}
+	}
+}
