@@ -13,11 +13,12 @@ import (
 )
 
 type queuesCmd struct {
-	List   queuesListCmd  `cmd:"" default:"withargs" help:"Show queues (the default of queuey queues): every queue, or those named."`
-	Pause  pauseCmd       `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
-	Resume resumeCmd      `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
-	Purge  queuePurgeCmd  `cmd:"" help:"Delete the ready jobs of a queue (not those in flight, waiting or dead). Asks for confirmation."`
-	Delete queueDeleteCmd `cmd:"" help:"Delete a queue and its ready jobs; with --with-waits also its dead letters, hold queues and pause marker. Asks for confirmation."`
+	List    queuesListCmd   `cmd:"" default:"withargs" help:"Show queues (the default of queuey queues): every queue, or those named."`
+	Pause   pauseCmd        `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
+	Resume  resumeCmd       `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
+	Purge   queuePurgeCmd   `cmd:"" help:"Delete the ready jobs of a queue (not those in flight, waiting or dead). Asks for confirmation."`
+	Delete  queueDeleteCmd  `cmd:"" help:"Delete a queue and its ready jobs; with --with-waits also its dead letters, hold queues and pause marker. Asks for confirmation."`
+	Migrate queueMigrateCmd `cmd:"" help:"Move a queue's jobs into the queue declared anew with the arguments its annotation gives (max_priority, queue_type), losing none: pauses it, moves its jobs through a temporary queue and back, resumes it."`
 }
 
 type queuesListCmd struct {
