@@ -126,15 +126,35 @@ func TestMigrateLosesNoJob(t *testing.T) {
 				produceErr    error
 				producing     sync.WaitGroup
 			)
+			// Known limit (docs/operating.md): a job that reaches the old
+			// queue while the broker deletes it is confirmed and lost, so
+			// the producer holds off for the delete itself; it runs while
+			// jobs move out, while the queue is gone (its publishes come
+			// back and go to the temporary queue) and while they move back.
+			var (
+				hold sync.RWMutex
+				held bool
+			)
 			producing.Add(1)
 			go func() {
 				defer producing.Done()
 				for n := 100000; !stopProducing.Load(); n++ {
-					if _, err := runtime.Enqueue(ctx, pp, old, job{N: n}); err != nil {
+					hold.RLock()
+					_, err := runtime.Enqueue(ctx, pp, old, job{N: n})
+					hold.RUnlock()
+					if err != nil {
 						produceErr = err
 						return
 					}
 					produced = append(produced, n)
+					// A steady stream rather than a flood: the
+					// migration's delete (only if empty) is retried
+					// whenever a job came in just before it.
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
 				}
 			}()
 
@@ -151,8 +171,18 @@ func TestMigrateLosesNoJob(t *testing.T) {
 				runWorker(t, wb, neu, func(_ context.Context, j job) error { h.add(j.N); return nil })
 			}
 			mb := dial(t, rabbitmq.Options{})
-			res, err := mb.MigrateQueue(ctx, neu, admin.MigrateOptions{Progress: func(step string) {
+			mctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+			defer cancel()
+			res, err := mb.MigrateQueue(mctx, neu, admin.MigrateOptions{Progress: func(step string) {
 				t.Log(step)
+				if strings.HasSuffix(step, "then delete it") && strings.HasPrefix(step, `move the messages of "`+name+`" `) && !held {
+					hold.Lock()
+					held = true
+				}
+				if strings.HasPrefix(step, `declare "`+name+`" with`) && held {
+					hold.Unlock()
+					held = false
+				}
 				if strings.HasPrefix(step, "move the messages of") && !strings.Contains(step, "back") {
 					startWorker()
 				}
@@ -192,8 +222,8 @@ func TestMigrateLosesNoJob(t *testing.T) {
 			}
 			work, dead := brokerArgs(t, name), brokerArgs(t, name+".dead")
 			tc.check(t, work, dead)
-			if dead.Ready != 10 {
-				t.Errorf("dead letters = %d, want 10", dead.Ready)
+			if n := queueLen(t, rawChannel(t), name+".dead"); n != 10 {
+				t.Errorf("dead letters = %d, want 10", n)
 			}
 			if res.Moved < 1000 {
 				t.Errorf("moved = %d, want at least the 1,000 ready jobs", res.Moved)

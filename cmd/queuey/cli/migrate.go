@@ -100,4 +100,3 @@ func (c *queueMigrateCmd) Run(r *run) error {
 	printf(out, "migrated %s%s: %s moved back into it, %s into its dead-letter queue\n", c.Queue, resumed, plural(res.Moved, "job"), plural(res.Dead, "dead letter"))
 	return nil
 }
-
