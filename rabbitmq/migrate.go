@@ -212,10 +212,16 @@ func (m *migration) pause(ctx context.Context, queue string, exists bool) (resum
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	consumers, lastErr := -1, error(nil)
 	for {
 		st, found, err := inspectQueue(wctx, m.b.life, m.b.ops.conn, queue)
 		if err == nil && (!found || st.Consumers == 0) {
 			return resume, nil
+		}
+		if err == nil {
+			consumers = st.Consumers
+		} else if wctx.Err() == nil {
+			lastErr = err
 		}
 		select {
 		case <-tick.C:
@@ -225,11 +231,14 @@ func (m *migration) pause(ctx context.Context, queue string, exists bool) (resum
 		if resume && !paused {
 			_ = m.b.ResumeQueue(context.WithoutCancel(ctx), queue)
 		}
-		if err != nil {
-			return false, fmt.Errorf("migrate queue %q: %w", queue, err)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if consumers < 0 {
+			return false, fmt.Errorf("migrate queue %q: its consumers could not be counted: %v", queue, lastErr)
 		}
 		return false, fmt.Errorf("%w: queue %q still has %d consumers %v after it was paused: they do not follow pauses (another program, or a queuey worker older than pausing); stop them, or raise --pause-timeout. Nothing was changed",
-			admin.ErrCannotMigrate, queue, st.Consumers, m.opts.PauseTimeout)
+			admin.ErrCannotMigrate, queue, consumers, m.opts.PauseTimeout)
 	}
 }
 

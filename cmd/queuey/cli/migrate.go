@@ -100,3 +100,43 @@ func (c *queueMigrateCmd) Run(r *run) error {
 	printf(out, "migrated %s%s: %s moved back into it, %s into its dead-letter queue\n", c.Queue, resumed, plural(res.Moved, "job"), plural(res.Dead, "dead letter"))
 	return nil
 }
+
+// drift compares the queue a asks for, when an annotation gives its
+// configuration, with the broker's, into row. What cannot be compared is
+// said in row.Missing.
+func (r *run) drift(be Admin, a asked, row *queueJSON) error {
+	row.Drift = []diffJSON{}
+	if a.cfg == nil {
+		return nil
+	}
+	dr, ok := be.(admin.DriftReader)
+	if !ok {
+		return nil
+	}
+	d, err := dr.QueueDrift(r.ctx, *a.cfg)
+	switch {
+	case errors.Is(err, admin.ErrCannotList):
+		row.Missing = append(row.Missing, "arguments not compared with the annotation: "+cannotList(err))
+		return nil
+	case err != nil:
+		return err
+	}
+	row.Drift, row.Migrating = diffsJSON(d.Diffs), d.Migrating
+	return nil
+}
+
+// driftNote is what the queues table says of q's differences from its
+// annotation, "" when there are none.
+func driftNote(q queueJSON) string {
+	switch {
+	case q.Migrating:
+		return "being migrated, or a migration was cut short: queuey queues migrate " + q.Queue + " --pkg ... finishes it"
+	case len(q.Drift) == 0:
+		return ""
+	}
+	parts := make([]string, len(q.Drift))
+	for i, d := range q.Drift {
+		parts[i] = admin.ArgDiff{Queue: d.Queue, Arg: d.Arg, Broker: d.Broker, Config: d.Annotation}.String()
+	}
+	return "differs from its annotation (" + strings.Join(parts, "; ") + "): producers and workers of the annotation are refused until queuey queues migrate " + q.Queue + " --pkg ..."
+}

@@ -43,6 +43,12 @@ type queueJSON struct {
 	Dead          *int       `json:"dead"`
 	Consumers     *int       `json:"consumers"`
 	Holds         []holdJSON `json:"holds"`
+	// Drift is every argument of the queue (and its dead-letter queue)
+	// whose value on the broker differs from its annotation (--pkg only).
+	Drift []diffJSON `json:"drift"`
+	// Migrating says a migration of the queue is under way, or was cut
+	// short (--pkg only).
+	Migrating bool `json:"migrating"`
 	// Missing says, in one sentence each, what could not be seen and why.
 	Missing []string `json:"missing"`
 }
@@ -86,6 +92,7 @@ type asked struct {
 	q     admin.Queue
 	kind  string
 	named bool
+	cfg   *runtime.QueueConfig // from an annotation, to compare with the broker
 }
 
 func (c *queuesListCmd) Run(r *run) error {
@@ -117,7 +124,7 @@ func (c *queuesListCmd) Run(r *run) error {
 	switch {
 	case annotated != nil:
 		for _, cfg := range annotated {
-			queues = append(queues, asked{q: admin.QueueOf(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name)})
+			queues = append(queues, asked{q: admin.QueueOf(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name), cfg: &cfg})
 		}
 	case len(prefixes) > 0 || len(exact) == 0:
 		names, err := be.Queues(r.ctx)
@@ -204,7 +211,7 @@ func (c *queuesListCmd) Run(r *run) error {
 // queueRow counts the queue a asks for; nil when it does not exist and
 // nothing else knows it (an annotation, or its name in a listing).
 func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
-	row := queueJSON{Queue: a.q.Name, Holds: []holdJSON{}, Missing: []string{}}
+	row := queueJSON{Queue: a.q.Name, Holds: []holdJSON{}, Missing: []string{}, Drift: []diffJSON{}}
 	if a.kind != "" {
 		row.Kind = &a.kind
 	}
@@ -243,6 +250,9 @@ func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
 	}
 	row.NextReleaseBy = utc(first)
 	row.Missing = append(row.Missing, plainAll(s.Missing)...)
+	if err := r.drift(be, a, &row); err != nil {
+		return nil, err
+	}
 	return &row, nil
 }
 
@@ -309,6 +319,9 @@ func (r *run) queuesTable(rows []queueJSON, notes []string) {
 		cells = append(cells, []string{q.Queue, kind, paused, n(q.Ready), n(q.Unacked), n(q.Waiting), next, n(q.Dead), n(q.Consumers)})
 		for _, m := range q.Missing {
 			byQueue = noteQueues(byQueue, q.Queue, m)
+		}
+		if n := driftNote(q); n != "" {
+			byQueue = noteQueues(byQueue, q.Queue, n)
 		}
 	}
 	table(r.env.Stdout, queuesHeaders, cells)
