@@ -234,3 +234,26 @@ func TestMigrateLosesNoJob(t *testing.T) {
 		})
 	}
 }
+
+// TestMismatchSaysEveryDifferenceAndTheCommand: a producer whose queue
+// exists with other arguments, and no migration under way, is refused at
+// once, naming every argument that differs and the command that migrates
+// the queue.
+func TestMismatchSaysEveryDifferenceAndTheCommand(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q := runtime.DefaultQueueConfig(queueName(t))
+	q.Kind, q.MaxPriority = runtime.KindOf[job](), 3
+	if _, err := runtime.NewProducer(ctxT(t), b, q); err != nil {
+		t.Fatal(err)
+	}
+	q.MaxPriority = 8
+	_, err := runtime.NewProducer(ctxT(t), dial(t, rabbitmq.Options{}), q)
+	if !errors.Is(err, runtime.ErrQueueMismatch) {
+		t.Fatalf("NewProducer = %v, want ErrQueueMismatch", err)
+	}
+	for _, want := range []string{q.Name + " x-max-priority: broker 3, annotation 8", "queuey queues migrate " + q.Name} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
