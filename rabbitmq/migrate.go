@@ -197,15 +197,17 @@ func (m *migration) pause(ctx context.Context, queue string, exists bool) (resum
 	if err != nil {
 		return false, fmt.Errorf("migrate queue %q: %w", queue, err)
 	}
+	if !paused && !exists {
+		// Gone mid-migration: nothing consumes it; the run that
+		// deleted it paused it (and its temporary queue says so).
+		return resume, nil
+	}
 	if !paused {
 		m.step("pause queue %q", queue)
 		if err := m.b.PauseQueue(ctx, queue); err != nil {
 			return false, fmt.Errorf("migrate queue %q: %w", queue, err)
 		}
 		resume = true
-	}
-	if !exists {
-		return resume, nil
 	}
 	m.step("wait up to %v for the consumers of %q to let go", m.opts.PauseTimeout, queue)
 	wctx, cancel := context.WithTimeout(ctx, m.opts.PauseTimeout)

@@ -257,3 +257,59 @@ func TestMismatchSaysEveryDifferenceAndTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateResumes: a migration cut short while the queue is gone
+// leaves its jobs in the temporary queue, where a producer's enqueue
+// lands too; running it again finishes it and resumes the queue.
+func TestMigrateResumes(t *testing.T) {
+	name := queueName(t, ".migrating")
+	old := runtime.DefaultQueueConfig(name)
+	old.Kind, old.MaxPriority = runtime.KindOf[job](), 3
+	neu := old
+	neu.MaxPriority = 8
+	b := dial(t, rabbitmq.Options{})
+	p, err := runtime.NewProducer(ctxT(t), b, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]job, 50)
+	if _, err := runtime.EnqueueMany(ctxT(t), p, old, jobs); err != nil {
+		t.Fatal(err)
+	}
+	cut, cancel := context.WithCancel(ctxT(t))
+	_, err = b.MigrateQueue(cut, neu, admin.MigrateOptions{Progress: func(step string) {
+		if strings.HasPrefix(step, `declare "`+name+`" with`) {
+			cancel()
+		}
+	}})
+	if err == nil {
+		t.Fatal("the migration cut short reported success")
+	}
+	ch := rawChannel(t)
+	if n := queueLen(t, ch, name+".migrating"); n != 50 {
+		t.Fatalf("cut short: %d jobs in the temporary queue, want 50", n)
+	}
+	// The queue is gone: an enqueue lands in the temporary queue.
+	if _, err := runtime.Enqueue(ctxT(t), p, old, job{N: 50}); err != nil {
+		t.Fatalf("enqueue while the queue is gone: %v", err)
+	}
+	if n := queueLen(t, ch, name+".migrating"); n != 51 {
+		t.Errorf("%d jobs in the temporary queue, want 51", n)
+	}
+	res, err := b.MigrateQueue(ctxT(t), neu, admin.MigrateOptions{})
+	if err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if !res.Resumed || res.Moved != 51 {
+		t.Errorf("second run: resumed %v, moved %d; want true, 51", res.Resumed, res.Moved)
+	}
+	if n := queueLen(t, ch, name); n != 51 {
+		t.Errorf("%d jobs in the queue, want 51", n)
+	}
+	if got := brokerArgs(t, name).Arguments["x-max-priority"]; got != float64(8) {
+		t.Errorf("x-max-priority = %v, want 8", got)
+	}
+	if paused, err := b.Paused(ctxT(t), name); err != nil || paused {
+		t.Errorf("paused = %v (%v), want resumed", paused, err)
+	}
+}
