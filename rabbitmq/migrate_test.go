@@ -313,3 +313,42 @@ func TestMigrateResumes(t *testing.T) {
 		t.Errorf("paused = %v (%v), want resumed", paused, err)
 	}
 }
+
+// TestMigrateKeepsLadderWaits: waits on the delay ladder that end while
+// the queue is migrated land in the temporary queue, bound to the
+// ladder's delivery exchange as the queue is, and the queue declared anew
+// is bound again: every wait is handled, none goes to the ladder's
+// unrouted queue.
+func TestMigrateKeepsLadderWaits(t *testing.T) {
+	name := queueName(t, ".migrating")
+	old := runtime.DefaultQueueConfig(name)
+	old.Kind, old.MaxPriority, old.Delay = runtime.KindOf[job](), 3, runtime.DelayLadder
+	neu := old
+	neu.MaxPriority = 8
+	b := dial(t, rabbitmq.Options{})
+	p, err := runtime.NewProducer(ctxT(t), b, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for i := range 40 {
+		d := time.Duration(200+50*i) * time.Millisecond
+		if _, err := runtime.Enqueue(ctxT(t), p, old, job{N: i}, runtime.WithDelay(d)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, i)
+	}
+	mctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	if _, err := b.MigrateQueue(mctx, neu, admin.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h := &handled{seen: map[int]int{}}
+	runWorker(t, dial(t, rabbitmq.Options{}), neu, func(_ context.Context, j job) error { h.add(j.N); return nil })
+	eventually.Nil(t, wait, func() error {
+		if m := h.missing(want); len(m) > 0 {
+			return fmt.Errorf("%d of %d waits not handled, among them %v", len(m), len(want), m[:min(len(m), 10)])
+		}
+		return nil
+	}, "every ladder wait handled")
+}
