@@ -122,7 +122,16 @@ type Options struct {
 	// once pays for reading the whole queue and gains nothing. False
 	// (zero) reads the queue from its head on every read.
 	DeadLetterIndex bool
+	// MigrationWait is how long a declare that meets its queue with other
+	// arguments waits while the queue is being migrated (queuey queues
+	// migrate: its "<q>.migrating" queue exists), declaring again every
+	// second, before it fails with runtime.ErrQueueMismatch. Zero means
+	// DefaultMigrationWait; negative does not wait.
+	MigrationWait time.Duration
 }
+
+// DefaultMigrationWait is Options.MigrationWait's default.
+const DefaultMigrationWait = 10 * time.Minute
 
 // ManagementOff as Options.ManagementURL turns the management API off.
 const ManagementOff = "off"
@@ -137,6 +146,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MigrationWait == 0 {
+		o.MigrationWait = DefaultMigrationWait
 	}
 	if o.PublishChannels == 0 {
 		o.PublishChannels = DefaultPublishChannels

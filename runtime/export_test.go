@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DeclareConcurrency is declareConcurrency, for tests.
 const DeclareConcurrency = declareConcurrency
@@ -20,3 +23,10 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 
 // Register is register, for tests of registrations no job type makes.
 func (w *Worker) Register(q QueueConfig, h HandlerFunc) { w.register(q, h) }
+
+// SetMismatchRetries sets mismatchRetries until the test ends.
+func SetMismatchRetries(tb interface{ Cleanup(func()) }, ds []time.Duration) {
+	old := mismatchRetries
+	mismatchRetries = ds
+	tb.Cleanup(func() { mismatchRetries = old })
+}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queuey/queuey/internal/syncx"
 )
 
 // HandlerFunc runs one job. Generated HandleX functions wrap a typed handler
@@ -262,7 +264,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, p := range periodics {
 		queues = append(queues, p.queue)
 	}
-	if err := declareAll(runCtx, w.backend, queues); err != nil {
+	if err := w.declareAll(runCtx, queues); err != nil {
 		if runCtx.Err() != nil {
 			return nil // stopped while declaring: a clean shutdown
 		}
@@ -373,4 +375,29 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// mismatchRetries are the waits before each new declare of a worker whose
+// queue exists on the broker with other arguments (ErrQueueMismatch):
+// about two minutes in all, so that a worker run again by a supervisor
+// after each failure does not crash-loop tightly, and one started just
+// before the queue is migrated (queuey queues migrate) finds it migrated.
+var mismatchRetries = []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 45 * time.Second}
+
+// declareAll declares queues, and again after each of mismatchRetries
+// while a queue exists with other arguments, logging the refusal each
+// time; then it returns that refusal.
+func (w *Worker) declareAll(ctx context.Context, queues []QueueConfig) error {
+	err := declareAll(ctx, w.backend, queues)
+	for _, d := range mismatchRetries {
+		if !errors.Is(err, ErrQueueMismatch) {
+			return err
+		}
+		w.log.Error("queuey: a queue exists on the broker with other arguments than its config; declaring it again later", "retry_in", d, "err", err)
+		if !syncx.Sleep(ctx, d) {
+			return ctx.Err()
+		}
+		err = declareAll(ctx, w.backend, queues)
+	}
+	return err
 }

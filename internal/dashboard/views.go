@@ -74,6 +74,10 @@ type queueView struct {
 	After   string // the cursor this page starts after, empty on the first
 	Next    string // the cursor of the next page, empty on the last
 	Charts  charts
+	// Drift compares Config with the broker's queue, read at each view;
+	// DriftErr says why it could not be.
+	Drift    *admin.QueueDrift
+	DriftErr string
 	// Pausable is set when the Admin can pause and resume queues.
 	Pausable bool
 	// Reasons and Kinds are those of the letters on this page, offered
@@ -105,6 +109,14 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	v := queueView{Stats: stats[0], After: after, Next: page.Next, Charts: s.charts(s.hist.all(), name)}
 	if _, ok := s.configs[name]; ok {
 		v.Config = &cfg
+		if dr, ok := s.admin.(admin.DriftReader); ok {
+			d, err := dr.QueueDrift(r.Context(), cfg)
+			if err != nil {
+				v.DriftErr = "Arguments not compared with the broker's: " + err.Error()
+			} else {
+				v.Drift = &d
+			}
+		}
 	}
 	v.Stats.Dead = page.Total // the newer count of the two
 	_, v.Pausable = s.admin.(admin.Pauser)

@@ -13,11 +13,12 @@ import (
 )
 
 type queuesCmd struct {
-	List   queuesListCmd  `cmd:"" default:"withargs" help:"Show queues (the default of queuey queues): every queue, or those named."`
-	Pause  pauseCmd       `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
-	Resume resumeCmd      `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
-	Purge  queuePurgeCmd  `cmd:"" help:"Delete the ready jobs of a queue (not those in flight, waiting or dead). Asks for confirmation."`
-	Delete queueDeleteCmd `cmd:"" help:"Delete a queue and its ready jobs; with --with-waits also its dead letters, hold queues and pause marker. Asks for confirmation."`
+	List    queuesListCmd   `cmd:"" default:"withargs" help:"Show queues (the default of queuey queues): every queue, or those named."`
+	Pause   pauseCmd        `cmd:"" help:"Pause a queue: every worker stops taking its jobs within a second (running jobs finish); enqueues go on."`
+	Resume  resumeCmd       `cmd:"" help:"Resume a paused queue: its workers take its jobs again within a second."`
+	Purge   queuePurgeCmd   `cmd:"" help:"Delete the ready jobs of a queue (not those in flight, waiting or dead). Asks for confirmation."`
+	Delete  queueDeleteCmd  `cmd:"" help:"Delete a queue and its ready jobs; with --with-waits also its dead letters, hold queues and pause marker. Asks for confirmation."`
+	Migrate queueMigrateCmd `cmd:"" help:"Move a queue's jobs into the queue declared anew with the arguments its annotation gives (max_priority, queue_type), losing none: pauses it, moves its jobs through a temporary queue and back, resumes it."`
 }
 
 type queuesListCmd struct {
@@ -42,6 +43,12 @@ type queueJSON struct {
 	Dead          *int       `json:"dead"`
 	Consumers     *int       `json:"consumers"`
 	Holds         []holdJSON `json:"holds"`
+	// Drift is every argument of the queue (and its dead-letter queue)
+	// whose value on the broker differs from its annotation (--pkg only).
+	Drift []diffJSON `json:"drift"`
+	// Migrating says a migration of the queue is under way, or was cut
+	// short (--pkg only).
+	Migrating bool `json:"migrating"`
 	// Missing says, in one sentence each, what could not be seen and why.
 	Missing []string `json:"missing"`
 }
@@ -85,6 +92,7 @@ type asked struct {
 	q     admin.Queue
 	kind  string
 	named bool
+	cfg   *runtime.QueueConfig // from an annotation, to compare with the broker
 }
 
 func (c *queuesListCmd) Run(r *run) error {
@@ -116,7 +124,7 @@ func (c *queuesListCmd) Run(r *run) error {
 	switch {
 	case annotated != nil:
 		for _, cfg := range annotated {
-			queues = append(queues, asked{q: admin.QueueOf(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name)})
+			queues = append(queues, asked{q: admin.QueueOf(cfg), kind: cfg.Kind, named: slices.Contains(exact, cfg.Name), cfg: &cfg})
 		}
 	case len(prefixes) > 0 || len(exact) == 0:
 		names, err := be.Queues(r.ctx)
@@ -203,7 +211,7 @@ func (c *queuesListCmd) Run(r *run) error {
 // queueRow counts the queue a asks for; nil when it does not exist and
 // nothing else knows it (an annotation, or its name in a listing).
 func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
-	row := queueJSON{Queue: a.q.Name, Holds: []holdJSON{}, Missing: []string{}}
+	row := queueJSON{Queue: a.q.Name, Holds: []holdJSON{}, Missing: []string{}, Drift: []diffJSON{}}
 	if a.kind != "" {
 		row.Kind = &a.kind
 	}
@@ -242,6 +250,9 @@ func (r *run) queueRow(be Admin, a asked) (*queueJSON, error) {
 	}
 	row.NextReleaseBy = utc(first)
 	row.Missing = append(row.Missing, plainAll(s.Missing)...)
+	if err := r.drift(be, a, &row); err != nil {
+		return nil, err
+	}
 	return &row, nil
 }
 
@@ -308,6 +319,9 @@ func (r *run) queuesTable(rows []queueJSON, notes []string) {
 		cells = append(cells, []string{q.Queue, kind, paused, n(q.Ready), n(q.Unacked), n(q.Waiting), next, n(q.Dead), n(q.Consumers)})
 		for _, m := range q.Missing {
 			byQueue = noteQueues(byQueue, q.Queue, m)
+		}
+		if n := driftNote(q); n != "" {
+			byQueue = noteQueues(byQueue, q.Queue, n)
 		}
 	}
 	table(r.env.Stdout, queuesHeaders, cells)

@@ -133,7 +133,7 @@ func (c *Client) get(ctx context.Context, u string, into any) error {
 		case http.StatusNotFound:
 			what = " (no such virtual host)"
 		}
-		return fmt.Errorf("%w at %s: %s%s: %s", ErrUnreachable, c, resp.Status, what, body)
+		return statusError{code: resp.StatusCode, err: fmt.Errorf("%w at %s: %s%s: %s", ErrUnreachable, c, resp.Status, what, body)}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 		path, _, _ := strings.Cut(strings.TrimPrefix(u, strings.TrimSuffix(c.base.String(), "/")), "?")
@@ -163,3 +163,12 @@ func Redact(s string) string {
 	}
 	return u.String()
 }
+
+// statusError is an answer with an error status.
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e statusError) Error() string { return e.err.Error() }
+func (e statusError) Unwrap() error { return e.err }

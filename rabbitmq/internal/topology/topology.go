@@ -278,3 +278,24 @@ func WithoutDeadLettering(work Queue) Queue {
 	}
 	return Queue{Name: work.Name, Args: args}
 }
+
+// MigratingSuffix ends the name of the queue that holds a queue's jobs
+// while the queue is declared again with other arguments (queuey queues
+// migrate): "orders.migrating". Its existence says a migration of the
+// queue is under way, or was cut short and is to be run again.
+const MigratingSuffix = ".migrating"
+
+// Migrating returns the name of the queue that holds the jobs of queue
+// name while it is migrated.
+func Migrating(name string) string { return name + MigratingSuffix }
+
+// Want returns work queue q as the backend declares it on a broker of
+// version v: Work, dead-lettering into dead unless dead is empty, and
+// v.Unlimited.
+func Want(q runtime.QueueConfig, v Version, dead string) Queue {
+	w, _ := Work(q, v)
+	if dead != "" {
+		w = DeadLettered(w, dead)
+	}
+	return v.Unlimited(w)
+}
