@@ -1,0 +1,62 @@
+package topology
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuey/queuey/internal/rules/names"
+	"github.com/queuey/queuey/runtime"
+)
+
+// UnroutedLadder returns the ladder whose unrouted queue is name,
+// "queuey.ladder.<type>.<g>ms.unrouted", and false when name is not one.
+func UnroutedLadder(name string) (Ladder, bool) {
+	rest, ok := strings.CutPrefix(name, names.LadderPrefix)
+	if !ok {
+		return Ladder{}, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".unrouted")
+	if !ok {
+		return Ladder{}, false
+	}
+	typ, g, ok := strings.Cut(rest, ".")
+	if !ok {
+		return Ladder{}, false
+	}
+	t := runtime.QueueType(typ)
+	if t != runtime.QueueClassic && t != runtime.QueueQuorum {
+		return Ladder{}, false
+	}
+	ms, ok := strings.CutSuffix(g, "ms")
+	if !ok {
+		return Ladder{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != ms {
+		return Ladder{}, false
+	}
+	l := NewLadder(t, time.Duration(n)*time.Millisecond)
+	if l.Unrouted() != name {
+		return Ladder{}, false
+	}
+	return l, true
+}
+
+// KeyDelay returns the delay a ladder wait's routing key carries: its N
+// bit words read as granularities. It is false when key does not start
+// with N words "0" or "1".
+func (l Ladder) KeyDelay(key string) (time.Duration, bool) {
+	if len(key) <= 2*l.Levels {
+		return 0, false
+	}
+	var units int64
+	for i := range l.Levels {
+		bit, dot := key[2*i], key[2*i+1]
+		if (bit != '0' && bit != '1') || dot != '.' {
+			return 0, false
+		}
+		units = units<<1 | int64(bit-'0')
+	}
+	return time.Duration(units) * l.Granularity, true
+}
