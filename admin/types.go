@@ -177,7 +177,9 @@ type UnroutedWait = adminapi.UnroutedWait
 
 // UnroutedSelector says which unrouted waits a listing or a re-drive
 // takes: those for one of Queues, each a queue's name or a prefix ending
-// in "*" (orders.*); every one when Queues is empty.
+// in "*" (orders.*), every one when Queues is empty; on the ladders named
+// in Ladders (LadderStats.Name), every ladder when it is empty. Each
+// ladder read costs reading its whole unrouted queue.
 type UnroutedSelector = adminapi.UnroutedSelector
 
 // UnroutedRedriveResult is what a re-drive of unrouted waits did.

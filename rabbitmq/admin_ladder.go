@@ -23,8 +23,8 @@ var _ admin.LadderAdmin = (*Backend)(nil)
 // Ladders returns the delay ladders on the broker, each with its waits
 // and its unrouted waits counted by passive declares, exact at the moment
 // of asking. They are found by their unrouted queues in the management
-// API's listing; without the API, only the ladders of the backend's
-// granularity are looked for, and the error, wrapping
+// API's listing, and the ladders of the backend's granularity are looked
+// for besides; without the API, only those, and the error, wrapping
 // admin.ErrCannotList, says so.
 func (b *Backend) Ladders(ctx context.Context) ([]admin.LadderStats, error) {
 	return b.ops.ladders(ctx)
@@ -63,18 +63,20 @@ func (o *ops) ladders(ctx context.Context) ([]admin.LadderStats, error) {
 }
 
 // findLadders returns the ladders whose unrouted queue the management API
-// lists, sorted by name; without the API, those of the backend's
-// granularity, with an error wrapping admin.ErrCannotList.
+// lists and those of the backend's granularity, sorted by name; without
+// the API, only the latter, with an error wrapping admin.ErrCannotList.
 func (o *ops) findLadders(ctx context.Context) ([]topology.Ladder, error) {
+	// The ladders of the backend's granularity are looked for whatever
+	// the listing says: it may lag the broker.
+	byName := map[string]topology.Ladder{}
+	for _, t := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
+		l := topology.NewLadder(t, o.opts.Granularity)
+		byName[l.Prefix()] = l
+	}
 	qs, err := o.listQueues(ctx)
 	if err != nil {
-		var ls []topology.Ladder
-		for _, t := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
-			ls = append(ls, topology.NewLadder(t, o.opts.Granularity))
-		}
-		return ls, fmt.Errorf("ladders: only those of granularity %v are looked for: %w", o.opts.Granularity, err)
+		err = fmt.Errorf("ladders: only those of granularity %v are looked for: %w", o.opts.Granularity, err)
 	}
-	byName := map[string]topology.Ladder{}
 	for _, q := range qs {
 		if !strings.HasPrefix(q.Name, names.LadderPrefix) {
 			continue
@@ -87,7 +89,7 @@ func (o *ops) findLadders(ctx context.Context) ([]topology.Ladder, error) {
 	for _, n := range slices.Sorted(maps.Keys(byName)) {
 		ls = append(ls, byName[n])
 	}
-	return ls, nil
+	return ls, err
 }
 
 // scanUnrouted starts a scan of l's unrouted queue that reads every
@@ -206,11 +208,17 @@ func (o *ops) unroutedWaits(ctx context.Context, sel admin.UnroutedSelector) ([]
 	defer check.p.close()
 	out := []admin.UnroutedWait{}
 	for _, st := range ladders {
-		if st.Unrouted == 0 {
+		if !sel.ReadsLadder(st.Name) {
 			continue
 		}
+		// Read even when counted empty: a quorum queue counts the
+		// letters a scan that just ended kept only once it has let them go
+		// (the scan waits for that).
 		l, _ := topology.UnroutedLadder(st.UnroutedQueue)
 		s, err := o.scanUnrouted(ctx, l)
+		if errors.Is(err, runtime.ErrUnknownQueue) {
+			continue // the ladder was deleted since it was listed
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -265,11 +273,17 @@ func (o *ops) redriveUnrouted(ctx context.Context, sel admin.UnroutedSelector, p
 	}
 	defer r.check.p.close()
 	for _, st := range ladders {
-		if st.Unrouted == 0 {
+		if !sel.ReadsLadder(st.Name) {
 			continue
 		}
+		// Read even when counted empty: a quorum queue counts the
+		// letters a scan that just ended kept only once it has let them go
+		// (the scan waits for that).
 		l, _ := topology.UnroutedLadder(st.UnroutedQueue)
 		s, err := o.scanUnrouted(ctx, l)
+		if errors.Is(err, runtime.ErrUnknownQueue) {
+			continue // the ladder was deleted since it was listed
+		}
 		if err != nil {
 			res.Unmatched = sel.Unmatched(r.seen)
 			return res, err

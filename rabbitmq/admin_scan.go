@@ -154,7 +154,7 @@ func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) er
 	q, err := ch.QueueDeclarePassive(s.dead, true, false, false, false, nil)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return unknownQueue(s.what, fmt.Sprintf("its dead-letter queue %q does not exist", s.dead))
+			return unknownQueue(s.what, fmt.Sprintf("%q does not exist", s.dead))
 		}
 		return brokerError(fmt.Sprintf("%s: inspect %q", s.what, s.dead), err)
 	}

@@ -69,20 +69,19 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 			name := queueName(t, ".other", ".other.dead")
 			q, p := ladderQueue(t, b, qt, name)
 			other, po := ladderQueue(t, b, qt, name+".other")
-			ctx := ctxT(t)
 
 			const n = 3
 			ids := make([]string, n)
 			for i := range n {
 				ids[i] = fmt.Sprintf("u-%d", i)
-				if _, err := runtime.Enqueue(ctx, p, q, job{N: i}, runtime.WithID(ids[i]), runtime.WithPriority(i+1),
+				if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: i}, runtime.WithID(ids[i]), runtime.WithPriority(i+1),
 					runtime.WithHeaders(map[string]string{"tenant": "t" + ids[i]}), runtime.WithDelay(5*unroutedGranularity)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// The other queue's wait goes unrouted too, and is left by a
 			// re-drive that names q alone.
-			if _, err := runtime.Enqueue(ctx, po, other, job{N: 9}, runtime.WithID("o-1"), runtime.WithPriority(7), runtime.WithDelay(3*unroutedGranularity)); err != nil {
+			if _, err := runtime.Enqueue(ctxT(t), po, other, job{N: 9}, runtime.WithID("o-1"), runtime.WithPriority(7), runtime.WithDelay(3*unroutedGranularity)); err != nil {
 				t.Fatal(err)
 			}
 			ch := rawChannel(t)
@@ -95,16 +94,16 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 			var ls []admin.LadderStats
 			var lerr error
 			eventually.True(t, 30*time.Second, func() bool {
-				ls, lerr = b.Ladders(ctx)
+				ls, lerr = b.Ladders(ctxT(t))
 				st, ok := ladderOf(ls, l)
 				return seen(lerr) && ok && st.Unrouted == n+1
-			}, fmt.Sprintf("%d unrouted waits counted on %s: %+v, %v", n+1, l.Prefix(), ls, lerr))
+			}, fmt.Sprintf("%d unrouted waits counted on %s", n+1, l.Prefix()))
 			st, _ := ladderOf(ls, l)
 			if st.QueueType != string(qt) || st.Granularity != unroutedGranularity || st.Levels != l.Levels || st.UnroutedQueue != l.Unrouted() {
 				t.Errorf("ladder stats %+v, want type %s, granularity %v, %d levels, unrouted queue %q", st, qt, unroutedGranularity, l.Levels, l.Unrouted())
 			}
 
-			ws, err := b.UnroutedWaits(ctx, admin.UnroutedSelector{Queues: []string{q.Name}})
+			ws, err := b.UnroutedWaits(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{q.Name}})
 			if err != nil && !errors.Is(err, admin.ErrCannotList) {
 				t.Fatal(err)
 			}
@@ -122,12 +121,12 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 			if !slices.Equal(got, ids) {
 				t.Errorf("unrouted waits of %q: %q, want %q", q.Name, got, ids)
 			}
-			if all, err := b.UnroutedWaits(ctx, admin.UnroutedSelector{Queues: []string{name + "*"}}); !seen(err) || len(all) != n+1 {
+			if all, err := b.UnroutedWaits(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{name + "*"}}); !seen(err) || len(all) != n+1 {
 				t.Errorf("unrouted waits by the prefix %q: %d, %v; want %d", name+"*", len(all), err, n+1)
 			}
 
 			// Still missing: nothing moves, and the result names the queue.
-			res, err := b.RedriveUnrouted(ctx, admin.UnroutedSelector{Queues: []string{q.Name, "no-such-queue-" + name}}, nil)
+			res, err := b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{q.Name, "no-such-queue-" + name}}, nil)
 			if !seen(err) {
 				t.Fatal(err)
 			}
@@ -140,16 +139,16 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 			// A quorum queue's count of what a scan kept (copies at its
 			// tail) may lag the scan's end by a moment.
 			eventually.True(t, 30*time.Second, func() bool {
-				ls, err := b.Ladders(ctx)
+				ls, err := b.Ladders(ctxT(t))
 				st, _ := ladderOf(ls, l)
 				return seen(err) && st.Unrouted == n+1
 			}, fmt.Sprintf("%d unrouted kept after a re-drive onto a missing queue", n+1))
 
 			// Declared again: each wait goes back, once, as it was.
-			if err := b.Declare(ctx, q); err != nil {
+			if err := b.Declare(ctxT(t), q); err != nil {
 				t.Fatal(err)
 			}
-			res, err = b.RedriveUnrouted(ctx, admin.UnroutedSelector{Queues: []string{q.Name}}, nil)
+			res, err = b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{q.Name}}, nil)
 			if !seen(err) {
 				t.Fatal(err)
 			}
@@ -160,7 +159,7 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 				t.Fatalf("%q holds %d after the re-drive, want %d", q.Name, c, n)
 			}
 			eventually.True(t, 30*time.Second, func() bool {
-				ls, err := b.Ladders(ctx)
+				ls, err := b.Ladders(ctxT(t))
 				st, _ := ladderOf(ls, l)
 				return seen(err) && st.Unrouted == 1
 			}, "1 unrouted (the other queue's) after the re-drive")
@@ -170,7 +169,7 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 			if _, err := ch.QueueDeclare(other.Name, true, false, false, false, amqp.Table{topology.ArgQueueType: "classic"}); err != nil {
 				t.Fatal(err)
 			}
-			res, err = b.RedriveUnrouted(ctx, admin.UnroutedSelector{Queues: []string{other.Name}}, nil)
+			res, err = b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{other.Name}}, nil)
 			if !seen(err) || len(res.Moved) != 1 {
 				t.Fatalf("re-drive of the other queue: %+v, %v; want 1 moved", res, err)
 			}
@@ -187,7 +186,7 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 				t.Errorf("re-driven wait: id %q, priority %d, routing key %q; want o-1, 7, %q", m.MessageId, m.Priority, m.RoutingKey, other.Name)
 			}
 			for _, name := range []string{q.Name, other.Name} {
-				left, err := b.UnroutedWaits(ctx, admin.UnroutedSelector{Queues: []string{name}})
+				left, err := b.UnroutedWaits(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{name}})
 				if !seen(err) || len(left) != 0 {
 					t.Errorf("unrouted waits of %q left: %+v, %v; want none", name, left, err)
 				}
@@ -231,14 +230,15 @@ func seen(err error) bool { return err == nil || errors.Is(err, admin.ErrCannotL
 func TestLadderUnroutedNone(t *testing.T) {
 	b := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
 	name := "no-such-queue-" + queueName(t)
-	res, err := b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Queues: []string{name}}, nil)
+	l := topology.NewLadder(runtime.QueueClassic, ladderGranularity)
+	res, err := b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{name}}, nil)
 	if !seen(err) {
 		t.Fatal(err)
 	}
 	if len(res.Moved) != 0 || len(res.Stayed) != 0 || !slices.Equal(res.Unmatched, []string{name}) {
 		t.Errorf("re-drive of %q: %+v, want nothing moved and it unmatched", name, res)
 	}
-	ws, err := b.UnroutedWaits(ctxT(t), admin.UnroutedSelector{Queues: []string{name}})
+	ws, err := b.UnroutedWaits(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{name}})
 	if !seen(err) || len(ws) != 0 {
 		t.Errorf("unrouted waits of %q: %v, %v; want none", name, ws, err)
 	}

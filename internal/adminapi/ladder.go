@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,9 +57,17 @@ type UnroutedWait struct {
 
 // UnroutedSelector says which unrouted waits a listing or a re-drive
 // takes: those for one of Queues, each a queue's name or a prefix ending
-// in "*" (orders.*); every one when Queues is empty.
+// in "*" (orders.*), every one when Queues is empty; on the ladders named
+// in Ladders (LadderStats.Name), every ladder when it is empty. Each
+// ladder read costs reading its whole unrouted queue.
 type UnroutedSelector struct {
-	Queues []string
+	Queues  []string
+	Ladders []string
+}
+
+// ReadsLadder reports whether s reads the ladder named name.
+func (s UnroutedSelector) ReadsLadder(name string) bool {
+	return len(s.Ladders) == 0 || slices.Contains(s.Ladders, name)
 }
 
 // Selects reports whether s takes the waits of queue.
