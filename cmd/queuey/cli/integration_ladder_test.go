@@ -17,10 +17,15 @@ import (
 	"github.com/queuey/queuey/runtime"
 )
 
+// testLadder is the ladder of the test's queue: the classic one of the
+// default granularity, which the command looks for with or without the
+// management API.
+const testLadder = "queuey.ladder.classic.1000ms"
+
 // unroutedOf lists, through the command, the unrouted waits of queue.
 func (bq *brokerQueue) unroutedOf(queue string) ([]admin.UnroutedWait, result) {
 	bq.t.Helper()
-	r := bq.cli(ctxT(bq.t), cli.Env{}, "--json", "ladder", "unrouted", queue)
+	r := bq.cli(ctxT(bq.t), cli.Env{}, "--json", "ladder", "unrouted", queue, "--ladder", testLadder)
 	var out struct {
 		Waits []admin.UnroutedWait `json:"waits"`
 	}
@@ -90,7 +95,7 @@ func TestBrokerLadderUnrouted(t *testing.T) {
 	}
 	ladder := ws[0].Ladder
 
-	r := bq.cli(ctxT(t), cli.Env{}, "ladder", "unrouted", q.Name)
+	r := bq.cli(ctxT(t), cli.Env{}, "ladder", "unrouted", q.Name, "--ladder", testLadder)
 	if r.code != 0 || !strings.Contains(r.out, "QUEUE_EXISTS") || !strings.Contains(r.out, "0 for a queue that exists") {
 		t.Errorf("ladder unrouted: exit %d, want 0 and a table saying none of the queues exists:\n%s%s", r.code, r.out, r.err)
 	}
@@ -114,7 +119,7 @@ func TestBrokerLadderUnrouted(t *testing.T) {
 	}
 
 	// Still missing: they stay, and the command fails naming the queue.
-	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--yes")
+	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--yes", "--ladder", testLadder)
 	if r.code != cli.ExitFailure || !strings.Contains(r.out, "2 unrouted waits stay") || !strings.Contains(r.err, q.Name) {
 		t.Errorf("ladder redrive onto a missing queue: exit %d, want %d, saying 2 stay and naming %s:\n%s%s", r.code, cli.ExitFailure, q.Name, r.out, r.err)
 	}
@@ -123,7 +128,7 @@ func TestBrokerLadderUnrouted(t *testing.T) {
 	}
 	// A queue no wait was for.
 	none := q.Name + ".none"
-	for _, args := range [][]string{{"ladder", "redrive", none, "--yes"}, {"ladder", "unrouted", none}} {
+	for _, args := range [][]string{{"ladder", "redrive", none, "--yes", "--ladder", testLadder}, {"ladder", "unrouted", none, "--ladder", testLadder}} {
 		r = bq.cli(ctxT(t), cli.Env{}, args...)
 		if r.code != cli.ExitFailure || !strings.Contains(r.err, "no unrouted wait is for") {
 			t.Errorf("%s: exit %d, want %d saying no wait is for it:\n%s%s", strings.Join(args, " "), r.code, cli.ExitFailure, r.out, r.err)
@@ -132,18 +137,21 @@ func TestBrokerLadderUnrouted(t *testing.T) {
 	if r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", "--yes"); r.code != cli.ExitUsage {
 		t.Errorf("ladder redrive with no queue nor --all: exit %d, want %d", r.code, cli.ExitUsage)
 	}
+	if r = bq.cli(ctxT(t), cli.Env{}, "ladder", "unrouted", "--ladder", "queuey.ladder.classic.7ms.nope"); r.code != cli.ExitFailure || !strings.Contains(r.err, "no delay ladder") {
+		t.Errorf("ladder unrouted --ladder of no ladder: exit %d, want %d saying so: %s", r.code, cli.ExitFailure, r.err)
+	}
 
 	if err := bq.b.Declare(ctxT(t), q); err != nil {
 		t.Fatal(err)
 	}
-	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--dry-run")
+	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--dry-run", "--ladder", testLadder)
 	if r.code != 0 || !strings.Contains(r.out, "would put back 2 unrouted waits") {
 		t.Errorf("ladder redrive --dry-run: exit %d, want 0 saying 2 would be put back:\n%s%s", r.code, r.out, r.err)
 	}
 	if ws, _ := bq.unroutedOf(q.Name); len(ws) != len(ids) || !ws[0].QueueExists {
 		t.Errorf("after a dry run: %+v, want %d unrouted, their queue existing", ws, len(ids))
 	}
-	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--yes")
+	r = bq.cli(ctxT(t), cli.Env{}, "ladder", "redrive", q.Name, "--yes", "--ladder", testLadder)
 	if r.code != 0 || !strings.Contains(r.out, "put back 2 unrouted waits") || !strings.Contains(r.out, "2 onto "+q.Name) {
 		t.Errorf("ladder redrive: exit %d, want 0 saying 2 were put back onto %s:\n%s%s", r.code, q.Name, r.out, r.err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,8 +98,35 @@ func ladderTable(r *run, ls []admin.LadderStats) {
 	}
 }
 
+// ladderFlag names the ladders a command reads.
+type ladderFlag struct {
+	Ladders []string `name:"ladder" placeholder:"LADDER" help:"Read only this ladder's unrouted waits (as ladder ls names it, e.g. queuey.ladder.quorum.1000ms; repeat for more). Without it, every ladder's: each costs reading its whole unrouted queue."`
+}
+
+// check fails for a --ladder that names no ladder on the broker.
+func (f ladderFlag) check(r *run, la admin.LadderAdmin) error {
+	if len(f.Ladders) == 0 {
+		return nil
+	}
+	ls, _, err := r.ladders(la)
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	for _, n := range f.Ladders {
+		if !slices.ContainsFunc(ls, func(l admin.LadderStats) bool { return l.Name == n }) {
+			unknown = append(unknown, strconv.Quote(n))
+		}
+	}
+	if len(unknown) > 0 {
+		return fail(ExitFailure, "no delay ladder %s on the broker (queuey ladder ls lists them)", strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
 type ladderUnroutedCmd struct {
 	Names []string `arg:"" optional:"" name:"queue" help:"The queue the waits were for, or a prefix ending in * (orders.*). Without any, every unrouted wait. A name or prefix that matches no unrouted wait is an error."`
+	ladderFlag
 }
 
 // unroutedJSON is what queuey --json ladder unrouted prints.
@@ -117,7 +145,10 @@ func (c *ladderUnroutedCmd) Run(r *run) error {
 	if err != nil {
 		return err
 	}
-	sel := admin.UnroutedSelector{Queues: c.Names}
+	if err := c.check(r, la); err != nil {
+		return err
+	}
+	sel := admin.UnroutedSelector{Queues: c.Names, Ladders: c.Ladders}
 	ws, err := la.UnroutedWaits(r.ctx, sel)
 	var notes []string
 	if err != nil {
@@ -196,6 +227,7 @@ type ladderRedriveCmd struct {
 	All    bool     `name:"all" help:"Every unrouted wait, whatever its queue."`
 	DryRun bool     `name:"dry-run" help:"Say what would be put back and what would stay; change nothing."`
 	Yes    bool     `name:"yes" short:"y" help:"Do not ask for confirmation."`
+	ladderFlag
 }
 
 // ladderRedriveJSON is what queuey --json ladder redrive prints. With
@@ -219,7 +251,7 @@ func (c *ladderRedriveCmd) Run(r *run) error {
 	case !c.All && len(c.Names) == 0:
 		return usagef("ladder redrive: say which waits: the queues they were for (or a prefix ending in *), or --all")
 	}
-	sel := admin.UnroutedSelector{Queues: c.Names}
+	sel := admin.UnroutedSelector{Queues: c.Names, Ladders: c.Ladders}
 	if !c.DryRun {
 		q := "Put every unrouted wait back on its queue (those whose queue exists)?"
 		if !c.All {
@@ -236,6 +268,9 @@ func (c *ladderRedriveCmd) Run(r *run) error {
 	defer closeFn()
 	la, err := ladderAdmin(be)
 	if err != nil {
+		return err
+	}
+	if err := c.check(r, la); err != nil {
 		return err
 	}
 	var res admin.UnroutedRedriveResult
