@@ -77,15 +77,15 @@ type deadScan struct {
 	// copyTo is the exchange that a quorum queue's letters kept are
 	// published to, each with its own routing key, to reach the queue
 	// again; empty for the default exchange, by the queue's name.
-	copyTo string
-	ch          *amqp.Channel
-	consumer    string // consumer tag
-	deliveries  <-chan amqp.Delivery
-	depth       int  // messages in the queue when the scan began
-	want        int  // messages the scan reads at most
-	read        int  // messages read
-	ended       bool // the queue had no more for the scan
-	dry         bool // ended because no message came for scanIdle
+	copyTo     string
+	ch         *amqp.Channel
+	consumer   string // consumer tag
+	deliveries <-chan amqp.Delivery
+	depth      int  // messages in the queue when the scan began
+	want       int  // messages the scan reads at most
+	read       int  // messages read
+	ended      bool // the queue had no more for the scan
+	dry        bool // ended because no message came for scanIdle
 	// unacked holds the delivery tags read and not acked from a classic
 	// queue.
 	unacked map[uint64]bool

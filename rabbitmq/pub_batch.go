@@ -41,7 +41,7 @@ type outMsg struct {
 	// routes by key to the queue of that name.
 	exchange string
 	key      string
-	msg amqp.Publishing
+	msg      amqp.Publishing
 }
 
 // publishBatch publishes msgs, each to its exchange, mandatory, all on
