@@ -48,13 +48,16 @@ func (o *ops) ladders(ctx context.Context) ([]admin.LadderStats, error) {
 			Name: l.Prefix(), QueueType: string(l.Type), Granularity: l.Granularity, Levels: l.Levels,
 			UnroutedQueue: l.Unrouted(), Unrouted: q.Messages,
 		}
-		for level := range l.Levels {
-			lq, ok, err := p.declare(ctx, l.Level(level))
+		for _, lq := range l.Queues(o.version) {
+			if lq.Name == l.Unrouted() {
+				continue
+			}
+			q, ok, err := p.declare(ctx, lq.Name)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				st.Waiting += lq.Messages
+				st.Waiting += q.Messages
 			}
 		}
 		out = append(out, st)
@@ -70,7 +73,7 @@ func (o *ops) findLadders(ctx context.Context) ([]topology.Ladder, error) {
 	// the listing says: it may lag the broker.
 	byName := map[string]topology.Ladder{}
 	for _, t := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
-		l := topology.NewLadder(t, o.opts.Granularity)
+		l := topology.NewLadder(t, o.opts.Granularity, o.version)
 		byName[l.Prefix()] = l
 	}
 	qs, err := o.listQueues(ctx)
@@ -81,7 +84,7 @@ func (o *ops) findLadders(ctx context.Context) ([]topology.Ladder, error) {
 		if !strings.HasPrefix(q.Name, names.LadderPrefix) {
 			continue
 		}
-		if l, ok := topology.UnroutedLadder(q.Name); ok {
+		if l, ok := topology.UnroutedLadder(q.Name, o.version); ok {
 			byName[l.Prefix()] = l
 		}
 	}
@@ -214,7 +217,7 @@ func (o *ops) unroutedWaits(ctx context.Context, sel admin.UnroutedSelector) ([]
 		// Read even when counted empty: a quorum queue counts the
 		// letters a scan that just ended kept only once it has let them go
 		// (the scan waits for that).
-		l, _ := topology.UnroutedLadder(st.UnroutedQueue)
+		l, _ := topology.UnroutedLadder(st.UnroutedQueue, o.version)
 		s, err := o.scanUnrouted(ctx, l)
 		if errors.Is(err, runtime.ErrUnknownQueue) {
 			continue // the ladder was deleted since it was listed
@@ -279,7 +282,7 @@ func (o *ops) redriveUnrouted(ctx context.Context, sel admin.UnroutedSelector, p
 		// Read even when counted empty: a quorum queue counts the
 		// letters a scan that just ended kept only once it has let them go
 		// (the scan waits for that).
-		l, _ := topology.UnroutedLadder(st.UnroutedQueue)
+		l, _ := topology.UnroutedLadder(st.UnroutedQueue, o.version)
 		s, err := o.scanUnrouted(ctx, l)
 		if errors.Is(err, runtime.ErrUnknownQueue) {
 			continue // the ladder was deleted since it was listed

@@ -24,16 +24,17 @@ import (
 // waits share its unrouted queue.
 const unroutedGranularity = 90 * time.Millisecond
 
-// deleteLadderOf deletes every queue and exchange of l.
-func deleteLadderOf(l topology.Ladder) {
+// deleteLadderOf deletes every queue and exchange of l on a broker of
+// version v.
+func deleteLadderOf(l topology.Ladder, v topology.Version) {
 	conn, err := amqp.Dial(amqpURL())
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	qs := []string{l.Unrouted()}
-	for level := range l.Levels {
-		qs = append(qs, l.Level(level))
+	var qs []string
+	for _, q := range l.Queues(v) {
+		qs = append(qs, q.Name)
 	}
 	deleteQueues(qs...)
 	for _, x := range l.Exchanges() {
@@ -63,9 +64,10 @@ func TestLadderUnroutedRedrive(t *testing.T) {
 	for _, qt := range ladderTypes {
 		t.Run(string(qt), func(t *testing.T) {
 			t.Parallel()
-			l := topology.NewLadder(qt, unroutedGranularity)
-			t.Cleanup(func() { deleteLadderOf(l) })
 			b := dial(t, rabbitmq.Options{Granularity: unroutedGranularity})
+			v, _ := topology.ParseVersion(b.ServerVersion())
+			l := topology.NewLadder(qt, unroutedGranularity, v)
+			t.Cleanup(func() { deleteLadderOf(l, v) })
 			name := queueName(t, ".other", ".other.dead")
 			q, p := ladderQueue(t, b, qt, name)
 			other, po := ladderQueue(t, b, qt, name+".other")
@@ -230,7 +232,7 @@ func seen(err error) bool { return err == nil || errors.Is(err, admin.ErrCannotL
 func TestLadderUnroutedNone(t *testing.T) {
 	b := dial(t, rabbitmq.Options{Granularity: ladderGranularity})
 	name := "no-such-queue-" + queueName(t)
-	l := topology.NewLadder(runtime.QueueClassic, ladderGranularity)
+	l := topology.NewLadder(runtime.QueueClassic, ladderGranularity, topology.Version{})
 	res, err := b.RedriveUnrouted(ctxT(t), admin.UnroutedSelector{Ladders: []string{l.Prefix()}, Queues: []string{name}}, nil)
 	if !seen(err) {
 		t.Fatal(err)

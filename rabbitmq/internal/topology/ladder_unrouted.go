@@ -10,8 +10,9 @@ import (
 )
 
 // UnroutedLadder returns the ladder whose unrouted queue is name,
-// "queuey.ladder.<type>.<g>ms.unrouted", and false when name is not one.
-func UnroutedLadder(name string) (Ladder, bool) {
+// "queuey.ladder.<type>.<g>ms.unrouted", on a broker of version v, and
+// false when name is not one.
+func UnroutedLadder(name string, v Version) (Ladder, bool) {
 	rest, ok := strings.CutPrefix(name, names.LadderPrefix)
 	if !ok {
 		return Ladder{}, false
@@ -36,7 +37,7 @@ func UnroutedLadder(name string) (Ladder, bool) {
 	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != ms {
 		return Ladder{}, false
 	}
-	l := NewLadder(t, time.Duration(n)*time.Millisecond)
+	l := NewLadder(t, time.Duration(n)*time.Millisecond, v)
 	if l.Unrouted() != name {
 		return Ladder{}, false
 	}
@@ -44,8 +45,9 @@ func UnroutedLadder(name string) (Ladder, bool) {
 }
 
 // KeyDelay returns the delay a ladder wait's routing key carries: its N
-// bit words read as granularities. It is false when key does not start
-// with N words "0" or "1".
+// bit words read as granularities ("h", a set bit of a wait of high
+// priority on a split ladder, as "1"). It is false when key does not
+// start with N words "0", "1" or "h".
 func (l Ladder) KeyDelay(key string) (time.Duration, bool) {
 	if len(key) <= 2*l.Levels {
 		return 0, false
@@ -53,10 +55,13 @@ func (l Ladder) KeyDelay(key string) (time.Duration, bool) {
 	var units int64
 	for i := range l.Levels {
 		bit, dot := key[2*i], key[2*i+1]
-		if (bit != '0' && bit != '1') || dot != '.' {
+		if (bit != '0' && bit != '1' && bit != 'h') || dot != '.' {
 			return 0, false
 		}
-		units = units<<1 | int64(bit-'0')
+		units <<= 1
+		if bit != '0' {
+			units |= 1
+		}
 	}
 	return time.Duration(units) * l.Granularity, true
 }
