@@ -59,3 +59,31 @@ type Pauser = runtime.Pauser
 type ReadyCounter interface {
 	Ready(ctx context.Context, queue string) (int, error)
 }
+
+// LadderAdmin is implemented by backends that hold waits on delay ladders
+// (delay=ladder): it counts each ladder's waits, and lists and puts back
+// the waits that reached the end of a ladder after their queue was
+// deleted. It is an optional capability beside runtime.Backend. A backend
+// without ladders returns none.
+type LadderAdmin interface {
+	// Ladders returns the delay ladders on the broker, sorted by name,
+	// each with the count of its waits and of its unrouted waits. A
+	// backend that cannot list what other processes made returns the
+	// ladders it could find and says what it could not see in an error
+	// wrapping ErrCannotList.
+	Ladders(ctx context.Context) ([]LadderStats, error)
+	// UnroutedWaits returns the unrouted waits sel selects, of every
+	// ladder, oldest first within a ladder, without removing any.
+	UnroutedWaits(ctx context.Context, sel UnroutedSelector) ([]UnroutedWait, error)
+	// RedriveUnrouted puts each unrouted wait sel selects back on its
+	// queue, if that queue exists now: published as it was (priority,
+	// message ID, headers and body), less the headers the broker added on
+	// the ladder (x-death and the like), straight onto the queue, since
+	// its time has come. Each is published, mandatory, and confirmed
+	// before it is removed from the unrouted queue, so an interruption
+	// duplicates a job at worst and never loses one. The waits of a queue
+	// that does not exist stay, in Stayed. progress, if not nil, is called
+	// after each wait moved or left. When ctx ends midway, what was moved
+	// so far is reported with ctx's error.
+	RedriveUnrouted(ctx context.Context, sel UnroutedSelector, progress func(UnroutedProgress)) (UnroutedRedriveResult, error)
+}

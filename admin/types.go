@@ -164,3 +164,26 @@ type HoldStats = adminapi.HoldStats
 // MessageCounts are a queue's cumulative message counters. Two readings
 // some seconds apart give its rates: the difference over the interval.
 type MessageCounts = adminapi.MessageCounts
+
+// LadderStats is one delay ladder (delay=ladder): the levels that hold the
+// waits of every ladder-mode queue of one queue type and granularity, and
+// its unrouted queue, which holds the waits whose queue was gone when they
+// were due.
+type LadderStats = adminapi.LadderStats
+
+// UnroutedWait is a wait that left a delay ladder when its queue did not
+// exist, and waits in the ladder's unrouted queue to be put back.
+type UnroutedWait = adminapi.UnroutedWait
+
+// UnroutedSelector says which unrouted waits a listing or a re-drive
+// takes: those for one of Queues, each a queue's name or a prefix ending
+// in "*" (orders.*), every one when Queues is empty; on the ladders named
+// in Ladders (LadderStats.Name), every ladder when it is empty. Each
+// ladder read costs reading its whole unrouted queue.
+type UnroutedSelector = adminapi.UnroutedSelector
+
+// UnroutedRedriveResult is what a re-drive of unrouted waits did.
+type UnroutedRedriveResult = adminapi.UnroutedRedriveResult
+
+// UnroutedProgress is reported after each wait a re-drive moved or left.
+type UnroutedProgress = adminapi.UnroutedProgress

@@ -52,6 +52,13 @@ type Config struct {
 	// rows, by queue (outbox.StatsReader makes one of a database pool).
 	// Each collection is one read of the outbox's tables.
 	Outbox admin.OutboxReader
+	// Ladders, when set, is read whenever metrics are collected: the
+	// queuey.ladder.waiting and queuey.ladder.unrouted gauges of each
+	// delay ladder (delay=ladder), by ladder and queue type. The RabbitMQ
+	// backend implements admin.LadderAdmin, at a few passive declares per
+	// ladder and a listing of the management API's; the memory backend
+	// has no ladder.
+	Ladders admin.LadderAdmin
 }
 
 // Instrumentation traces and measures a Producer through
@@ -65,6 +72,7 @@ type Instrumentation struct {
 	m      instruments
 	depth  metric.Registration // nil without Config.Depth
 	outbox metric.Registration // nil without Config.Outbox
+	ladder metric.Registration // nil without Config.Ladders
 
 	attrs   sync.Map                 // jobKey -> *jobAttrs
 	byQueue sync.Map                 // queue name -> *jobAttrs of the first kind seen on it
@@ -116,14 +124,19 @@ func New(cfg Config) (*Instrumentation, error) {
 			return nil, fmt.Errorf("otelqueuey: %w", err)
 		}
 	}
+	if cfg.Ladders != nil {
+		if in.ladder, err = in.observeLadders(meter, cfg.Ladders); err != nil {
+			return nil, fmt.Errorf("otelqueuey: %w", err)
+		}
+	}
 	return in, nil
 }
 
-// Close stops counting queue depth and reading the outbox. Spans and
+// Close stops counting queue depth and reading the outbox and the ladders. Spans and
 // counters keep working. Close is safe to call twice.
 func (in *Instrumentation) Close() error {
 	var errs []error
-	for _, r := range []*metric.Registration{&in.depth, &in.outbox} {
+	for _, r := range []*metric.Registration{&in.depth, &in.outbox, &in.ladder} {
 		if *r != nil {
 			errs = append(errs, (*r).Unregister())
 			*r = nil

@@ -120,7 +120,7 @@ func (k *keeper) keep(tag uint64) {
 func (k *keeper) take(tag uint64) error {
 	h := k.find(tag)
 	if h == nil || h.state != undecided {
-		return fmt.Errorf("dead letters of %q: letter %d is not the scan's to remove", k.s.queue, tag)
+		return fmt.Errorf("%s: letter %d is not the scan's to remove", k.s.what, tag)
 	}
 	if err := k.ack(tag); err != nil {
 		return err
@@ -189,7 +189,11 @@ func (k *keeper) copy(ctx context.Context, hs []readLetter) error {
 	msgs := make([]outMsg, 0, len(hs))
 	for _, h := range hs {
 		if h.state == kept {
-			msgs = append(msgs, outMsg{key: k.s.dead, msg: k.keptCopy(h.m)})
+			out := outMsg{key: k.s.dead, msg: k.keptCopy(h.m)}
+			if k.s.copyTo != "" {
+				out.exchange, out.key = k.s.copyTo, h.m.RoutingKey
+			}
+			msgs = append(msgs, out)
 		}
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
@@ -216,7 +220,7 @@ func (k *keeper) copy(ctx context.Context, hs []readLetter) error {
 		}
 	}
 	if first != nil {
-		return fmt.Errorf("dead letters of %q: keep a letter of %q in place: %w", k.s.queue, k.s.dead, first)
+		return fmt.Errorf("%s: keep a letter of %q in place: %w", k.s.what, k.s.dead, first)
 	}
 	return nil
 }
@@ -300,7 +304,7 @@ credit:
 		select {
 		case m, ok := <-s.deliveries:
 			if !ok {
-				return fmt.Errorf("dead letters of %q: the channel reading %q closed", s.queue, s.dead)
+				return fmt.Errorf("%s: the channel reading %q closed", s.what, s.dead)
 			}
 			k.receive(&m)
 		case <-wctx.Done():
@@ -309,7 +313,7 @@ credit:
 	}
 	_, err := callCtx(wctx, func() (struct{}, error) { return struct{}{}, s.ch.Cancel(s.consumer, false) }, nil)
 	if err != nil {
-		return brokerError(fmt.Sprintf("dead letters of %q: stop reading %q", s.queue, s.dead), err)
+		return brokerError(fmt.Sprintf("%s: stop reading %q", s.what, s.dead), err)
 	}
 	k.stopped = true
 	for {
@@ -320,7 +324,7 @@ credit:
 			}
 			k.receive(&m)
 		case <-wctx.Done():
-			return fmt.Errorf("dead letters of %q: the broker did not end the read of %q within %v", s.queue, s.dead, finishTimeout)
+			return fmt.Errorf("%s: the broker did not end the read of %q within %v", s.what, s.dead, finishTimeout)
 		}
 	}
 }
@@ -353,7 +357,7 @@ func (k *keeper) settleRest() error {
 	}
 	for _, tag := range back {
 		if err := s.ch.Nack(tag, false, true); err != nil {
-			return brokerError(fmt.Sprintf("dead letters of %q: put a letter back on %q", s.queue, s.dead), err)
+			return brokerError(fmt.Sprintf("%s: put a letter back on %q", s.what, s.dead), err)
 		}
 	}
 	return nil
@@ -377,7 +381,7 @@ func (k *keeper) awaitLetGo(ctx context.Context) error {
 		}, nil)
 		switch {
 		case ctx.Err() != nil:
-			return fmt.Errorf("dead letters of %q: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.queue, s.dead, finishTimeout)
+			return fmt.Errorf("%s: %q did not apply the read's acks within %v; letters not yet removed come back as the read ends, beside their copies", s.what, s.dead, finishTimeout)
 		case err != nil || q.Consumers == 0:
 			return nil // deleted meanwhile, or let go
 		}

@@ -69,14 +69,23 @@ var errScanBusy = errors.New("dead-letter queue has a consumer")
 type deadScan struct {
 	o           *ops
 	queue, dead string
-	ch          *amqp.Channel
-	consumer    string // consumer tag
-	deliveries  <-chan amqp.Delivery
-	depth       int  // messages in the queue when the scan began
-	want        int  // messages the scan reads at most
-	read        int  // messages read
-	ended       bool // the queue had no more for the scan
-	dry         bool // ended because no message came for scanIdle
+	// what names what the scan reads, for errors: "dead letters of q".
+	what string
+	// qtype is the type of the queue read, when known without asking;
+	// empty for a dead-letter queue (see isClassic).
+	qtype runtime.QueueType
+	// copyTo is the exchange that a quorum queue's letters kept are
+	// published to, each with its own routing key, to reach the queue
+	// again; empty for the default exchange, by the queue's name.
+	copyTo     string
+	ch         *amqp.Channel
+	consumer   string // consumer tag
+	deliveries <-chan amqp.Delivery
+	depth      int  // messages in the queue when the scan began
+	want       int  // messages the scan reads at most
+	read       int  // messages read
+	ended      bool // the queue had no more for the scan
+	dry        bool // ended because no message came for scanIdle
 	// unacked holds the delivery tags read and not acked from a classic
 	// queue.
 	unacked map[uint64]bool
@@ -98,22 +107,29 @@ func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan
 	if err := o.life.refuse(fmt.Sprintf("dead letters of %q", queue)); err != nil {
 		return nil, err
 	}
-	s := &deadScan{o: o, queue: queue, dead: o.names.Dead(queue).Name, unacked: map[uint64]bool{}}
+	s := &deadScan{o: o, queue: queue, dead: o.names.Dead(queue).Name, what: fmt.Sprintf("dead letters of %q", queue)}
+	return s, s.start(ctx, window)
+}
+
+// start opens s, waiting up to busyTimeout for another scan of its queue
+// to end.
+func (s *deadScan) start(ctx context.Context, window int) error {
+	s.unacked = map[uint64]bool{}
 	deadline := time.Now().Add(busyTimeout)
 	for {
 		err := s.open(ctx, window)
 		if err == nil {
-			return s, nil
+			return nil
 		}
 		if !isCode(err, amqp.AccessRefused) && !errors.Is(err, errScanBusy) {
-			return nil, err
+			return err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyTimeout)
+			return fmt.Errorf("%w: %q is held by another queuey reader (a command or a dashboard) for more than %v; try again", ErrBusy, s.dead, busyTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("dead letters of %q: waiting for another reader of %q: %w", queue, s.dead, ctx.Err())
+			return fmt.Errorf("%s: waiting for another reader of %q: %w", s.what, s.dead, ctx.Err())
 		case <-time.After(100 * time.Millisecond): // another scan holds the queue
 		}
 	}
@@ -124,7 +140,7 @@ func (o *ops) scanDead(ctx context.Context, queue string, window int) (*deadScan
 func (s *deadScan) open(ctx context.Context, window int) error {
 	ch, err := s.o.conn.channel(ctx)
 	if err != nil {
-		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
+		return fmt.Errorf("%s: %w", s.what, err)
 	}
 	if err := s.consume(ctx, ch, window); err != nil || s.ch == nil {
 		return err
@@ -138,9 +154,9 @@ func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) er
 	q, err := ch.QueueDeclarePassive(s.dead, true, false, false, false, nil)
 	if err != nil {
 		if isCode(err, amqp.NotFound) {
-			return unknownQueue(fmt.Sprintf("dead letters of %q", s.queue), fmt.Sprintf("its dead-letter queue %q does not exist", s.dead))
+			return unknownQueue(s.what, fmt.Sprintf("%q does not exist", s.dead))
 		}
-		return brokerError(fmt.Sprintf("dead letters of %q: inspect %q", s.queue, s.dead), err)
+		return brokerError(fmt.Sprintf("%s: inspect %q", s.what, s.dead), err)
 	}
 	if q.Consumers > 0 {
 		// Another scan holds the queue, or one that just ended has not
@@ -149,9 +165,11 @@ func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) er
 		// ready nor readable.
 		return errScanBusy
 	}
-	classic, err := s.o.isClassic(ctx, s.dead)
-	if err != nil {
-		return fmt.Errorf("dead letters of %q: %w", s.queue, err)
+	classic := s.qtype == runtime.QueueClassic
+	if s.qtype == "" {
+		if classic, err = s.o.isClassic(ctx, s.dead); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
 	}
 	s.depth = q.Messages
 	s.want = s.depth
@@ -173,7 +191,7 @@ func (s *deadScan) consume(ctx context.Context, ch *amqp.Channel, window int) er
 		prefetch = min(s.want, keepPrefetch)
 	}
 	if err := ch.Qos(prefetch, 0, false); err != nil {
-		return brokerError(fmt.Sprintf("dead letters of %q: set prefetch", s.queue), err)
+		return brokerError(fmt.Sprintf("%s: set prefetch", s.what), err)
 	}
 	var token [8]byte
 	_, _ = rand.Read(token[:])
@@ -253,7 +271,7 @@ func (s *deadScan) await(ctx context.Context, idle *time.Timer) (*amqp.Delivery,
 	select {
 	case m, ok := <-s.deliveries:
 		if !ok {
-			return nil, false, fmt.Errorf("dead letters of %q: the channel reading %q closed", s.queue, s.dead)
+			return nil, false, fmt.Errorf("%s: the channel reading %q closed", s.what, s.dead)
 		}
 		if s.keeper != nil && s.keeper.ownCopy(&m) {
 			// Fewer messages than counted: someone took some, and the
@@ -272,7 +290,7 @@ func (s *deadScan) await(ctx context.Context, idle *time.Timer) (*amqp.Delivery,
 		s.ended, s.dry = true, true
 		return nil, false, nil // fewer messages than counted: someone took some
 	case <-ctx.Done():
-		return nil, false, fmt.Errorf("dead letters of %q: %w", s.queue, ctx.Err())
+		return nil, false, fmt.Errorf("%s: %w", s.what, ctx.Err())
 	}
 }
 
@@ -303,7 +321,7 @@ func (s *deadScan) take(ctx context.Context, tag uint64) error {
 }
 
 func (s *deadScan) ackError(err error) error {
-	return brokerError(fmt.Sprintf("dead letters of %q: remove a letter from %q", s.queue, s.dead), err)
+	return brokerError(fmt.Sprintf("%s: remove a letter from %q", s.what, s.dead), err)
 }
 
 // close ends the scan and keeps every message read and not taken in its

@@ -128,7 +128,7 @@ func assemble(opts Options, version topology.Version, urls []string, pubConn, co
 	b.leases = leases{life: b.life, conn: conConn, pub: b.pub}
 	b.ops = &ops{
 		life: b.life, opts: opts, names: names, conn: conConn, pub: b.pub, decl: b.decl, enc: b.enc,
-		book: b.book, api: api, pauses: b.pauses,
+		book: b.book, api: api, pauses: b.pauses, version: version,
 	}
 	return b
 }

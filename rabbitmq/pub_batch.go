@@ -22,7 +22,7 @@ func (pc *pubChannel) startRun(ctx context.Context, msgs []outMsg, flights []inf
 	pc.sock.cork()
 	defer pc.sock.uncork()
 	for ; i < hi; i++ {
-		err := pc.startIn(ctx, &flights[i], "", msgs[i].key, msgs[i].msg, true, true, nil)
+		err := pc.startIn(ctx, &flights[i], msgs[i].exchange, msgs[i].key, msgs[i].msg, true, true, nil)
 		if errors.Is(err, errBlockedNow) {
 			return i
 		}
@@ -37,11 +37,14 @@ const corkRun = 64
 
 // outMsg is one publish of a batch.
 type outMsg struct {
-	key string
-	msg amqp.Publishing
+	// exchange is where it goes: empty for the default exchange, which
+	// routes by key to the queue of that name.
+	exchange string
+	key      string
+	msg      amqp.Publishing
 }
 
-// publishBatch publishes msgs to the default exchange, mandatory, all on
+// publishBatch publishes msgs, each to its exchange, mandatory, all on
 // one channel without waiting in between, then waits for every confirm. It
 // returns one error per message.
 func (p *publisher) publishBatch(ctx context.Context, msgs []outMsg) []error {

@@ -19,6 +19,7 @@ import (
 var (
 	_ admin.Inspector       = (*runtime.MemoryBackend)(nil)
 	_ admin.DeadLetterAdmin = (*runtime.MemoryBackend)(nil)
+	_ admin.LadderAdmin     = (*runtime.MemoryBackend)(nil)
 	_ admin.Pauser          = (*runtime.MemoryBackend)(nil)
 	_ admin.QueueAdmin      = (*runtime.MemoryBackend)(nil)
 	_ admin.ReadyCounter    = (*runtime.MemoryBackend)(nil)

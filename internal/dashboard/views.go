@@ -18,7 +18,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failAdmin(w, r, "list queues", err)
 		return
 	}
-	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, ""), s.outboxPanel(r.Context())})
+	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, ""), s.outboxPanel(r.Context()), s.laddersPanel(r.Context())})
 }
 
 // overviewView is what the overview shows.
@@ -26,6 +26,8 @@ type overviewView struct {
 	snapshot
 	Charts charts
 	Outbox *outboxView // nil without Options.Outbox
+	// Ladders is nil when the backend has no delay ladder.
+	Ladders *laddersView
 }
 
 // charts renders the charts of all queues, or of queue when not empty.

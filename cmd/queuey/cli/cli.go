@@ -89,6 +89,9 @@ type grammar struct {
 
 	Queues queuesCmd `cmd:"" help:"Show queues (paused, ready, unacked, waiting, dead, consumers); pause, resume, purge or delete one."`
 	Dead   deadCmd   `cmd:"" help:"Look at, re-drive and purge dead letters."`
+	// Ladder counts the delay ladders (delay=ladder) and puts back the
+	// waits whose queue was deleted while they waited.
+	Ladder ladderCmd `cmd:"" help:"Show the delay ladders (delay=ladder); list and re-drive the waits whose queue was deleted while they waited."`
 	// Dashboard serves the same in the browser.
 	Dashboard dashboardCmd `cmd:"" help:"Serve the web dashboard: queues, dead letters, re-drive and purge in the browser."`
 	// Outbox relays an application's transactional outbox (package

@@ -184,7 +184,7 @@ func shellWord(s string) string {
 }
 
 // confirmHelp is the rule of confirmations, as queuey --help states it.
-const confirmHelp = `Every command that deletes or moves jobs (dead redrive, dead purge, queues purge, queues delete, outbox dead retry, outbox dead purge) asks for confirmation on a terminal, and refuses without --yes when standard input is not one.`
+const confirmHelp = `Every command that deletes or moves jobs (dead redrive, dead purge, queues purge, queues delete, ladder redrive, outbox dead retry, outbox dead purge) asks for confirmation on a terminal, and refuses without --yes when standard input is not one.`
 
 // errCancelled is the answer no to a confirmation.
 var errCancelled = errors.New("cancelled: nothing was changed")

@@ -67,6 +67,8 @@ type queuesJSON struct {
 	Queues []queueJSON `json:"queues"`
 	// Notes say what could not be seen of the broker as a whole.
 	Notes []string `json:"notes"`
+	// Ladders are the delay ladders, with their unrouted waits.
+	Ladders []admin.LadderStats `json:"ladders"`
 }
 
 // known is n, or nil when it is admin.NotSeen.
@@ -188,15 +190,19 @@ func (c *queuesListCmd) Run(r *run) error {
 		}
 		notes = append(notes, fmt.Sprintf("%s %s deleted while the list was read, and left out.", plural(gone, "queue"), verb))
 	}
+	ladders, lnotes, err := r.queueLadders(be)
+	if err != nil {
+		return err
+	}
 	if r.g.JSON {
 		if notes == nil {
 			notes = []string{}
 		}
-		if err := r.printJSON(queuesJSON{Queues: rows, Notes: notes}); err != nil {
+		if err := r.printJSON(queuesJSON{Queues: rows, Notes: append(notes, lnotes...), Ladders: ladders}); err != nil {
 			return err
 		}
 	} else {
-		r.queuesTable(rows, notes)
+		r.queuesTable(rows, append(notes, lnotes...))
 	}
 	if len(unknown) > 0 {
 		quoted := make([]string, len(unknown))
@@ -287,6 +293,9 @@ var queuesHeaders = []string{"QUEUE", "KIND", "PAUSED", "READY", "UNACKED", "WAI
 func (r *run) queuesTable(rows []queueJSON, notes []string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(r.env.Stdout, "no queues")
+		for _, n := range notes {
+			printf(r.env.Stdout, "note: %s\n", n)
+		}
 		return
 	}
 	cells := make([][]string, 0, len(rows))
