@@ -21,6 +21,10 @@ import (
 // ladders ("queuey.ladder.<type>.10ms.*") are shared like the others.
 const scaleGranularity = 10 * time.Millisecond
 
+// goneGranularity is that of TestLadderThousandWaitsQueueGone's ladders,
+// its own.
+const goneGranularity = 11 * time.Millisecond
+
 // scaleWaits is how many distinct waits a scale test holds on a queue.
 const scaleWaits = 1000
 
@@ -178,8 +182,12 @@ func TestLadderThousandWaits(t *testing.T) {
 func TestLadderThousandWaitsQueueGone(t *testing.T) {
 	for _, qt := range ladderTypes {
 		t.Run(string(qt), func(t *testing.T) {
-			b := dial(t, rabbitmq.Options{Granularity: scaleGranularity})
-			l := topology.NewLadder(qt, scaleGranularity, topology.Version{})
+			// A ladder of its own, deleted when the test ends: the deleted
+			// queue's 1,000 waits are left in its unrouted queue.
+			b := dial(t, rabbitmq.Options{Granularity: goneGranularity})
+			v, _ := topology.ParseVersion(b.ServerVersion())
+			l := topology.NewLadder(qt, goneGranularity, v)
+			t.Cleanup(func() { deleteLadderOf(l, v) })
 			unrouted := observe(t, l.Unrouted(), "")
 			gone, pg := scaleQueue(t, b, qt, queueName(t)+".gone")
 			kept, pk := scaleQueue(t, b, qt, queueName(t)+".kept")
@@ -189,14 +197,14 @@ func TestLadderThousandWaitsQueueGone(t *testing.T) {
 			// The deleted queue's waits are due from 5s on, well after it is
 			// deleted; the other's from 10ms, through the same levels.
 			start := time.Now()
-			enqueueWaits(t, pg, gone, 0, distinctDelays(scaleWaits, 500, scaleGranularity))
+			enqueueWaits(t, pg, gone, 0, distinctDelays(scaleWaits, 500, goneGranularity))
 			if _, err := rawChannel(t).QueueDelete(gone.Name, false, false, false); err != nil {
 				t.Fatalf("delete %q: %v", gone.Name, err)
 			}
-			if took := time.Since(start); took >= 500*scaleGranularity {
+			if took := time.Since(start); took >= 500*goneGranularity {
 				t.Fatalf("publishing the waits and deleting their queue took %v, past the first one's due time: the test proves nothing", took)
 			}
-			due := enqueueWaits(t, pk, kept, 0, distinctDelays(scaleWaits, 1, scaleGranularity))
+			due := enqueueWaits(t, pk, kept, 0, distinctDelays(scaleWaits, 1, goneGranularity))
 
 			ids := map[string]bool{}
 			for len(ids) < scaleWaits {
@@ -207,7 +215,7 @@ func TestLadderThousandWaitsQueueGone(t *testing.T) {
 			}
 			eventually.True(t, 2*time.Minute, func() bool { return len(a.snapshot()) >= scaleWaits }, "the other queue's 1,000 waits")
 			late := checkArrivals(t, a.snapshot(), due, scaleOrderSlack)
-			t.Logf("%s ladder at %v: %d waits of the deleted queue unrouted; the other queue's %d waits: lateness %s", qt, scaleGranularity, len(ids), scaleWaits, lateness(late))
+			t.Logf("%s ladder at %v: %d waits of the deleted queue unrouted; the other queue's %d waits: lateness %s", qt, goneGranularity, len(ids), scaleWaits, lateness(late))
 		})
 	}
 }
