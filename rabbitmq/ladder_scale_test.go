@@ -188,9 +188,9 @@ func TestLadderThousandWaitsQueueGone(t *testing.T) {
 			v, _ := topology.ParseVersion(b.ServerVersion())
 			l := topology.NewLadder(qt, goneGranularity, v)
 			t.Cleanup(func() { deleteLadderOf(l, v) })
-			unrouted := observe(t, l.Unrouted(), "")
 			gone, pg := scaleQueue(t, b, qt, queueName(t)+".gone")
 			kept, pk := scaleQueue(t, b, qt, queueName(t)+".kept")
+			unrouted := observe(t, l.Unrouted(), "") // declared with the first queue
 			var a arrivals
 			runWorker(t, b, kept, a.handle)
 
