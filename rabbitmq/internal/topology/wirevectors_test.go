@@ -392,17 +392,20 @@ func reverseBits(key string, n int) string {
 	return strings.Join(words, ".")
 }
 
-// TestWireFormatShowsTheLadderVector: the worked example of
-// docs/wire-format.md is the basic vector.
+// TestWireFormatShowsTheLadderVector: the worked examples of
+// docs/wire-format.md are the basic vector and the split one of priority
+// 5, whose first level's high queue is topology.Ladder's.
 func TestWireFormatShowsTheLadderVector(t *testing.T) {
 	doc, err := os.ReadFile("../../../docs/wire-format.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := vectorOf(t, ladderCases()[0])
-	for _, s := range []string{v.Publish.Exchange, v.Publish.RoutingKey, v.Binding.Exchange} {
+	split := vectorOf(t, splitCases()[2])
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second, topology.Version{Major: 4})
+	for _, s := range []string{v.Publish.Exchange, v.Publish.RoutingKey, v.Binding.Exchange, split.Publish.Exchange, split.Publish.RoutingKey, l.HighLevel(6)} {
 		if !bytes.Contains(doc, []byte("`"+s+"`")) {
-			t.Errorf("docs/wire-format.md does not show `%s`, of the vector %s", s, v.Name)
+			t.Errorf("docs/wire-format.md does not show `%s`, of the vectors %s and %s", s, v.Name, split.Name)
 		}
 	}
 }
