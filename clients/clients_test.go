@@ -37,6 +37,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuey/queuey/examples/emails/emails"
+	"github.com/queuey/queuey/internal/rules/waits"
 	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
@@ -478,6 +479,11 @@ const ladderGranularity = 100 * time.Millisecond
 // the delay ladder, each no earlier than due: its delay rounded up to the
 // granularity after its enqueue. The worker runs before the producer
 // starts, so a job published at once, or held too short, would run early.
+// Two delayed jobs are of high priority (5 and 9), one of priority 4: a
+// queue of the test's own, bound to every level exchange for the queue's
+// waits, sees each wait's routing key, which must be the one of
+// docs/wire-format.md: bits "h" for the high ones on a split ladder
+// (quorum, on RabbitMQ 4.x), "1" everywhere else.
 func TestPolyglotLadder(t *testing.T) {
 	for _, lang := range languages {
 		for _, qt := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
@@ -496,6 +502,7 @@ func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
 	q.Name = fmt.Sprintf("polyglot.ladder.%s.%s.%s", lang.name, qt, randomSuffix(t))
 	q.QueueType = qt
 	q.Delay = runtime.DelayLadder
+	q.MaxPriority = runtime.DefaultMaxPriority
 	t.Cleanup(func() { brokertest.DeleteQueues(url, q.Name, q.Name+".dead") })
 	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Granularity: ladderGranularity, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -514,6 +521,10 @@ func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
 	for i := range jobs {
 		jobs[i].DelayMS = delays[i]
 	}
+	// Job 3 (150ms) is of priority 5 already; job 4 (700ms) is of the
+	// highest, job 5 (800ms) of 4, the highest normal one.
+	jobs[4].Priority, jobs[5].Priority = 9, 4
+	obs := observeLadder(t, url, qt, q.Name)
 
 	var (
 		mu   sync.Mutex
@@ -573,6 +584,116 @@ func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
 		late = append(late, fmt.Sprintf("%dms:+%v", j.DelayMS, (waited-due).Round(time.Millisecond)))
 	}
 	t.Logf("%s on a %s ladder, lateness (delay:+late): %s", lang.name, qt, strings.Join(late, " "))
+
+	keys := obs.keys(t)
+	high := 0
+	for i, j := range jobs {
+		if j.DelayMS == 0 {
+			if len(keys[ids[i]]) > 0 {
+				t.Errorf("job %d, not delayed, went onto the ladder with keys %v", i, keys[ids[i]])
+			}
+			continue
+		}
+		want := obs.key(time.Duration(j.DelayMS)*time.Millisecond, j.Priority)
+		if len(keys[ids[i]]) == 0 {
+			t.Errorf("job %d (priority %d, %dms): no wait passed the ladder's level exchanges, want key %s", i, j.Priority, j.DelayMS, want)
+		}
+		for _, k := range keys[ids[i]] {
+			if k != want {
+				t.Errorf("job %d (priority %d, %dms) on a ladder split=%v: key %s, want %s", i, j.Priority, j.DelayMS, obs.split, k, want)
+			}
+		}
+		if strings.Contains(want, "h.") {
+			high++
+		}
+	}
+	if obs.split && high != 2 {
+		t.Errorf("%d waits of high priority written h on a split ladder, want 2", high)
+	}
+	t.Logf("%s on a %s ladder of broker %s: split %v, %d waits written h", lang.name, qt, obs.version, obs.split, high)
+}
+
+// ladderObserver is a queue of a test's own, bound to every level exchange
+// of the ladder for the waits of one queue: it takes a copy of each wait
+// at each level it passes, with the routing key its producer wrote.
+type ladderObserver struct {
+	ch      *amqp.Channel
+	queue   string // the observer's
+	name    string // the ladder-mode queue's
+	version string // the broker's, from the connection's server properties
+	split   bool   // quorum on a 4.x broker
+	levels  int
+}
+
+func observeLadder(t *testing.T, url string, qt runtime.QueueType, name string) *ladderObserver {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, _ := conn.Properties["version"].(string)
+	major, _, _ := strings.Cut(version, ".")
+	m, err := strconv.Atoi(major)
+	if err != nil {
+		t.Fatalf("broker version %q: %v", version, err)
+	}
+	// Exclusive: the broker deletes it with the connection.
+	oq, err := ch.QueueDeclare("", false, true, true, false, amqp.Table{"x-queue-type": "classic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &ladderObserver{ch: ch, queue: oq.Name, name: name, version: version, split: qt == runtime.QueueQuorum && m >= 4, levels: waits.Levels(ladderGranularity)}
+	prefix := fmt.Sprintf("queuey.ladder.%s.%dms", qt, ladderGranularity.Milliseconds())
+	for l := range o.levels {
+		if err := ch.QueueBind(oq.Name, "#."+name, fmt.Sprintf("%s.%02d", prefix, l), false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o
+}
+
+// key is the routing key of docs/wire-format.md for a wait of delay and
+// priority onto the observed queue: its granularities' bits, most
+// significant first, set ones "h" on a split ladder at priority 5 and
+// above, then the name.
+func (o *ladderObserver) key(delay time.Duration, priority int) string {
+	units := max((delay+ladderGranularity-1)/ladderGranularity, 1)
+	one := "1"
+	if o.split && priority >= 5 {
+		one = "h"
+	}
+	var words []string
+	for i := o.levels - 1; i >= 0; i-- {
+		if units>>i&1 == 1 {
+			words = append(words, one)
+		} else {
+			words = append(words, "0")
+		}
+	}
+	return strings.Join(words, ".") + "." + o.name
+}
+
+// keys takes what the observer holds: the routing keys of each wait, by
+// its message id. A wait is copied at each level exchange it passes before
+// its job reaches the worker, so once the jobs ran the copies are all in.
+func (o *ladderObserver) keys(t *testing.T) map[string][]string {
+	t.Helper()
+	keys := map[string][]string{}
+	for {
+		d, ok, err := o.ch.Get(o.queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return keys
+		}
+		keys[d.MessageId] = append(keys[d.MessageId], d.RoutingKey)
+	}
 }
 
 // TestPolyglotQueueRules: the queue's config rules the jobs a producer in

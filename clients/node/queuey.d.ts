@@ -107,15 +107,29 @@ export function ladderLevels(granularityMs?: number): number;
  * published, as the Go backend publishes its waits: the wait (delayMs
  * rounded up to granularityMs, at least one), the exchange of the ladder
  * level of its highest set bit, and the routing key of its N bits, most
- * significant first, then queue. Throws InvalidJobError for a negative
- * delay, a wait over runtime.MaxDeferral, or a name longer than 255 - 2N
- * bytes.
+ * significant first, then queue. On a split ladder (split: a quorum ladder
+ * on RabbitMQ 4.x, as ladderSplit says) the set bits of a job of priority
+ * LADDER_HIGH_PRIORITY or more are "h". Throws InvalidJobError for a
+ * negative delay, a wait over runtime.MaxDeferral, a name longer than
+ * 255 - 2N bytes, or a split classic ladder.
  */
 export function ladderWait(
   queue: string,
   delayMs: number,
-  options?: { queueType?: 'classic' | 'quorum'; granularityMs?: number },
+  options?: { queueType?: 'classic' | 'quorum'; granularityMs?: number; priority?: number; split?: boolean },
 ): { exchange: string; routingKey: string; waitMs: number; levels: number };
+/** The least priority a split ladder holds apart: 5. */
+export const LADDER_HIGH_PRIORITY: number;
+/**
+ * Whether the delay ladder of queueType (default quorum) and granularityMs
+ * on the broker is split, its workers having declared the level queues of
+ * high priority (a quorum ladder on RabbitMQ 4.x): a passive declare of
+ * queue P.00.hi on a channel of its own, once per channel and ladder.
+ */
+export function ladderSplit(
+  target: Target,
+  options?: { queueType?: 'classic' | 'quorum'; granularityMs?: number },
+): Promise<boolean>;
 /** delayMs rounded up to the granularity, at least one, at most runtime.MaxDeferral. */
 export function roundDelay(delayMs: number, granularityMs?: number): number;
 /** A new job ID: a UUIDv7. */

@@ -42,6 +42,11 @@ const BODY_FIELDS = 7;
 const HOLD_TRIES = 3;
 /** The start of the names of the delay ladders' exchanges and queues. */
 const LADDER_PREFIX = 'queuey.ladder.';
+/**
+ * The least priority a split ladder (quorum, on RabbitMQ 4.x) holds apart:
+ * a wait of this priority or more has its set bits written "h".
+ */
+const LADDER_HIGH_PRIORITY = 5;
 const MAX_INT32 = 2 ** 31 - 1;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -503,14 +508,18 @@ function ladderLevels(granularityMs = DEFAULT_GRANULARITY_MS) {
  * is published, exactly as the Go backend publishes its waits: the wait
  * (delayMs rounded up to granularityMs, at least one), the exchange of the
  * ladder level of its highest set bit, and the routing key of its N bits,
- * most significant first, then queue. Throws InvalidJobError for a
- * negative delay, a wait over runtime.MaxDeferral, and a name too long for
- * the key.
+ * most significant first, then queue. On a split ladder (split: a quorum
+ * ladder on RabbitMQ 4.x, as ladderSplit says) the set bits of a job of
+ * priority LADDER_HIGH_PRIORITY or more are "h" instead of "1". Throws
+ * InvalidJobError for a negative delay, a wait over runtime.MaxDeferral, a
+ * name too long for the key, and a split classic ladder.
  */
-function ladderWait(queue, delayMs, { queueType = 'classic', granularityMs = DEFAULT_GRANULARITY_MS } = {}) {
+function ladderWait(queue, delayMs, { queueType = 'classic', granularityMs = DEFAULT_GRANULARITY_MS, priority = 0, split = false } = {}) {
   if (typeof delayMs !== 'number' || !(delayMs >= 0)) throw new InvalidJobError(`delayMs = ${delayMs}, want 0 or more milliseconds`);
   if (queueType !== 'classic' && queueType !== 'quorum') throw new InvalidJobError(`queueType = ${JSON.stringify(queueType)}, want "classic" or "quorum"`);
   if (typeof queue !== 'string' || queue === '') throw new InvalidJobError(`queue = ${JSON.stringify(queue)}, want the queue's name`);
+  if (split && queueType !== 'quorum') throw new InvalidJobError(`split = true for a ${queueType} ladder: only a quorum ladder on RabbitMQ 4.x is split`);
+  if (!Number.isInteger(priority) || priority < 0 || priority > 255) throw new InvalidJobError(`priority = ${priority}, want 0..255`);
   const waitMs = roundDelay(delayMs, granularityMs);
   const levels = ladderLevels(granularityMs);
   const n = utf8Len(queue);
@@ -521,7 +530,11 @@ function ladderWait(queue, delayMs, { queueType = 'classic', granularityMs = DEF
     );
   }
   const bits = (waitMs / granularityMs).toString(2);
-  const words = bits.padStart(levels, '0').split('');
+  const one = split && priority >= LADDER_HIGH_PRIORITY ? 'h' : '1';
+  const words = bits
+    .padStart(levels, '0')
+    .split('')
+    .map((b) => (b === '1' ? one : b));
   return {
     exchange: `${LADDER_PREFIX}${queueType}.${granularityMs}ms.${String(bits.length - 1).padStart(2, '0')}`,
     routingKey: `${words.join('.')}.${queue}`,
@@ -541,6 +554,7 @@ class ChannelState {
     this.closed = null;
     this.checked = new Set();
     this.quorumHolds = new Set();
+    this.split = new Map(); // ladder prefix -> whether it is split
     this.inFlight = new Map(); // message id -> { returned, done }
     channel.on('return', (msg) => {
       const p = this.inFlight.get(msg.properties.messageId);
@@ -721,6 +735,9 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
       }
       await st.publish(exchange, queue, body, options);
     } else if (delayMode === 'ladder') {
+      if (queueType === 'quorum' && priority >= LADDER_HIGH_PRIORITY && (await splitOf(st, queueType, granularityMs))) {
+        ladder = ladderWait(queue, delay, { queueType, granularityMs, priority, split: true });
+      }
       await ladderPublish(st, queue, queueType, granularityMs, ladder, body, options);
     } else {
       await holdPublish(st, queue, queueType, hold, body, options);
@@ -781,6 +798,43 @@ async function ladderPublish(st, queue, queueType, granularityMs, ladder, body, 
   }
 }
 
+/**
+ * Whether the delay ladder of queueType and granularityMs on the broker is
+ * split: whether its workers declared the level queues of high priority, as
+ * they do for a quorum ladder on RabbitMQ 4.x. The check is a passive
+ * declare of queue P.00.hi on a channel of its own, which the broker
+ * closes when the queue is missing; enqueue makes it once per channel and
+ * ladder, for a job of priority LADDER_HIGH_PRIORITY or more onto a quorum
+ * ladder.
+ */
+async function ladderSplit(target, { queueType = 'quorum', granularityMs = DEFAULT_GRANULARITY_MS } = {}) {
+  return splitOf(await stateOf(target), queueType, granularityMs);
+}
+
+async function splitOf(st, queueType, granularityMs) {
+  if (queueType !== 'quorum') return false;
+  const prefix = `${LADDER_PREFIX}${queueType}.${granularityMs}ms`;
+  if (!st.split.has(prefix)) {
+    // A passive declare of a missing queue closes its channel: it runs on
+    // one of its own, never on the caller's. A channel of the same class
+    // on the same connection serves whether the caller gave a connection
+    // or a channel.
+    const ch = new st.channel.constructor(st.channel.connection);
+    ch.on('error', () => {}); // the 404 rejects checkQueue too
+    await ch.open();
+    try {
+      await ch.checkQueue(`${prefix}.00.hi`);
+      st.split.set(prefix, true);
+    } catch (e) {
+      if (!e || e.code !== 404) throw e;
+      st.split.set(prefix, false);
+    } finally {
+      await ch.close().catch(() => {});
+    }
+  }
+  return st.split.get(prefix);
+}
+
 async function holdPublish(st, queue, queueType, hold, body, options) {
   const ch = st.channel;
   // The broker drops a hold queue's expired message silently when the
@@ -833,6 +887,8 @@ module.exports = {
   quorumRung,
   roundDelay,
   ladderLevels,
+  ladderSplit,
   ladderWait,
+  LADDER_HIGH_PRIORITY,
   newId,
 };

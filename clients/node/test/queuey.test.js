@@ -131,13 +131,15 @@ test('vectors: the delay ladder', async () => {
   for (const vec of load(path.join(WIRE, 'ladder'))) {
     const opts = { queueType: vec.queue_type, granularityMs: vec.granularity_ms };
     assert.equal(queuey.ladderLevels(vec.granularity_ms), vec.levels, vec.name);
+    // A ladder is split when quorum on a 4.x broker.
+    assert.equal(vec.split, vec.queue_type === 'quorum' && Number(vec.broker.split('.')[0]) >= 4, vec.name);
     if (vec.refused) {
       assert.throws(() => queuey.ladderWait(vec.queue, vec.delay_ms, opts), reasons[vec.refused], vec.name);
       // enqueue refuses it before it publishes: it has nothing to publish on.
       await assert.rejects(queuey.enqueue(null, vec.queue, 'p.T', {}, { ...opts, delayMs: vec.delay_ms, delayMode: 'ladder' }), reasons[vec.refused], vec.name);
       continue;
     }
-    const w = queuey.ladderWait(vec.queue, vec.delay_ms, opts);
+    const w = queuey.ladderWait(vec.queue, vec.delay_ms, { ...opts, priority: vec.priority, split: vec.split });
     assert.deepEqual({ exchange: w.exchange, routing_key: w.routingKey, mandatory: true }, vec.publish, vec.name);
     assert.equal(w.waitMs, vec.wait_ms, vec.name);
     assert.equal(w.levels, vec.levels, vec.name);
@@ -157,6 +159,9 @@ test('the delay ladder refuses bad input', async () => {
   // Zero waits one granularity, as a worker's wait of zero does; an
   // enqueue with no delay is not a wait at all.
   assert.deepEqual(queuey.ladderWait('q', 0), { exchange: 'queuey.ladder.classic.1000ms.00', routingKey: `${'0.'.repeat(21)}1.q`, waitMs: 1000, levels: 22 });
+  // Only a quorum ladder is split; a priority is a byte.
+  assert.throws(() => queuey.ladderWait('q', 1000, { split: true }), /only a quorum ladder on RabbitMQ 4.x is split/);
+  assert.throws(() => queuey.ladderWait('q', 1000, { queueType: 'quorum', priority: 256, split: true }), /priority = 256/);
   // A fraction of a millisecond rounds up too.
   assert.equal(queuey.ladderWait('q', 100.5, { granularityMs: 1 }).waitMs, 101);
 });
@@ -373,6 +378,27 @@ test('a wait the ladder returns is not stored', async (t) => {
     } finally {
       await admin.deleteExchange(level);
     }
+  });
+});
+
+test('a ladder is split when its level queue P.00.hi exists', async (t) => {
+  await withBroker(t, async ({ conn, admin, queue, created, get }) => {
+    // The check runs on a channel of its own, so the caller's channel
+    // goes on after the broker says the queue is missing.
+    const g = ladderGranularity();
+    const ch = await conn.createConfirmChannel();
+    assert.equal(await queuey.ladderSplit(ch, { granularityMs: g }), false);
+    await queuey.enqueue(ch, queue, 'p.T', {});
+    await get(queue);
+    const hi = `queuey.ladder.quorum.${g}ms.00.hi`;
+    created.push(hi);
+    await admin.assertQueue(hi, { durable: true });
+    // Once per channel: a channel that has not checked yet sees it.
+    assert.equal(await queuey.ladderSplit(await conn.createConfirmChannel(), { granularityMs: g }), true);
+    assert.equal(await queuey.ladderSplit(conn, { granularityMs: g }), true);
+    // A classic ladder is never split, whatever queues exist.
+    assert.equal(await queuey.ladderSplit(conn, { queueType: 'classic', granularityMs: g }), false);
+    await ch.close();
   });
 });
 

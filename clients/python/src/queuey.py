@@ -58,6 +58,7 @@ __all__ = [
     "hold_queue",
     "quorum_rung",
     "ladder_levels",
+    "ladder_split",
     "ladder_wait",
     "new_id",
 ]
@@ -86,6 +87,9 @@ BODY_FIELDS = 7
 HOLD_TRIES = 3
 #: The start of the names of the delay ladders' exchanges and queues.
 LADDER_PREFIX = "queuey.ladder."
+#: The least priority a split ladder (quorum, on RabbitMQ 4.x) holds apart:
+#: a wait of this priority or more has its set bits written "h".
+LADDER_HIGH_PRIORITY = 5
 
 _MAX_INT32 = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
@@ -438,14 +442,18 @@ def ladder_levels(granularity_ms: int = DEFAULT_GRANULARITY_MS) -> int:
 
 
 def ladder_wait(queue: str, delay: datetime.timedelta, *, queue_type: str = "classic",
-                granularity_ms: int = DEFAULT_GRANULARITY_MS) -> tuple:
+                granularity_ms: int = DEFAULT_GRANULARITY_MS, priority: int = 0, split: bool = False) -> tuple:
     """Where a delayed enqueue onto queue, a ladder-mode queue (delay=ladder),
     is published: (exchange, routing_key, wait_ms), exactly as the Go
     backend publishes its waits. The wait is delay rounded up to
     granularity_ms, at least one; the exchange is the ladder level of its
     highest set bit; the routing key is its N bits, most significant
-    first, then queue. Raises InvalidJobError for a negative delay, a
-    wait over runtime.MaxDeferral, and a name too long for the key."""
+    first, then queue. On a split ladder (split: a quorum ladder on
+    RabbitMQ 4.x, as ladder_split says) the set bits of a job of priority
+    LADDER_HIGH_PRIORITY or more are "h" instead of "1". Raises
+    InvalidJobError for a negative delay, a wait over
+    runtime.MaxDeferral, a name too long for the key, and a split classic
+    ladder."""
     ns = _delay_ns(delay)
     if ns < 0:
         raise InvalidJobError(f"delay = {delay!r}, want 0 or more")
@@ -453,6 +461,10 @@ def ladder_wait(queue: str, delay: datetime.timedelta, *, queue_type: str = "cla
         raise InvalidJobError(f"queue_type = {queue_type!r}, want 'classic' or 'quorum'")
     if not isinstance(queue, str) or not queue:
         raise InvalidJobError(f"queue = {queue!r}, want the queue's name")
+    if split and queue_type != "quorum":
+        raise InvalidJobError(f"split = True for a {queue_type} ladder: only a quorum ladder on RabbitMQ 4.x is split")
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 255:
+        raise InvalidJobError(f"priority = {priority!r}, want 0..255")
     wait = _round(ns, granularity_ms)
     levels = ladder_levels(granularity_ms)
     n = len(queue.encode("utf-8"))
@@ -462,7 +474,8 @@ def ladder_wait(queue: str, delay: datetime.timedelta, *, queue_type: str = "cla
             f"at a granularity of {granularity_ms} ms (255 less 2 for each of the ladder's {levels} levels), "
             "so that a wait's routing key fits an AMQP short string")
     units = wait // granularity_ms
-    bits = ".".join(str(units >> i & 1) for i in range(levels - 1, -1, -1))
+    one = "h" if split and priority >= LADDER_HIGH_PRIORITY else "1"
+    bits = ".".join(one if units >> i & 1 else "0" for i in range(levels - 1, -1, -1))
     exchange = f"{LADDER_PREFIX}{queue_type}.{granularity_ms}ms.{units.bit_length() - 1:02d}"
     return exchange, f"{bits}.{queue}", wait
 
@@ -477,6 +490,7 @@ class _ChannelState:
         self.channel = channel
         self.checked = set()  # queues and exchanges known to exist
         self.quorum_holds = set()
+        self.split = {}  # ladder prefix -> whether it is split
 
 
 _states: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -585,6 +599,8 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     if delayed and delay_mode == "queue":
         hold, args, _ = hold_queue(queue, delay, queue_type=queue_type, granularity_ms=granularity_ms)
     elif delayed and delay_mode == "ladder":
+        # Checks the arguments before anything is published; the key is
+        # made again once the channel says whether the ladder is split.
         level, key, _ = ladder_wait(queue, delay, queue_type=queue_type, granularity_ms=granularity_ms)
     elif delayed:
         ms = _round(_delay_ns(delay), granularity_ms)
@@ -604,6 +620,9 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
                 st.checked.add(("exchange", exchange))
             _publish(st, exchange, queue, body, props, False)
         elif delay_mode == "ladder":
+            if queue_type == "quorum" and priority >= LADDER_HIGH_PRIORITY and _ladder_split(st, queue_type, granularity_ms):
+                level, key, _ = ladder_wait(queue, delay, queue_type=queue_type, granularity_ms=granularity_ms,
+                                            priority=priority, split=True)
             _ladder_publish(st, queue, queue_type, granularity_ms, level, key, body, props)
         else:
             _hold_publish(st, queue, queue_type, hold, args, body, props)
@@ -654,6 +673,39 @@ def _ladder_publish(st: _ChannelState, queue: str, queue_type: str, granularity_
             f"wait onto {queue!r} returned unroutable by delay ladder exchange {level!r}: its level queue is gone, the "
             f"ladder was deleted; the job was not stored: enqueue it again with job_id={props.message_id!r} once a worker "
             "has declared the ladder again") from None
+
+
+def ladder_split(channel_or_connection, *, queue_type: str = "quorum",
+                 granularity_ms: int = DEFAULT_GRANULARITY_MS) -> bool:
+    """Whether the delay ladder of queue_type and granularity_ms on the
+    broker is split: whether its workers declared the level queues of high
+    priority, as they do for a quorum ladder on RabbitMQ 4.x. The check is
+    a passive declare of queue P.00.hi on a channel of its own, which the
+    broker closes when the queue is missing; enqueue makes it once per
+    channel and ladder, for a job of priority LADDER_HIGH_PRIORITY or more
+    onto a quorum ladder."""
+    return _ladder_split(_state(channel_or_connection), queue_type, granularity_ms)
+
+
+def _ladder_split(st: _ChannelState, queue_type: str, granularity_ms: int) -> bool:
+    if queue_type != "quorum":
+        return False
+    prefix = f"{LADDER_PREFIX}{queue_type}.{granularity_ms}ms"
+    if prefix not in st.split:
+        # A passive declare of a missing queue closes its channel: it runs
+        # on one of its own, never on the caller's.
+        ch = st.channel.connection.channel()
+        try:
+            ch.queue_declare(prefix + ".00.hi", passive=True)
+            st.split[prefix] = True
+        except pika.exceptions.ChannelClosedByBroker as e:
+            if e.reply_code != 404:
+                raise
+            st.split[prefix] = False
+        finally:
+            if ch.is_open:
+                ch.close()
+    return st.split[prefix]
 
 
 def _hold_publish(st: _ChannelState, queue: str, queue_type: str, hold: str, args: dict, body: bytes, props) -> None:

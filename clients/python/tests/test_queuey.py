@@ -133,6 +133,8 @@ class Vectors(unittest.TestCase):
             with self.subTest(vec["name"]):
                 delay = datetime.timedelta(milliseconds=vec["delay_ms"])
                 opts = dict(queue_type=vec["queue_type"], granularity_ms=vec["granularity_ms"])
+                # A ladder is split when quorum on a 4.x broker.
+                self.assertEqual(vec["split"], vec["queue_type"] == "quorum" and int(vec["broker"].split(".")[0]) >= 4)
                 self.assertEqual(queuey.ladder_levels(vec["granularity_ms"]), vec["levels"])
                 if vec.get("refused"):
                     with self.assertRaisesRegex(queuey.InvalidJobError, reasons[vec["refused"]]):
@@ -142,7 +144,7 @@ class Vectors(unittest.TestCase):
                     with self.assertRaisesRegex(queuey.InvalidJobError, reasons[vec["refused"]]):
                         queuey.enqueue(None, vec["queue"], "p.T", {}, delay=delay, delay_mode="ladder", **opts)
                     continue
-                exchange, key, wait = queuey.ladder_wait(vec["queue"], delay, **opts)
+                exchange, key, wait = queuey.ladder_wait(vec["queue"], delay, priority=vec["priority"], split=vec["split"], **opts)
                 self.assertEqual({"exchange": exchange, "routing_key": key, "mandatory": True}, vec["publish"])
                 self.assertEqual(wait, vec["wait_ms"])
                 self.assertLessEqual(len(key.encode()), 255)
@@ -192,6 +194,11 @@ class Units(unittest.TestCase):
         # Zero waits one granularity, as a worker's wait of zero does; an
         # enqueue with no delay is not a wait at all.
         self.assertEqual(queuey.ladder_wait("q", datetime.timedelta(0)), ("queuey.ladder.classic.1000ms.00", "0." * 21 + "1.q", 1000))
+        # Only a quorum ladder is split; a priority is a byte.
+        with self.assertRaisesRegex(queuey.InvalidJobError, "only a quorum ladder on RabbitMQ 4.x is split"):
+            queuey.ladder_wait("q", second, split=True)
+        with self.assertRaisesRegex(queuey.InvalidJobError, "priority = 256"):
+            queuey.ladder_wait("q", second, queue_type="quorum", priority=256, split=True)
 
     def test_delay_is_a_timedelta(self):
         # A number has no unit: seconds in one language, milliseconds in
@@ -357,6 +364,25 @@ class Broker(unittest.TestCase):
             self.assertNotEqual(props.message_id, "ladder-return")
         finally:
             self.admin.exchange_delete(level)
+
+    def test_ladder_split(self):
+        # A ladder is split when its level queue P.00.hi exists: the check
+        # runs on a channel of its own, so the caller's channel goes on
+        # after the broker says the queue is missing.
+        g = self.ladder_granularity()
+        ch = self.conn.channel()
+        self.assertFalse(queuey.ladder_split(ch, granularity_ms=g))
+        self.assertTrue(ch.is_open)
+        queuey.enqueue(ch, self.queue, "p.T", {})
+        self.get(self.queue)
+        hi = f"queuey.ladder.quorum.{g}ms.00.hi"
+        self.created.append(hi)
+        self.admin.queue_declare(hi, durable=True)
+        # Once per channel: a channel that has not checked yet sees it.
+        self.assertTrue(queuey.ladder_split(self.conn.channel(), granularity_ms=g))
+        self.assertTrue(queuey.ladder_split(self.conn, granularity_ms=g))
+        # A classic ladder is never split, whatever queues exist.
+        self.assertFalse(queuey.ladder_split(self.conn, queue_type="classic", granularity_ms=g))
 
     def test_hold_queue_mismatch(self):
         hold = f"{self.queue}.deferred.1000"

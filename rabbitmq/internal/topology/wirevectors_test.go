@@ -31,12 +31,20 @@ const ladderVectorsDir = "../../../testdata/wire/ladder"
 // publishes a job enqueued with a delay onto a ladder-mode queue, or why
 // it refuses to.
 type ladderVector struct {
-	Name          string `json:"name"`
-	Description   string `json:"description"`
-	Queue         string `json:"queue"`
-	QueueType     string `json:"queue_type"`
-	DelayMS       int64  `json:"delay_ms"`
-	GranularityMS int64  `json:"granularity_ms"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Queue       string `json:"queue"`
+	QueueType   string `json:"queue_type"`
+	// Broker is the version, major.minor, of the broker the ladder is
+	// declared on: whether a quorum ladder is split depends on it.
+	Broker string `json:"broker"`
+	// Priority is the job's priority, 0..255.
+	Priority int `json:"priority"`
+	// Split says the ladder is split: quorum, on a 4.x broker. A wait of
+	// priority 5 or more has its set bits written "h" on it.
+	Split         bool  `json:"split"`
+	DelayMS       int64 `json:"delay_ms"`
+	GranularityMS int64 `json:"granularity_ms"`
 	// Levels is N, the ladder's number of levels at the granularity.
 	Levels int `json:"levels"`
 	// LongestMS is the longest wait at the granularity: MaxDeferral
@@ -73,43 +81,64 @@ type ladderCase struct {
 	queue             string
 	qt                runtime.QueueType
 	delay, g          time.Duration
+	broker            topology.Version
+	priority          uint8
 }
 
 func ladderCases() []ladderCase {
 	longest := waits.Longest(time.Second)
+	// Unsplit ladders: 3.x, priority 0.
+	v3 := topology.Version{Major: 3, Minor: 10}
 	return []ladderCase{
-		{"basic", "90s onto orders.v2 at 1s: 90 = 1011010 in binary, entering at level 6", "orders.v2", runtime.QueueClassic, 90 * time.Second, time.Second},
-		{"quorum", "the same wait onto a quorum queue: the quorum ladder's level 6", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second},
-		{"one_unit", "exactly one granularity: level 0, the lowest bit alone", "billing.charge_card", runtime.QueueClassic, time.Second, time.Second},
-		{"round_up", "1.5s at 1s rounds up to 2 granularities: level 1", "billing.charge_card", runtime.QueueClassic, 1500 * time.Millisecond, time.Second},
-		{"round_up_to_one", "1ms at 1s rounds up to one granularity, never to none", "billing.charge_card", runtime.QueueClassic, time.Millisecond, time.Second},
-		{"power_of_two", "1024s at 1s, exactly 2^10 granularities: level 10, one bit set", "billing.charge_card", runtime.QueueClassic, 1024 * time.Second, time.Second},
-		{"below_power_of_two", "1023s at 1s, 2^10 − 1 granularities: level 9, ten bits set", "billing.charge_card", runtime.QueueClassic, 1023 * time.Second, time.Second},
-		{"fine_granularity", "150ms at 100ms rounds up to 200ms, 2 granularities, on the 25 levels of 100ms", "emails.send_email", runtime.QueueQuorum, 150 * time.Millisecond, 100 * time.Millisecond},
-		{"hour_granularity", "2h and 1ms at 1h rounds up to 3h, on the 10 levels of 1h", "reports.monthly", runtime.QueueClassic, 2*time.Hour + time.Millisecond, time.Hour},
-		{"max_delay", "the longest wait at 1s, MaxDeferral rounded down to the second: the top level, 21", "billing.charge_card", runtime.QueueClassic, longest, time.Second},
-		{"max_delay_1ms", "the longest wait at 1ms, 2^31 − 1 ms: all 31 bits set, level 30", "billing.charge_card", runtime.QueueClassic, waits.Longest(time.Millisecond), time.Millisecond},
-		{"too_long", "1ms more than the longest wait at 1s rounds up past MaxDeferral: refused, never clamped", "billing.charge_card", runtime.QueueClassic, longest + time.Millisecond, time.Second},
-		{"too_long_1ms", "1ms more than the longest wait at 1ms: refused", "billing.charge_card", runtime.QueueClassic, waits.Longest(time.Millisecond) + time.Millisecond, time.Millisecond},
-		{"longest_name", "a name of 211 bytes, the longest at 1s: the routing key is 255 bytes, an AMQP short string's most", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Second))), runtime.QueueClassic, 5 * time.Second, time.Second},
-		{"name_too_long", "a name of 212 bytes at 1s: its routing key would be 256 bytes, refused", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Second))+1), runtime.QueueClassic, 5 * time.Second, time.Second},
-		{"name_too_long_1ms", "a name of 194 bytes at 1ms, whose 31 levels leave 193: refused", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Millisecond))+1), runtime.QueueClassic, 5 * time.Second, time.Millisecond},
+		{"basic", "90s onto orders.v2 at 1s: 90 = 1011010 in binary, entering at level 6", "orders.v2", runtime.QueueClassic, 90 * time.Second, time.Second, v3, 0},
+		{"quorum", "the same wait onto a quorum queue: the quorum ladder's level 6", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second, v3, 0},
+		{"one_unit", "exactly one granularity: level 0, the lowest bit alone", "billing.charge_card", runtime.QueueClassic, time.Second, time.Second, v3, 0},
+		{"round_up", "1.5s at 1s rounds up to 2 granularities: level 1", "billing.charge_card", runtime.QueueClassic, 1500 * time.Millisecond, time.Second, v3, 0},
+		{"round_up_to_one", "1ms at 1s rounds up to one granularity, never to none", "billing.charge_card", runtime.QueueClassic, time.Millisecond, time.Second, v3, 0},
+		{"power_of_two", "1024s at 1s, exactly 2^10 granularities: level 10, one bit set", "billing.charge_card", runtime.QueueClassic, 1024 * time.Second, time.Second, v3, 0},
+		{"below_power_of_two", "1023s at 1s, 2^10 − 1 granularities: level 9, ten bits set", "billing.charge_card", runtime.QueueClassic, 1023 * time.Second, time.Second, v3, 0},
+		{"fine_granularity", "150ms at 100ms rounds up to 200ms, 2 granularities, on the 25 levels of 100ms", "emails.send_email", runtime.QueueQuorum, 150 * time.Millisecond, 100 * time.Millisecond, v3, 0},
+		{"hour_granularity", "2h and 1ms at 1h rounds up to 3h, on the 10 levels of 1h", "reports.monthly", runtime.QueueClassic, 2*time.Hour + time.Millisecond, time.Hour, v3, 0},
+		{"max_delay", "the longest wait at 1s, MaxDeferral rounded down to the second: the top level, 21", "billing.charge_card", runtime.QueueClassic, longest, time.Second, v3, 0},
+		{"max_delay_1ms", "the longest wait at 1ms, 2^31 − 1 ms: all 31 bits set, level 30", "billing.charge_card", runtime.QueueClassic, waits.Longest(time.Millisecond), time.Millisecond, v3, 0},
+		{"too_long", "1ms more than the longest wait at 1s rounds up past MaxDeferral: refused, never clamped", "billing.charge_card", runtime.QueueClassic, longest + time.Millisecond, time.Second, v3, 0},
+		{"too_long_1ms", "1ms more than the longest wait at 1ms: refused", "billing.charge_card", runtime.QueueClassic, waits.Longest(time.Millisecond) + time.Millisecond, time.Millisecond, v3, 0},
+		{"longest_name", "a name of 211 bytes, the longest at 1s: the routing key is 255 bytes, an AMQP short string's most", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Second))), runtime.QueueClassic, 5 * time.Second, time.Second, v3, 0},
+		{"name_too_long", "a name of 212 bytes at 1s: its routing key would be 256 bytes, refused", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Second))+1), runtime.QueueClassic, 5 * time.Second, time.Second, v3, 0},
+		{"name_too_long_1ms", "a name of 194 bytes at 1ms, whose 31 levels leave 193: refused", strings.Repeat("q", names.MaxLadderQueue(waits.Levels(time.Millisecond))+1), runtime.QueueClassic, 5 * time.Second, time.Millisecond, v3, 0},
+	}
+}
+
+// splitCases are the vectors of priorities: a quorum ladder on 4.x is
+// split, a classic one and a 3.x one are not.
+func splitCases() []ladderCase {
+	v4 := topology.Version{Major: 4, Minor: 0}
+	v3 := topology.Version{Major: 3, Minor: 10}
+	return []ladderCase{
+		{"split_priority_0", "90s onto a quorum queue on 4.x, priority 0: the split ladder's bits are 1", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second, v4, 0},
+		{"split_priority_4", "priority 4, the highest normal one on 4.x: bits 1", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second, v4, 4},
+		{"split_priority_5", "priority 5, the least high one on 4.x: bits h, through the levels' .hi queues", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second, v4, 5},
+		{"split_priority_9", "priority 9 on 4.x at 100ms: 150ms rounds up to 2 granularities, bit h at level 1", "emails.send_email", runtime.QueueQuorum, 150 * time.Millisecond, 100 * time.Millisecond, v4, 9},
+		{"classic_4x_priority_9", "a classic ladder on 4.x is not split: priority 9 has bits 1", "orders.v2", runtime.QueueClassic, 90 * time.Second, time.Second, v4, 9},
+		{"quorum_3x_priority_9", "a quorum ladder on 3.x is not split: priority 9 has bits 1", "orders.v2", runtime.QueueQuorum, 90 * time.Second, time.Second, v3, 9},
 	}
 }
 
 // vectorOf is c's vector, as topology.Ladder makes it.
 func vectorOf(t *testing.T, c ladderCase) ladderVector {
 	t.Helper()
-	l := topology.NewLadder(c.qt, c.g, topology.Version{Major: 3, Minor: 10})
+	broker := c.broker
+	l := topology.NewLadder(c.qt, c.g, broker)
 	v := ladderVector{
 		Name: c.name, Description: c.description, Queue: c.queue, QueueType: string(c.qt),
+		Broker: fmt.Sprintf("%d.%d", broker.Major, broker.Minor), Priority: int(c.priority), Split: l.Split,
 		DelayMS: c.delay.Milliseconds(), GranularityMS: c.g.Milliseconds(),
 		Levels: l.Levels, LongestMS: waits.Longest(c.g).Milliseconds(), MaxQueueBytes: names.MaxLadderQueue(l.Levels),
 	}
 	if c.delay%time.Millisecond != 0 {
 		t.Fatalf("%s: delay %v is not whole milliseconds", c.name, c.delay)
 	}
-	ex, key, err := l.Wait(c.queue, c.delay, 0)
+	ex, key, err := l.Wait(c.queue, c.delay, c.priority)
 	switch {
 	case errors.Is(err, runtime.ErrDelayTooLong):
 		v.Refused = "delay_too_long"
@@ -151,7 +180,7 @@ func marshalLadder(t *testing.T, v ladderVector) []byte {
 // code, nor from the spec.
 func TestLadderVectors(t *testing.T) {
 	want := map[string][]byte{}
-	for _, c := range ladderCases() {
+	for _, c := range append(ladderCases(), splitCases()...) {
 		want[c.name+".json"] = marshalLadder(t, vectorOf(t, c))
 	}
 	if *update {
@@ -234,6 +263,24 @@ func ladderSpecRules(v ladderVector) []string {
 	if v.QueueType != "classic" && v.QueueType != "quorum" {
 		bad("queue_type %q", v.QueueType)
 	}
+	major, _, ok := strings.Cut(v.Broker, ".")
+	m, err := strconv.Atoi(major)
+	if !ok || err != nil || m < 3 {
+		bad("broker %q, want a version major.minor, 3.x or later", v.Broker)
+	}
+	if v.Priority < 0 || v.Priority > 255 {
+		bad("priority %d, want 0..255", v.Priority)
+	}
+	// A ladder is split when it is a quorum one on a 4.x broker; on a
+	// split ladder the set bits of a wait of priority 5 and above are "h".
+	split := v.QueueType == "quorum" && m >= 4
+	if v.Split != split {
+		bad("split %v, want %v: a ladder is split when quorum on a 4.x broker", v.Split, split)
+	}
+	one := "1"
+	if split && v.Priority >= 5 {
+		one = "h"
+	}
 	wait := max((v.DelayMS+g-1)/g*g, g)
 	switch {
 	case wait > v.LongestMS:
@@ -256,7 +303,11 @@ func ladderSpecRules(v ladderVector) []string {
 	u := wait / g
 	var words []string
 	for i := v.Levels - 1; i >= 0; i-- {
-		words = append(words, strconv.FormatInt(u>>i&1, 10))
+		if u>>i&1 == 1 {
+			words = append(words, one)
+		} else {
+			words = append(words, "0")
+		}
 	}
 	prefix := fmt.Sprintf("queuey.ladder.%s.%dms", v.QueueType, g)
 	want := ladderPublish{
@@ -298,6 +349,13 @@ func TestLadderSpecRulesCatchABrokenVector(t *testing.T) {
 		"too long taken":  func(v *ladderVector) { v.DelayMS = v.LongestMS + 1 },
 		"long name taken": func(v *ladderVector) { v.Queue = strings.Repeat("q", 212) },
 		"refused":         func(v *ladderVector) { v.Refused = "delay_too_long" },
+		"split classic":   func(v *ladderVector) { v.Split = true },
+		"split on 3.x":    func(v *ladderVector) { v.QueueType, v.Split = "quorum", true },
+		"no broker":       func(v *ladderVector) { v.Broker = "" },
+		"h unsplit": func(v *ladderVector) {
+			v.Priority = 9
+			v.Publish.RoutingKey = strings.ReplaceAll(v.Publish.RoutingKey, "1.", "h.")
+		},
 	} {
 		v := good
 		p, b := *good.Publish, *good.Binding
@@ -305,6 +363,24 @@ func TestLadderSpecRulesCatchABrokenVector(t *testing.T) {
 		change(&v)
 		if len(ladderSpecRules(v)) == 0 {
 			t.Errorf("%s: a broken vector passes", name)
+		}
+	}
+	high := vectorOf(t, splitCases()[2])
+	if broken := ladderSpecRules(high); len(broken) > 0 || !strings.Contains(high.Publish.RoutingKey, "h.") {
+		t.Fatalf("the split_priority_5 vector breaks %v, or has no bit h: %s", broken, high.Publish.RoutingKey)
+	}
+	for name, change := range map[string]func(v *ladderVector){
+		"1 on split": func(v *ladderVector) { v.Publish.RoutingKey = strings.ReplaceAll(v.Publish.RoutingKey, "h.", "1.") },
+		"unsplit":    func(v *ladderVector) { v.Split = false },
+		"3.x":        func(v *ladderVector) { v.Broker = "3.13" },
+		"priority 4": func(v *ladderVector) { v.Priority = 4 },
+	} {
+		v := high
+		p := *high.Publish
+		v.Publish = &p
+		change(&v)
+		if len(ladderSpecRules(v)) == 0 {
+			t.Errorf("%s: a broken split vector passes", name)
 		}
 	}
 }
@@ -316,17 +392,20 @@ func reverseBits(key string, n int) string {
 	return strings.Join(words, ".")
 }
 
-// TestWireFormatShowsTheLadderVector: the worked example of
-// docs/wire-format.md is the basic vector.
+// TestWireFormatShowsTheLadderVector: the worked examples of
+// docs/wire-format.md are the basic vector and the split one of priority
+// 5, whose first level's high queue is topology.Ladder's.
 func TestWireFormatShowsTheLadderVector(t *testing.T) {
 	doc, err := os.ReadFile("../../../docs/wire-format.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := vectorOf(t, ladderCases()[0])
-	for _, s := range []string{v.Publish.Exchange, v.Publish.RoutingKey, v.Binding.Exchange} {
+	split := vectorOf(t, splitCases()[2])
+	l := topology.NewLadder(runtime.QueueQuorum, time.Second, topology.Version{Major: 4})
+	for _, s := range []string{v.Publish.Exchange, v.Publish.RoutingKey, v.Binding.Exchange, split.Publish.Exchange, split.Publish.RoutingKey, l.HighLevel(6)} {
 		if !bytes.Contains(doc, []byte("`"+s+"`")) {
-			t.Errorf("docs/wire-format.md does not show `%s`, of the vector %s", s, v.Name)
+			t.Errorf("docs/wire-format.md does not show `%s`, of the vectors %s and %s", s, v.Name, split.Name)
 		}
 	}
 }
