@@ -51,6 +51,7 @@ type Backend struct {
 	pauses    *pauses
 	leases    leases
 	ops       *ops
+	moving    migratingQueues // queues whose publishes go to their temporary queue
 }
 
 // Dial connects to the broker at url with two connections, one for
@@ -283,11 +284,18 @@ func (b *Backend) PublishBatch(ctx context.Context, envs []*runtime.Envelope) []
 		}
 	}
 	if len(msgs) > 0 {
+		queues := make([]string, len(msgs))
+		for j := range msgs {
+			queues[j] = msgs[j].key
+			msgs[j].key = b.moving.target(msgs[j].key)
+		}
 		for j, err := range b.pub.publishBatch(ctx, msgs) {
-			if migratingErr(err) {
-				err = b.publishMigrating(ctx, msgs[j].key, msgs[j].msg, err)
+			if msgs[j].key != queues[j] && migratingErr(err) {
+				err = b.publishAgain(ctx, queues[j], msgs[j].msg)
+			} else if migratingErr(err) {
+				err = b.publishMigrating(ctx, queues[j], msgs[j].msg, err)
 			}
-			errs[idx[j]] = missingQueue(msgs[j].key, err)
+			errs[idx[j]] = missingQueue(queues[j], err)
 		}
 	}
 	return errs
@@ -311,43 +319,10 @@ func (b *Backend) Publish(ctx context.Context, env *runtime.Envelope, delay time
 	if err != nil {
 		return err
 	}
-	err = b.pub.publish(ctx, env.Queue, msg)
-	if migratingErr(err) {
-		err = b.publishMigrating(ctx, env.Queue, msg, err)
-	}
-	return missingQueue(env.Queue, err)
-}
-
-// migratingTries bounds how many times a publish that came back
-// unroutable, or nacked, goes to a migrating queue's temporary queue and
-// back.
-const migratingTries = 3
-
-// migrating says a publish to a queue may have met it mid-migration: it
-// came back unroutable (the queue is gone for a moment), or was nacked
-// (the queue went as it came).
-func migratingErr(err error) bool {
-	return errors.Is(err, ErrUnroutable) || errors.Is(err, ErrNacked)
-}
-
-// publishMigrating publishes msg, which queue returned as unroutable or
-// nacked (err), to the queue that holds queue's jobs while it is migrated
-// (MigrateQueue), where the migration moves it into queue; and to queue
-// again when that is gone too after an unroutable publish (the migration
-// just ended). It returns err when neither takes it: no migration is
-// under way.
-func (b *Backend) publishMigrating(ctx context.Context, queue string, msg amqp.Publishing, err error) error {
-	for range migratingTries {
-		terr := b.pub.publish(ctx, topology.Migrating(queue), msg)
-		if !errors.Is(terr, ErrUnroutable) {
-			return terr
-		}
-		if errors.Is(err, ErrNacked) {
-			return err
-		}
-		if err = b.pub.publish(ctx, queue, msg); !migratingErr(err) {
-			return err
+	if to := b.moving.target(env.Queue); to != env.Queue {
+		if err = b.pub.publish(ctx, to, msg); !migratingErr(err) {
+			return missingQueue(env.Queue, err)
 		}
 	}
-	return err
+	return missingQueue(env.Queue, b.publishAgain(ctx, env.Queue, msg))
 }

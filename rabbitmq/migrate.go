@@ -32,8 +32,9 @@ import (
 // published with confirms and acked in the queue only once confirmed; the
 // queues that dead-letter into the queue (hold queues) are held still, their
 // messages taken by a consumer that never acks, so that none expires while
-// the queue is gone; the queue is deleted only if empty (a classic queue;
-// a job enqueued meanwhile is moved, and the delete tried again), declared
+// the queue is gone; a classic queue is sealed (see migrate_seal.go); the
+// queue is deleted only if empty (a classic queue; a job enqueued
+// meanwhile is moved, and the delete tried again), declared
 // with the new arguments and bound again; the hold queues are let go
 // (their messages return, and those past their time dead-letter at once
 // into the new queue); the temporary queue is unbound, moved back and
@@ -157,7 +158,8 @@ func migratePlan(name string, work, dead topology.Queue, doWork, doDead bool, la
 		if x.holds && ladder != nil {
 			p = append(p, fmt.Sprintf("bind %q to the ladder's exchange %q with key %q, so that waits ending meanwhile land there", t, ladder.Source, ladder.Key))
 		}
-		p = append(p, fmt.Sprintf("move every message of %q to %q, each acked once confirmed", x.q.Name, t))
+		p = append(p, fmt.Sprintf("move every message of %q to %q, each acked once confirmed", x.q.Name, t),
+			fmt.Sprintf("seal %q, a classic queue, with a policy: the broker refuses publishes to it, which go to %q", x.q.Name, t))
 		if x.holds {
 			p = append(p, fmt.Sprintf("hold still the queues that dead-letter into %q (hold queues), so that none expires while it is gone", x.q.Name))
 		}
@@ -269,6 +271,11 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 	} else if err != nil {
 		return fail("check "+temp, err)
 	}
+	// A seal left on the temporary queue by a run cut short goes: it
+	// takes the jobs of producers again until this run seals it.
+	if err := m.c.DeletePolicy(ctx, sealPolicy(temp)); err != nil {
+		return fail("lift the seal of "+temp, err)
+	}
 	routes, err := m.routes(ctx, name, temp, ladder)
 	if err != nil {
 		return fail("read bindings", err)
@@ -279,7 +286,10 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 			return fail("bind "+temp, err)
 		}
 	}
-	var frozen *freeze
+	var (
+		frozen *freeze
+		seal   *sealed
+	)
 	defer func() { frozen.release() }()
 	for round := 0; ; round++ {
 		if round == migrateRounds {
@@ -298,8 +308,13 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 					return fail("hold the hold queues still", err)
 				}
 			}
-			m.step("move the messages of %q to %q, then delete it", name, temp)
 			quorum := got.Type == string(runtime.QueueQuorum)
+			if !quorum && seal == nil {
+				if seal, err = m.seal(ctx, name, temp, got.Arguments); err != nil {
+					return fail("seal "+name, err)
+				}
+			}
+			m.step("move the messages of %q to %q, then delete it", name, temp)
 			var n int
 			// The delete follows the Get that found the queue empty on
 			// the same channel: as little room as can be for a job
@@ -318,6 +333,11 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 			case n > 0:
 				return fail("delete "+name, fmt.Errorf("%d messages were enqueued between the last move and the delete, and were deleted with it: producers were not stopped", n))
 			}
+		}
+		// The seal goes before the queue is declared again, which it
+		// would seal too; one left by a run cut short goes as well.
+		if err := m.c.DeletePolicy(ctx, sealPolicy(name)); err != nil {
+			return fail("lift the seal of "+name, err)
 		}
 		m.step("declare %q with %s", name, describeArgs(want.Args))
 		err = m.onChannel(ctx, func(ch *amqp.Channel) error {
@@ -343,7 +363,14 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 			return fail("unbind "+temp, err)
 		}
 	}
-	total := 0
+	// The temporary queue is sealed too before it is deleted: a producer
+	// whose publish came back while the queue was gone may publish to it
+	// still. What its seal drops goes to the queue.
+	tseal, err := m.seal(ctx, temp, name, nil)
+	if err != nil {
+		return fail("seal "+temp, err)
+	}
+	total := tseal.moved
 	for round := 0; ; round++ {
 		if round == migrateRounds {
 			return fail("empty "+temp, fmt.Errorf("jobs kept coming into it %d times", round))
@@ -360,7 +387,14 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 		if err != nil {
 			return fail("delete "+temp, err)
 		}
-		return total, nil
+		if err := m.c.DeletePolicy(ctx, sealPolicy(temp)); err != nil {
+			return fail("lift the seal of "+temp, err)
+		}
+		n, err = m.unseal(ctx, name, seal)
+		if err != nil {
+			return total, fmt.Errorf("migrate queue %q: migrated, but the jobs the seal sent to its dead letters could not be put back (re-drive them: queuey dead retry %s --reason maxlen): %w", name, name, err)
+		}
+		return total + n, nil
 	}
 }
 

@@ -82,6 +82,9 @@ type Queue struct {
 	Unacked   int            `json:"messages_unacknowledged"`
 	Consumers int            `json:"consumers"`
 	Arguments map[string]any `json:"arguments"`
+	// Policy is the name of the policy that applies to the queue (read by
+	// Queue; empty in Queues' list).
+	Policy string `json:"policy"`
 }
 
 // Queues lists every queue of the client's virtual host.
@@ -139,6 +142,34 @@ func (c *Client) get(ctx context.Context, u string, into any) error {
 		path, _, _ := strings.Cut(strings.TrimPrefix(u, strings.TrimSuffix(c.base.String(), "/")), "?")
 		return fmt.Errorf("management API %s: decode %s: %w", c, path, err)
 	}
+	return nil
+}
+
+// send sends a request of method with body (JSON, or none) to u, and
+// fails unless the API answers with a 2xx status.
+func (c *Client) send(ctx context.Context, method, u string, body []byte) error {
+	var r io.Reader
+	if body != nil {
+		r = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	if err != nil {
+		return fmt.Errorf("management API %s: %w", c, err)
+	}
+	req.SetBasicAuth(c.user, c.pass)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %s: %v", ErrUnreachable, c, method, redactErr(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return statusError{code: resp.StatusCode, err: fmt.Errorf("%w at %s: %s: %s: %s", ErrUnreachable, c, method, resp.Status, msg)}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
 	return nil
 }
 

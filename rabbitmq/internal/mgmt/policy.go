@@ -2,6 +2,10 @@ package mgmt
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -84,4 +88,29 @@ func DeliveryLimit(policy, operator []Policy, queue, typ string) (limit int, fro
 		}
 	}
 	return limit, from, ok
+}
+
+// PutPolicy sets p, a policy of the client's virtual host (replacing one
+// of the same name).
+func (c *Client) PutPolicy(ctx context.Context, p Policy) error {
+	body, err := json.Marshal(map[string]any{"pattern": p.Pattern, "apply-to": p.ApplyTo, "priority": p.Priority, "definition": p.Definition})
+	if err != nil {
+		return fmt.Errorf("management API %s: policy %q: %w", c, p.Name, err)
+	}
+	return c.send(ctx, http.MethodPut, c.policyURL(p.Name), body)
+}
+
+// DeletePolicy deletes the policy called name of the client's virtual
+// host; one that does not exist is not an error.
+func (c *Client) DeletePolicy(ctx context.Context, name string) error {
+	err := c.send(ctx, http.MethodDelete, c.policyURL(name), nil)
+	var se statusError
+	if errors.As(err, &se) && se.code == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) policyURL(name string) string {
+	return strings.TrimSuffix(c.base.String(), "/") + "/api/policies/" + url.PathEscape(c.vhost) + "/" + url.PathEscape(name)
 }

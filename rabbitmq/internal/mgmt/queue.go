@@ -14,7 +14,7 @@ var ErrNotFound = errors.New("not found")
 
 // Queue returns the queue called name, or an error wrapping ErrNotFound.
 func (c *Client) Queue(ctx context.Context, name string) (Queue, error) {
-	u := c.queueURL(name) + "?" + url.Values{"columns": {"name,type,messages_ready,messages_unacknowledged,consumers,arguments"}}.Encode()
+	u := c.queueURL(name) + "?" + url.Values{"columns": {"name,type,messages_ready,messages_unacknowledged,consumers,arguments,policy"}}.Encode()
 	var q Queue
 	if err := c.getFound(ctx, u, &q); err != nil {
 		return Queue{}, err
