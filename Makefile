@@ -177,5 +177,5 @@ bench-lateness: broker ## lateness of 20,000 waits of 1s..1,000s enqueued at 2,0
 	$(GO) test -run '^$$' -bench '^BenchmarkLadderLateness$$/^$(LATENESS)$$' -benchtime 1x -count=1 -timeout 40m ./bench/
 
 .PHONY: bench-scale
-bench-scale: broker ## one worker at scale: distinct and shared deferrals, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues
+bench-scale: broker ## one worker at scale: distinct and shared deferrals (per delay mode: hold queues, rungs, ladders), 10,000 distinct waits, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues; beside the broker's floor
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 -timeout 30m ./bench/
