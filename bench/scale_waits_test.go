@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -43,8 +44,12 @@ var waitModes = []waitMode{
 const waitGranularity = 500 * time.Millisecond
 
 // distinctWaits is how many waits of distinct delays the waits rows
-// enqueue.
-const distinctWaits = 10000
+// enqueue: 1,000 by default. At 10,000 (-distinct-waits=10000) the
+// queue-classic row makes 10,000 hold queues, which take the broker
+// minutes to declare and delete on a loaded 2-core machine, and the
+// management API's list of queues, which the rows count with, takes
+// longer than its 30s bound.
+var distinctWaits = flag.Int("distinct-waits", 1000, "waits of distinct delays in BenchmarkScaleWaits' waits rows")
 
 // BenchmarkScaleWaits compares the delay modes at scale, a row each per
 // mode (make bench-scale runs them with BenchmarkScale and
@@ -57,8 +62,8 @@ const distinctWaits = 10000
 //     (broker-µs/wait: the broker's process over the same span, with
 //     whatever else it served meanwhile).
 //   - defer/shared/<mode>: the same with one delay (1,000s) for every job.
-//   - waits/10000/<mode>: 10,000 delayed enqueues, 64 at once, each with a
-//     delay of its own (1s ... 10,000s), nothing consuming: waits per
+//   - waits/1000/<mode>: 1,000 delayed enqueues (-distinct-waits), 64 at
+//     once, each with a delay of its own (1s, 2s, ...), nothing consuming: waits per
 //     second, broker CPU per wait, and the broker's queues of the row
 //     (its queue, dead-letter queue, hold queues or rungs, and its ladder)
 //     before the first wait and after the last (queues-before,
@@ -82,7 +87,7 @@ func BenchmarkScaleWaits(b *testing.B) {
 		})
 	}
 	for _, m := range waitModes {
-		b.Run(fmt.Sprintf("waits/%d/%s", distinctWaits, m.name), func(b *testing.B) { benchDistinctWaits(b, m) })
+		b.Run(fmt.Sprintf("waits/%d/%s", *distinctWaits, m.name), func(b *testing.B) { benchDistinctWaits(b, m) })
 	}
 }
 
@@ -166,7 +171,7 @@ func benchDistinctWaits(b *testing.B, m waitMode) {
 		before += float64(r.before)
 		after += float64(r.after)
 	}
-	b.ReportMetric(float64(b.N*distinctWaits)/total.Seconds(), "waits/s")
+	b.ReportMetric(float64(b.N*(*distinctWaits))/total.Seconds(), "waits/s")
 	b.ReportMetric(brokerCPU/float64(b.N), "broker-µs/wait")
 	b.ReportMetric(before/float64(b.N), "queues-before")
 	b.ReportMetric(after/float64(b.N), "queues-after")
@@ -195,13 +200,13 @@ func distinctWaitsOnce(b *testing.B, name string, m waitMode) distinctResult {
 	var i atomic.Int64
 	mark := broker.Start()
 	start := time.Now()
-	err = e2e.Concurrently(distinctWaits, 64, func() error {
+	err = e2e.Concurrently(*distinctWaits, 64, func() error {
 		n := int(i.Add(1))
 		_, err := runtime.Enqueue(ctx, p, q, scaleJob{N: n}, runtime.WithDelay(time.Duration(n)*time.Second))
 		return err
 	})
 	r.elapsed = time.Since(start)
-	r.span = mark.Stop(distinctWaits)
+	r.span = mark.Stop(*distinctWaits)
 	if err != nil {
 		b.Fatal(err)
 	}
