@@ -168,6 +168,14 @@ broker4: ## start RabbitMQ 4.0 (Debian trixie's, in a chroot made once with debo
 broker4-down: ## stop the RabbitMQ 4.0 node (the chroot stays for the next start)
 	./scripts/broker4.sh down
 
+# bench-lateness takes as long as its longest delay (1,000s) and more:
+# LATENESS=classic runs the classic ladder's instead of the quorum one's.
+LATENESS ?= quorum
+
+.PHONY: bench-lateness
+bench-lateness: broker ## lateness of 20,000 waits of 1s..1,000s enqueued at 2,000/s on the delay ladder (LATENESS=quorum or classic): p50, p99, max, broker CPU per wait; about 20 minutes
+	$(GO) test -run '^$$' -bench '^BenchmarkLadderLateness$$/^$(LATENESS)$$' -benchtime 1x -count=1 -timeout 40m ./bench/
+
 .PHONY: bench-scale
-bench-scale: broker ## one worker at scale: distinct and shared deferrals, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues
+bench-scale: broker ## one worker at scale: distinct and shared deferrals (per delay mode: hold queues, rungs, ladders), 10,000 distinct waits, start and shutdown over 1,000 and 2,100 queues, idle goroutines, declaring 1,000 queues; beside the broker's floor
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 -timeout 30m ./bench/
