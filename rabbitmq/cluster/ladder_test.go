@@ -53,7 +53,9 @@ func TestQuorumLadderSurvivesLevelLeaderKill(t *testing.T) {
 	)
 	name := queueName(t)
 	deleteAll(t, name)
-	l := topology.NewLadder(runtime.QueueQuorum, ladderGranularity)
+	// The cluster's nodes run the main broker's install, a 3.x: its
+	// quorum ladder is not split by priority, and these waits are of one.
+	l := topology.NewLadder(runtime.QueueQuorum, ladderGranularity, topology.Version{Major: 3})
 	t.Cleanup(func() {
 		// The ladder of this granularity is this test's alone on the
 		// cluster: nothing is left on it when the test passes, and a
