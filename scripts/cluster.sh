@@ -97,6 +97,11 @@ prepare() {
 		mkdir -p "$d/mnesia" "$d/log"
 		printf 'listeners.tcp.default = 127.0.0.1:568%s\nloopback_users = none\n' "$n" >"$d/rabbitmq.conf"
 		echo '[].' >"$d/enabled_plugins"
+		# A quorum queue's dead-letter worker publishes again what the
+		# next queue has not confirmed after this long (3 minutes by
+		# default): when that queue's leader dies mid-publish, its
+		# waits are held that long (docs/delays.md).
+		echo '[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].' >"$d/advanced.config"
 	done
 }
 
@@ -118,6 +123,7 @@ launch() {
 		RABBITMQ_LOG_BASE="$d/log" \
 		RABBITMQ_PID_FILE="$(pid_file "$n")" \
 		RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf" \
+		RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
 		RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
 		RABBITMQ_CONF_ENV_FILE="$dir/empty.conf" \
 		RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
