@@ -93,17 +93,32 @@ func (b *Backend) MigrateQueue(ctx context.Context, q runtime.QueueConfig, opts 
 	if !workDiff && !deadDiff && !res.Resumed {
 		return res, fmt.Errorf("%w: queue %q already has the arguments its annotation gives (%s)", admin.ErrNothingToMigrate, q.Name, describeArgs(work.Args))
 	}
-	if workDiff && !opts.ProducersStopped && slices.ContainsFunc(drift.Diffs, func(x admin.ArgDiff) bool {
-		return x.Queue == work.Name && x.Arg == topology.ArgQueueType && x.Broker == string(runtime.QueueQuorum)
-	}) {
-		return res, fmt.Errorf("%w: queue %q is a quorum queue, which the broker deletes whether or not it is empty: a job enqueued between the last move and the delete would be lost. Stop its producers, then run again with --producers-stopped", admin.ErrCannotMigrate, q.Name)
+	// A quorum queue on the broker is deleted whether or not it is empty,
+	// and is not sealed: whatever its new arguments, replacing it is safe
+	// only with its producers stopped.
+	quorum := map[string]bool{}
+	for _, x := range []struct {
+		do   bool
+		name string
+	}{{workDiff, work.Name}, {deadDiff, dead.Name}} {
+		if !x.do {
+			continue
+		}
+		bq, found, err := apiQueue(ctx, c, x.name)
+		if err != nil {
+			return res, fmt.Errorf("%w: queue %q: %w", admin.ErrCannotMigrate, x.name, err)
+		}
+		quorum[x.name] = found && bq.Type == string(runtime.QueueQuorum)
+		if quorum[x.name] && !opts.ProducersStopped {
+			return res, fmt.Errorf("%w: queue %q is a quorum queue, which the broker deletes whether or not it is empty: a job enqueued between the last move and the delete would be lost. Stop its producers, then run again with --producers-stopped", admin.ErrCannotMigrate, x.name)
+		}
 	}
 	var ladder *topology.Binding
 	if l, ok := d.(ladderDelayer); ok {
 		bd := l.ladder(q).QueueBinding(q.Name)
 		ladder = &bd
 	}
-	res.Plan = migratePlan(q.Name, work, dead, workDiff || drift.Migrating, deadDiff || deadTemp, ladder, res.Resumed)
+	res.Plan = migratePlan(q.Name, work, dead, workDiff || drift.Migrating, deadDiff || deadTemp, ladder, res.Resumed, quorum)
 	if opts.DryRun {
 		return res, nil
 	}
@@ -111,7 +126,7 @@ func (b *Backend) MigrateQueue(ctx context.Context, q runtime.QueueConfig, opts 
 	if opts.PauseTimeout <= 0 {
 		m.opts.PauseTimeout = admin.DefaultPauseTimeout
 	}
-	resume, err := m.pause(ctx, q.Name, drift.Exists)
+	resume, err := m.pause(ctx, q.Name, dead.Name, drift.Exists)
 	if err != nil {
 		return res, err
 	}
@@ -139,7 +154,7 @@ func (b *Backend) MigrateQueue(ctx context.Context, q runtime.QueueConfig, opts 
 }
 
 // migratePlan is the steps of a migration, for a dry run and the record.
-func migratePlan(name string, work, dead topology.Queue, doWork, doDead bool, ladder *topology.Binding, resumed bool) []string {
+func migratePlan(name string, work, dead topology.Queue, doWork, doDead bool, ladder *topology.Binding, resumed bool, quorum map[string]bool) []string {
 	var p []string
 	if resumed {
 		p = append(p, "finish the migration cut short before (its temporary queue exists)")
@@ -158,13 +173,18 @@ func migratePlan(name string, work, dead topology.Queue, doWork, doDead bool, la
 		if x.holds && ladder != nil {
 			p = append(p, fmt.Sprintf("bind %q to the ladder's exchange %q with key %q, so that waits ending meanwhile land there", t, ladder.Source, ladder.Key))
 		}
-		p = append(p, fmt.Sprintf("move every message of %q to %q, each acked once confirmed", x.q.Name, t),
-			fmt.Sprintf("seal %q, a classic queue, with a policy: the broker refuses publishes to it, which go to %q", x.q.Name, t))
+		p = append(p, fmt.Sprintf("move every message of %q to %q, each acked once confirmed", x.q.Name, t))
+		del := fmt.Sprintf("delete %q (only if empty)", x.q.Name)
+		if quorum[x.q.Name] {
+			del = fmt.Sprintf("delete %q, a quorum queue, whether or not it is empty (producers stopped)", x.q.Name)
+		} else {
+			p = append(p, fmt.Sprintf("seal %q with a policy: the broker refuses publishes to it, which go to %q", x.q.Name, t))
+		}
 		if x.holds {
 			p = append(p, fmt.Sprintf("hold still the queues that dead-letter into %q (hold queues), so that none expires while it is gone", x.q.Name))
 		}
 		p = append(p,
-			fmt.Sprintf("delete %q (only if empty) and declare it with %s, bound as before", x.q.Name, describeArgs(x.q.Args)))
+			fmt.Sprintf("%s and declare it with %s, bound as before", del, describeArgs(x.q.Args)))
 		if x.holds {
 			p = append(p, "let the hold queues go")
 		}
@@ -191,9 +211,17 @@ func (m *migration) step(format string, args ...any) {
 // consumers to let go. It reports whether the migration is to resume it:
 // when it paused it, or when a run cut short paused it (its temporary
 // queue says so).
-func (m *migration) pause(ctx context.Context, queue string, exists bool) (resume bool, err error) {
-	if t, found, err := apiQueue(ctx, m.c, topology.Migrating(queue)); err == nil && found {
-		resume, _ = t.Arguments[migrateResumeArg].(bool)
+func (m *migration) pause(ctx context.Context, queue, dead string, exists bool) (resume bool, err error) {
+	// The dead-letter queue moves first: a run cut short then left its
+	// temporary queue, with the marker, and not the work queue's.
+	for _, name := range []string{queue, dead} {
+		if name == "" {
+			continue
+		}
+		if t, found, err := apiQueue(ctx, m.c, topology.Migrating(name)); err == nil && found {
+			r, _ := t.Arguments[migrateResumeArg].(bool)
+			resume = resume || r
+		}
 	}
 	paused, err := m.b.Paused(ctx, queue)
 	if err != nil {
@@ -287,7 +315,7 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 		}
 	}
 	var (
-		frozen *freeze
+		frozen freezes
 		seal   *sealed
 	)
 	defer func() { frozen.release() }()
@@ -304,14 +332,26 @@ func (m *migration) one(ctx context.Context, want topology.Queue, ladder *topolo
 		}
 		if found {
 			if holds && frozen == nil {
-				if frozen, err = m.freeze(ctx, name, temp); err != nil {
+				f, err := m.freeze(ctx, name, temp)
+				if err != nil {
 					return fail("hold the hold queues still", err)
 				}
+				frozen = append(frozen, f)
 			}
 			quorum := got.Type == string(runtime.QueueQuorum)
 			if !quorum && seal == nil {
 				if seal, err = m.seal(ctx, name, temp, got.Arguments); err != nil {
 					return fail("seal "+name, err)
+				}
+				if holds {
+					// Hold queues declared since the first hold (a
+					// delay not seen before) are held too: what they
+					// dead-letter into the sealed queue is dropped.
+					f, err := m.freeze(ctx, name, temp)
+					if err != nil {
+						return fail("hold the hold queues still", err)
+					}
+					frozen = append(frozen, f)
 				}
 			}
 			m.step("move the messages of %q to %q, then delete it", name, temp)
@@ -531,6 +571,15 @@ type freeze struct {
 	done chan struct{}
 }
 
+// freezes are the holds of one migration.
+type freezes []*freeze
+
+func (fs freezes) release() {
+	for _, f := range fs {
+		f.release()
+	}
+}
+
 func (f *freeze) release() {
 	if f == nil {
 		return
@@ -546,8 +595,11 @@ func (f *freeze) release() {
 func (m *migration) freeze(ctx context.Context, name, temp string) (*freeze, error) {
 	for try := 0; ; try++ {
 		f, gone, err := m.freezeOnce(ctx, name, temp)
-		if !gone || try == migrateRounds {
+		if !gone {
 			return f, err
+		}
+		if try == migrateRounds {
+			return nil, fmt.Errorf("the queues that dead-letter into %q kept going away as they were held, %d times", name, try+1)
 		}
 	}
 }
