@@ -370,7 +370,11 @@ func (r *unroutedRedrive) flush(ctx context.Context) error {
 		return nil
 	}
 	errs := r.o.pub.publishBatch(ctx, r.msgs)
-	var failed error
+	var (
+		failed  error
+		twice   []string // put back, and still unrouted: their take failed
+		takeErr error
+	)
 	for i, err := range errs {
 		w := r.waits[i]
 		switch {
@@ -388,13 +392,22 @@ func (r *unroutedRedrive) flush(ctx context.Context) error {
 			}
 			continue
 		}
-		if aerr := r.s.take(ctx, r.tags[i]); aerr != nil {
-			return fmt.Errorf("re-drive of unrouted waits: job %s was put back on %q but is still unrouted too: %w", w.ID, w.Queue, aerr)
+		if takeErr == nil {
+			takeErr = r.s.take(ctx, r.tags[i])
+		}
+		if takeErr != nil {
+			// Once a take failed, the scan's channel is gone: every
+			// wait of the batch put back stays unrouted too.
+			twice = append(twice, fmt.Sprintf("%s (on %q)", w.ID, w.Queue))
+			continue
 		}
 		r.res.Moved = append(r.res.Moved, w)
 		r.report()
 	}
 	r.tags, r.waits, r.msgs = r.tags[:0], r.waits[:0], r.msgs[:0]
+	if takeErr != nil {
+		return fmt.Errorf("re-drive of unrouted waits: %d jobs were put back on their queues but are still unrouted too, so a re-drive again would run them twice: %s: %w", len(twice), strings.Join(twice, ", "), takeErr)
+	}
 	if failed != nil {
 		return fmt.Errorf("re-drive of unrouted waits stopped after %d moved; the waits not moved stay unrouted: %w", len(r.res.Moved), failed)
 	}
