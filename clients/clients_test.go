@@ -270,7 +270,7 @@ type plan struct {
 	Kind          string    `json:"kind"`
 	MaxPriority   int       `json:"max_priority"`
 	QueueType     string    `json:"queue_type"`
-	DelayMode     string    `json:"delay_mode"`
+	DelayMode     string    `json:"delay_mode,omitempty"` // empty: the producer's default for QueueType
 	DelayExchange string    `json:"delay_exchange,omitempty"`
 	GranularityMS int64     `json:"granularity_ms"`
 	Window        int       `json:"window"`
@@ -475,7 +475,8 @@ func runPolyglot(t *testing.T, lang language, mode runtime.DelayMode, n int) {
 const ladderGranularity = 100 * time.Millisecond
 
 // TestPolyglotLadder: a Go worker on a ladder-mode queue, classic and
-// quorum, runs the jobs that a producer in another language delayed onto
+// quorum (the quorum one by default: neither the queue nor the producer
+// names the mode), runs the jobs that a producer in another language delayed onto
 // the delay ladder, each no earlier than due: its delay rounded up to the
 // granularity after its enqueue. The worker runs before the producer
 // starts, so a job published at once, or held too short, would run early.
@@ -501,7 +502,13 @@ func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
 	q := emails.ChargeCardQueue
 	q.Name = fmt.Sprintf("polyglot.ladder.%s.%s.%s", lang.name, qt, randomSuffix(t))
 	q.QueueType = qt
-	q.Delay = runtime.DelayLadder
+	// A quorum queue is on the ladder by default, in Go and in the
+	// producers alike: neither the queue nor the plan names the mode.
+	mode := runtime.DelayLadder
+	if qt == runtime.QueueQuorum {
+		mode = ""
+	}
+	q.Delay = mode
 	q.MaxPriority = runtime.DefaultMaxPriority
 	t.Cleanup(func() { brokertest.DeleteQueues(url, q.Name, q.Name+".dead") })
 	b, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Granularity: ladderGranularity, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -548,7 +555,7 @@ func runLadder(t *testing.T, lang language, qt runtime.QueueType) {
 
 	p := plan{
 		URL: url, Queue: q.Name, Kind: q.Kind, MaxPriority: q.MaxPriority, QueueType: string(qt),
-		DelayMode: string(runtime.DelayLadder), GranularityMS: ladderGranularity.Milliseconds(), Window: lang.window, Jobs: jobs,
+		DelayMode: string(mode), GranularityMS: ladderGranularity.Milliseconds(), Window: lang.window, Jobs: jobs,
 	}
 	ids, _ := produce(ctx, t, lang, p)
 	select {

@@ -57,7 +57,7 @@ export interface EnqueueOptions {
   maxPriority?: number;
   /** The queue's queue_type. Default "classic". */
   queueType?: 'classic' | 'quorum';
-  /** The queue's delay mode: its annotation's delay, or the workers' rabbitmq.Options.Delay. Default "queue" (hold queues). */
+  /** The queue's delay mode: its annotation's delay, or the workers' rabbitmq.Options.Delay. Default defaultDelay(queueType): "ladder" for quorum, "queue" (hold queues) for classic, as Go's runtime.DefaultDelay. */
   delayMode?: 'queue' | 'ladder' | 'plugin';
   /** With delayMode "plugin": the workers' delay exchange. Default queue + ".delay". */
   delayExchange?: string;
@@ -123,8 +123,11 @@ export const LADDER_HIGH_PRIORITY: number;
 /**
  * Whether the delay ladder of queueType (default quorum) and granularityMs
  * on the broker is split, its workers having declared the level queues of
- * high priority (a quorum ladder on RabbitMQ 4.x): a passive declare of
- * queue P.00.hi on a channel of its own, once per channel and ladder.
+ * high priority (a quorum ladder on RabbitMQ 4.x): passive declares of
+ * queues P.unrouted (declared after every level queue) and P.00.hi, each
+ * on a channel of its own. The answer is kept for the channel's life once
+ * the ladder is declared (P.unrouted exists, or P.00.hi does), and asked
+ * again until then.
  */
 export function ladderSplit(
   target: Target,
@@ -132,5 +135,7 @@ export function ladderSplit(
 ): Promise<boolean>;
 /** delayMs rounded up to the granularity, at least one, at most runtime.MaxDeferral. */
 export function roundDelay(delayMs: number, granularityMs?: number): number;
+/** The delay mode of a queue of queueType that names none, as Go's runtime.DefaultDelay: "ladder" for quorum, "queue" for classic. */
+export function defaultDelay(queueType: 'classic' | 'quorum'): 'queue' | 'ladder';
 /** A new job ID: a UUIDv7. */
 export function newId(): string;

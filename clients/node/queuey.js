@@ -554,7 +554,7 @@ class ChannelState {
     this.closed = null;
     this.checked = new Set();
     this.quorumHolds = new Set();
-    this.split = new Map(); // ladder prefix -> whether it is split
+    this.split = new Map(); // ladder prefix -> whether it is split, once it is declared
     this.inFlight = new Map(); // message id -> { returned, done }
     channel.on('return', (msg) => {
       const p = this.inFlight.get(msg.properties.messageId);
@@ -635,6 +635,16 @@ async function passive(st, check, missing) {
 }
 
 /**
+ * The delay mode of a queue of queueType whose annotation names none, on
+ * workers whose rabbitmq.Options.Delay names none, as Go's
+ * runtime.DefaultDelay says: "ladder" for a quorum queue, "queue" (hold
+ * queues) for a classic one. enqueue uses it when given no delayMode.
+ */
+function defaultDelay(queueType) {
+  return queueType === 'quorum' ? 'ladder' : 'queue';
+}
+
+/**
  * Enqueue one job of kind (the Go type, "emails.SendEmail") onto queue and
  * resolve to its ID once the broker has confirmed it. See queuey.d.ts.
  */
@@ -654,7 +664,7 @@ async function enqueue(target, queue, kind, payload, opts = {}) {
     delayMs: delay,
     maxPriority = DEFAULT_MAX_PRIORITY,
     queueType = 'classic',
-    delayMode = 'queue',
+    delayMode = defaultDelay(queueType),
     delayExchange,
     granularityMs = DEFAULT_GRANULARITY_MS,
   } = opts ?? {};
@@ -802,10 +812,13 @@ async function ladderPublish(st, queue, queueType, granularityMs, ladder, body, 
  * Whether the delay ladder of queueType and granularityMs on the broker is
  * split: whether its workers declared the level queues of high priority, as
  * they do for a quorum ladder on RabbitMQ 4.x. The check is a passive
- * declare of queue P.00.hi on a channel of its own, which the broker
- * closes when the queue is missing; enqueue makes it once per channel and
- * ladder, for a job of priority LADDER_HIGH_PRIORITY or more onto a quorum
- * ladder.
+ * declare of the ladder's queue P.unrouted, which its workers declare
+ * after every level queue, then of P.00.hi, on a channel of its own, which
+ * the broker closes when a queue is missing. enqueue makes it for a job of
+ * priority LADDER_HIGH_PRIORITY or more onto a quorum ladder, and keeps
+ * the answer for the channel's life once the ladder is declared
+ * (P.unrouted exists, or P.00.hi does); before that it checks again at the
+ * next such job.
  */
 async function ladderSplit(target, { queueType = 'quorum', granularityMs = DEFAULT_GRANULARITY_MS } = {}) {
   return splitOf(await stateOf(target), queueType, granularityMs);
@@ -814,25 +827,34 @@ async function ladderSplit(target, { queueType = 'quorum', granularityMs = DEFAU
 async function splitOf(st, queueType, granularityMs) {
   if (queueType !== 'quorum') return false;
   const prefix = `${LADDER_PREFIX}${queueType}.${granularityMs}ms`;
-  if (!st.split.has(prefix)) {
-    // A passive declare of a missing queue closes its channel: it runs on
-    // one of its own, never on the caller's. A channel of the same class
-    // on the same connection serves whether the caller gave a connection
-    // or a channel.
-    const ch = new st.channel.constructor(st.channel.connection);
-    ch.on('error', () => {}); // the 404 rejects checkQueue too
-    await ch.open();
-    try {
-      await ch.checkQueue(`${prefix}.00.hi`);
-      st.split.set(prefix, true);
-    } catch (e) {
-      if (!e || e.code !== 404) throw e;
-      st.split.set(prefix, false);
-    } finally {
-      await ch.close().catch(() => {});
-    }
+  if (st.split.has(prefix)) return st.split.get(prefix);
+  // The workers declare P.unrouted after every level queue: once it
+  // exists, so does P.00.hi on a split ladder, and a missing P.00.hi says
+  // that the ladder is not split. Before, a missing P.00.hi says only that
+  // the ladder is not declared (yet).
+  const declared = await queueExists(st, `${prefix}.unrouted`);
+  const split = await queueExists(st, `${prefix}.00.hi`);
+  if (split || declared) st.split.set(prefix, split);
+  return split;
+}
+
+// queueExists says whether queue exists, by a passive declare. A passive
+// declare of a missing queue closes its channel: it runs on one of its
+// own, never on the caller's. A channel of the same class on the same
+// connection serves whether the caller gave a connection or a channel.
+async function queueExists(st, queue) {
+  const ch = new st.channel.constructor(st.channel.connection);
+  ch.on('error', () => {}); // the 404 rejects checkQueue too
+  await ch.open();
+  try {
+    await ch.checkQueue(queue);
+    return true;
+  } catch (e) {
+    if (!e || e.code !== 404) throw e;
+    return false;
+  } finally {
+    await ch.close().catch(() => {});
   }
-  return st.split.get(prefix);
 }
 
 async function holdPublish(st, queue, queueType, hold, body, options) {
@@ -890,5 +912,6 @@ module.exports = {
   ladderSplit,
   ladderWait,
   LADDER_HIGH_PRIORITY,
+  defaultDelay,
   newId,
 };

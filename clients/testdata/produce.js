@@ -35,7 +35,7 @@ async function main() {
   const opts = {
     maxPriority: plan.max_priority,
     queueType: plan.queue_type,
-    delayMode: plan.delay_mode,
+    delayMode: plan.delay_mode || undefined,
     delayExchange: plan.delay_exchange || undefined,
     granularityMs: plan.granularity_ms,
   };

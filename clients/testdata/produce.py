@@ -34,7 +34,7 @@ def main():
     opts = dict(
         max_priority=plan["max_priority"],
         queue_type=plan["queue_type"],
-        delay_mode=plan["delay_mode"],
+        delay_mode=plan.get("delay_mode") or None,
         delay_exchange=plan.get("delay_exchange") or None,
         granularity_ms=plan["granularity_ms"],
     )

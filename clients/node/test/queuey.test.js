@@ -166,6 +166,22 @@ test('the delay ladder refuses bad input', async () => {
   assert.equal(queuey.ladderWait('q', 100.5, { granularityMs: 1 }).waitMs, 101);
 });
 
+test('the delay mode a queue names none of is its type\'s, as Go\'s runtime.DefaultDelay', async () => {
+  assert.equal(queuey.defaultDelay('quorum'), 'ladder');
+  assert.equal(queuey.defaultDelay('classic'), 'queue');
+  // Given no delayMode, a delayed enqueue onto a quorum queue is a ladder
+  // wait: a name of 212 bytes is too long for its routing key (211 at
+  // 1000 ms), and refused before anything is published.
+  const name = 'q'.repeat(212);
+  await assert.rejects(queuey.enqueue(null, name, 'p.T', {}, { delayMs: 1000, queueType: 'quorum' }), /is 212 bytes: a ladder-mode queue's name/);
+  // A hold queue takes the name, and so does a classic queue by default or
+  // a quorum one told delayMode "queue": the enqueue gets as far as the
+  // channel it was not given.
+  for (const opts of [{}, { queueType: 'classic' }, { queueType: 'quorum', delayMode: 'queue' }]) {
+    await assert.rejects(queuey.enqueue({}, name, 'p.T', {}, { delayMs: 1000, ...opts }), /want an amqplib connection or ConfirmChannel/, JSON.stringify(opts));
+  }
+});
+
 test('vectors: invalid messages are refused', () => {
   for (const vec of load(path.join(WIRE, 'invalid'))) {
     const p = vec.properties;
@@ -386,18 +402,36 @@ test('a ladder is split when its level queue P.00.hi exists', async (t) => {
     // The check runs on a channel of its own, so the caller's channel
     // goes on after the broker says the queue is missing.
     const g = ladderGranularity();
+    const prefix = `queuey.ladder.quorum.${g}ms`;
     const ch = await conn.createConfirmChannel();
     assert.equal(await queuey.ladderSplit(ch, { granularityMs: g }), false);
     await queuey.enqueue(ch, queue, 'p.T', {});
     await get(queue);
-    const hi = `queuey.ladder.quorum.${g}ms.00.hi`;
-    created.push(hi);
-    await admin.assertQueue(hi, { durable: true });
-    // Once per channel: a channel that has not checked yet sees it.
-    assert.equal(await queuey.ladderSplit(await conn.createConfirmChannel(), { granularityMs: g }), true);
+    // No ladder was declared, so the answer was not kept: once the
+    // workers declare a split ladder, the same channel sees it.
+    created.push(`${prefix}.00.hi`, `${prefix}.unrouted`);
+    await admin.assertQueue(`${prefix}.00.hi`, { durable: true });
+    await admin.assertQueue(`${prefix}.unrouted`, { durable: true });
+    assert.equal(await queuey.ladderSplit(ch, { granularityMs: g }), true);
     assert.equal(await queuey.ladderSplit(conn, { granularityMs: g }), true);
     // A classic ladder is never split, whatever queues exist.
     assert.equal(await queuey.ladderSplit(conn, { queueType: 'classic', granularityMs: g }), false);
+    await ch.close();
+  });
+});
+
+test('a declared ladder without P.00.hi is not split, and the channel keeps the answer', async (t) => {
+  await withBroker(t, async ({ conn, admin, created }) => {
+    // Its unrouted queue, declared after every level queue, exists.
+    const g = ladderGranularity();
+    const prefix = `queuey.ladder.quorum.${g}ms`;
+    created.push(`${prefix}.unrouted`, `${prefix}.00.hi`);
+    await admin.assertQueue(`${prefix}.unrouted`, { durable: true });
+    const ch = await conn.createConfirmChannel();
+    assert.equal(await queuey.ladderSplit(ch, { granularityMs: g }), false);
+    await admin.assertQueue(`${prefix}.00.hi`, { durable: true });
+    assert.equal(await queuey.ladderSplit(ch, { granularityMs: g }), false);
+    assert.equal(await queuey.ladderSplit(await conn.createConfirmChannel(), { granularityMs: g }), true);
     await ch.close();
   });
 });

@@ -60,6 +60,7 @@ __all__ = [
     "ladder_levels",
     "ladder_split",
     "ladder_wait",
+    "default_delay",
     "new_id",
 ]
 
@@ -434,6 +435,14 @@ def hold_queue(queue: str, delay: datetime.timedelta, *, queue_type: str = "clas
     return f"{queue}.deferred.{ttl}", args, ttl
 
 
+def default_delay(queue_type: str) -> str:
+    """The delay mode of a queue of queue_type whose annotation names none,
+    on workers whose rabbitmq.Options.Delay names none, as Go's
+    runtime.DefaultDelay says: "ladder" for a quorum queue, "queue" (hold
+    queues) for a classic one. enqueue uses it when given no delay_mode."""
+    return "ladder" if queue_type == "quorum" else "queue"
+
+
 def ladder_levels(granularity_ms: int = DEFAULT_GRANULARITY_MS) -> int:
     """N, the number of levels of the delay ladder at granularity_ms: the
     bit length of the longest wait in granularities (22 at 1000 ms, 31 at
@@ -490,7 +499,7 @@ class _ChannelState:
         self.channel = channel
         self.checked = set()  # queues and exchanges known to exist
         self.quorum_holds = set()
-        self.split = {}  # ladder prefix -> whether it is split
+        self.split = {}  # ladder prefix -> whether it is split, once it is declared
 
 
 _states: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -531,7 +540,7 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
             delay: Optional[datetime.timedelta] = None,
             max_priority: int = DEFAULT_MAX_PRIORITY,
             queue_type: str = "classic",
-            delay_mode: str = "queue",
+            delay_mode: Optional[str] = None,
             delay_exchange: Optional[str] = None,
             granularity_ms: int = DEFAULT_GRANULARITY_MS) -> str:
     """Enqueue one job of kind (the Go type, "emails.SendEmail") onto queue
@@ -545,8 +554,9 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     queue declared without priorities), queue_type ("classic" or
     "quorum"), delay_mode ("queue", "ladder" or "plugin") and
     delay_exchange must be the queue's, as its //queuey:queue annotation
-    and the workers' rabbitmq.Options say. The workers run the job by
-    their queue's max_attempts.
+    and the workers' rabbitmq.Options say; delay_mode None is the default
+    of queue_type, default_delay(queue_type): "ladder" for quorum, "queue"
+    for classic. The workers run the job by their queue's max_attempts.
 
     Raises UnroutableError when the queue (or a hold queue, the delay
     ladder or the plugin's exchange) does not exist, NackedError when the
@@ -594,6 +604,8 @@ def enqueue(channel_or_connection, queue: str, kind: str, payload: Any, *,
     if delay is not None and _delay_ns(delay) < 0:
         raise InvalidJobError(f"delay = {delay!r}, want 0 or more")
     delayed = delay is not None and _delay_ns(delay) > 0
+    if delay_mode is None:
+        delay_mode = default_delay(queue_type)
     if delayed and delay_mode not in ("queue", "ladder", "plugin"):
         raise InvalidJobError(f"delay_mode = {delay_mode!r}, want 'queue', 'ladder' or 'plugin'")
     if delayed and delay_mode == "queue":
@@ -680,10 +692,13 @@ def ladder_split(channel_or_connection, *, queue_type: str = "quorum",
     """Whether the delay ladder of queue_type and granularity_ms on the
     broker is split: whether its workers declared the level queues of high
     priority, as they do for a quorum ladder on RabbitMQ 4.x. The check is
-    a passive declare of queue P.00.hi on a channel of its own, which the
-    broker closes when the queue is missing; enqueue makes it once per
-    channel and ladder, for a job of priority LADDER_HIGH_PRIORITY or more
-    onto a quorum ladder."""
+    a passive declare of the ladder's queue P.unrouted, which its workers
+    declare after every level queue, then of P.00.hi, on a channel of its
+    own, which the broker closes when a queue is missing. enqueue makes it
+    for a job of priority LADDER_HIGH_PRIORITY or more onto a quorum
+    ladder, and keeps the answer for the channel's life once the ladder is
+    declared (P.unrouted exists, or P.00.hi does); before that it checks
+    again at the next such job."""
     return _ladder_split(_state(channel_or_connection), queue_type, granularity_ms)
 
 
@@ -691,21 +706,39 @@ def _ladder_split(st: _ChannelState, queue_type: str, granularity_ms: int) -> bo
     if queue_type != "quorum":
         return False
     prefix = f"{LADDER_PREFIX}{queue_type}.{granularity_ms}ms"
-    if prefix not in st.split:
-        # A passive declare of a missing queue closes its channel: it runs
-        # on one of its own, never on the caller's.
-        ch = st.channel.connection.channel()
-        try:
-            ch.queue_declare(prefix + ".00.hi", passive=True)
-            st.split[prefix] = True
-        except pika.exceptions.ChannelClosedByBroker as e:
-            if e.reply_code != 404:
-                raise
-            st.split[prefix] = False
-        finally:
-            if ch.is_open:
-                ch.close()
-    return st.split[prefix]
+    if prefix in st.split:
+        return st.split[prefix]
+    # A passive declare of a missing queue closes its channel: they run on
+    # channels of their own, never on the caller's.
+    conn = st.channel.connection
+    ch = conn.channel()
+    try:
+        # The workers declare P.unrouted after every level queue: once it
+        # exists, so does P.00.hi on a split ladder, and a missing P.00.hi
+        # says that the ladder is not split. Before, a missing P.00.hi
+        # says only that the ladder is not declared (yet).
+        declared = _queue_exists(ch, prefix + ".unrouted")
+        if not ch.is_open:
+            ch = conn.channel()
+        split = _queue_exists(ch, prefix + ".00.hi")
+    finally:
+        if ch.is_open:
+            ch.close()
+    if split or declared:
+        st.split[prefix] = split
+    return split
+
+
+def _queue_exists(ch, queue: str) -> bool:
+    """Whether queue exists, by a passive declare on ch, which the broker
+    closes when it does not."""
+    try:
+        ch.queue_declare(queue, passive=True)
+        return True
+    except pika.exceptions.ChannelClosedByBroker as e:
+        if e.reply_code != 404:
+            raise
+        return False
 
 
 def _hold_publish(st: _ChannelState, queue: str, queue_type: str, hold: str, args: dict, body: bytes, props) -> None:

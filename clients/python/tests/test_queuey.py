@@ -200,6 +200,29 @@ class Units(unittest.TestCase):
         with self.assertRaisesRegex(queuey.InvalidJobError, "priority = 256"):
             queuey.ladder_wait("q", second, queue_type="quorum", priority=256, split=True)
 
+    def test_default_delay(self):
+        # As Go's runtime.DefaultDelay: the ladder for a quorum queue, hold
+        # queues for a classic one.
+        self.assertEqual(queuey.default_delay("quorum"), "ladder")
+        self.assertEqual(queuey.default_delay("classic"), "queue")
+        second = datetime.timedelta(seconds=1)
+        # Given no delay_mode, a delayed enqueue onto a quorum queue is a
+        # ladder wait: a name of 212 bytes is too long for its routing key
+        # (211 at 1000 ms), and refused before anything is published.
+        name = "q" * 212
+        with self.assertRaisesRegex(queuey.InvalidJobError, "is 212 bytes: a ladder-mode queue's name"):
+            queuey.enqueue(None, name, "p.T", {}, delay=second, queue_type="quorum")
+        # A hold queue takes the name, and so does a classic queue by
+        # default or a quorum one told delay_mode="queue": the enqueue gets
+        # as far as the channel it was not given.
+        class NotAChannel:
+            pass
+
+        for opts in [{}, {"queue_type": "classic"}, {"queue_type": "quorum", "delay_mode": "queue"}]:
+            with self.subTest(opts):
+                with self.assertRaisesRegex(TypeError, "want a pika BlockingConnection or BlockingChannel, not NotAChannel"):
+                    queuey.enqueue(NotAChannel(), name, "p.T", {}, delay=second, **opts)
+
     def test_delay_is_a_timedelta(self):
         # A number has no unit: seconds in one language, milliseconds in
         # another. Only a timedelta is taken, nothing is published.
@@ -370,19 +393,36 @@ class Broker(unittest.TestCase):
         # runs on a channel of its own, so the caller's channel goes on
         # after the broker says the queue is missing.
         g = self.ladder_granularity()
+        prefix = f"queuey.ladder.quorum.{g}ms"
         ch = self.conn.channel()
         self.assertFalse(queuey.ladder_split(ch, granularity_ms=g))
         self.assertTrue(ch.is_open)
         queuey.enqueue(ch, self.queue, "p.T", {})
         self.get(self.queue)
-        hi = f"queuey.ladder.quorum.{g}ms.00.hi"
-        self.created.append(hi)
-        self.admin.queue_declare(hi, durable=True)
-        # Once per channel: a channel that has not checked yet sees it.
-        self.assertTrue(queuey.ladder_split(self.conn.channel(), granularity_ms=g))
+        # No ladder was declared, so the answer was not kept: once the
+        # workers declare a split ladder, the same channel sees it.
+        self.created += [prefix + ".00.hi", prefix + ".unrouted"]
+        self.admin.queue_declare(prefix + ".00.hi", durable=True)
+        self.admin.queue_declare(prefix + ".unrouted", durable=True)
+        self.assertTrue(queuey.ladder_split(ch, granularity_ms=g))
         self.assertTrue(queuey.ladder_split(self.conn, granularity_ms=g))
         # A classic ladder is never split, whatever queues exist.
         self.assertFalse(queuey.ladder_split(self.conn, queue_type="classic", granularity_ms=g))
+
+    def test_ladder_not_split(self):
+        # A declared ladder (its unrouted queue, declared after every level
+        # queue, exists) without P.00.hi is not split, and the channel
+        # keeps the answer.
+        g = self.ladder_granularity()
+        prefix = f"queuey.ladder.quorum.{g}ms"
+        self.created += [prefix + ".unrouted", prefix + ".00.hi"]
+        self.admin.queue_declare(prefix + ".unrouted", durable=True)
+        ch = self.conn.channel()
+        self.assertFalse(queuey.ladder_split(ch, granularity_ms=g))
+        self.assertTrue(ch.is_open)
+        self.admin.queue_declare(prefix + ".00.hi", durable=True)
+        self.assertFalse(queuey.ladder_split(ch, granularity_ms=g))
+        self.assertTrue(queuey.ladder_split(self.conn.channel(), granularity_ms=g))
 
     def test_hold_queue_mismatch(self):
         hold = f"{self.queue}.deferred.1000"

@@ -123,9 +123,11 @@ func (l Ladder) LevelQueue(level int, v Version) Queue {
 	return v.Unlimited(Queue{Name: l.Level(level), Args: args})
 }
 
-// Queues returns the ladder's queues as a broker of version v takes them:
-// each level's (and on a split ladder its high-priority one, with the
-// same arguments), then the unrouted one.
+// Queues returns the ladder's queues as a broker of version v takes them,
+// in the order they are declared: each level's (and on a split ladder its
+// high-priority one, with the same arguments), then the unrouted one,
+// last: producers in other languages take it to mean that every level
+// queue is declared (docs/wire-format.md, "Is the ladder split?").
 func (l Ladder) Queues(v Version) []Queue {
 	var qs []Queue
 	for level := range l.Levels {

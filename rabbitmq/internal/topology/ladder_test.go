@@ -107,6 +107,11 @@ func TestLadderSplit(t *testing.T) {
 	if len(qs) != 2*l.Levels+1 {
 		t.Fatalf("%d queues, want %d", len(qs), 2*l.Levels+1)
 	}
+	// The unrouted queue comes last: a producer takes it to mean that every
+	// level queue, P.00.hi included, is declared (docs/wire-format.md).
+	if last := qs[len(qs)-1]; last.Name != l.Unrouted() {
+		t.Errorf("last queue declared = %q, want the unrouted one, %q", last.Name, l.Unrouted())
+	}
 	if hi := qs[1]; hi.Name != l.HighLevel(0) || hi.Name != l.Level(0)+".hi" || hi.Args[topology.ArgMessageTTL] != int32(1000) || hi.Args[topology.ArgDeadLetterExchange] != l.Deliver() {
 		t.Errorf("level 0's high queue = %+v", hi)
 	}
