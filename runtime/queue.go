@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"go/token"
 	"time"
 
 	"github.com/queuey/queuey/internal/rules/errs"
@@ -138,7 +139,23 @@ type QueueConfig struct {
 	// Missed is the Schedule.Missed of Schedule. Empty means
 	// MissedRunOnce; it must be empty when Schedule is.
 	Missed Missed
+	// Limit is how many of this queue's jobs run at once across every
+	// worker of the backend (every process on one RabbitMQ vhost),
+	// 1..LimitMax. Zero means no limit. See Limiter.
+	Limit int
+	// Rate is how many of this queue's jobs start per period across every
+	// worker of the backend. Zero means no rate limit.
+	Rate Rate
+	// LimitKey names an exported field of the job, of a string, integer or
+	// bool type: at most one job per value of that field runs at once
+	// across every worker of the backend ("one at a time per customer").
+	// With a Name of at most MaxKeyedQueueNameLen bytes. Empty means none.
+	LimitKey string
 }
+
+// MaxKeyedQueueNameLen is the longest Name of a queue with a LimitKey:
+// each key's lease is named after the queue and the key.
+const MaxKeyedQueueNameLen = 173
 
 // DefaultQueueConfig returns the configuration of a queue called name with
 // every default: QueueConfig{Name: name}.WithDefaults(), which is also what
@@ -261,6 +278,19 @@ func (q QueueConfig) Validate() error {
 		bad("Missed", fmt.Sprintf("%q", q.Missed), "empty when Schedule is")
 	case q.Missed != MissedRunOnce && q.Missed != MissedSkip:
 		bad("Missed", fmt.Sprintf("%q", q.Missed), fmt.Sprintf("%q or %q", MissedRunOnce, MissedSkip))
+	}
+	if q.Limit < 0 || q.Limit > LimitMax {
+		bad("Limit", q.Limit, fmt.Sprintf("0 (none) or 1..%d", LimitMax))
+	}
+	if !validRate(q.Rate) {
+		bad("Rate", q.Rate, "the zero Rate (none) or "+rateForms)
+	}
+	switch {
+	case q.LimitKey == "":
+	case !token.IsIdentifier(q.LimitKey) || !token.IsExported(q.LimitKey):
+		bad("LimitKey", fmt.Sprintf("%q", q.LimitKey), "the name of an exported field of the job")
+	case len(q.Name) > MaxKeyedQueueNameLen:
+		bad("Name", fmt.Sprintf("%q", q.Name), fmt.Sprintf("at most %d bytes with a LimitKey, whose leases are named after the queue", MaxKeyedQueueNameLen))
 	}
 	return errors.Join(errs...)
 }
