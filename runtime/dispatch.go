@@ -32,7 +32,11 @@ type handlers struct {
 	done     chan struct{} // closed when dispatch returns, but to park: waiting goroutines end
 	wg       sync.WaitGroup
 	park     ReadyNotifier // the subscription's, when the runner may park
-	idle     *time.Timer   // parkAfter, while take waits
+	// waitCtx bounds the waits for permits (see permit): it ends with ctx,
+	// at a pause, or when dispatch returns but to park (endWait).
+	waitCtx context.Context
+	endWait context.CancelFunc
+	idle    *time.Timer // parkAfter, while take waits
 
 	mu        sync.Mutex
 	runs      map[*runSlot]struct{} // one per handler goroutine
@@ -136,6 +140,7 @@ func (h *handlers) dispatch() (why int) {
 	defer func() {
 		if why != stopParked {
 			close(h.done)
+			h.endWait()
 		}
 	}()
 	deliveries := h.sub.Deliveries()
@@ -220,6 +225,7 @@ func (h *handlers) pausedNow(s, ok bool) bool {
 	h.pause.read(s, ok)
 	if h.pause.paused {
 		close(h.paused)
+		h.endWait()
 		return true
 	}
 	return false
@@ -242,7 +248,18 @@ func (h *handlers) run(slot *runSlot, d Delivery) {
 		}
 	}()
 	for {
-		h.c.process(h.base, h.gate, h.requeues, slot, d)
+		p, granted := h.permit(d)
+		if !granted {
+			return
+		}
+		if p != nil && (h.ctx.Err() != nil || syncx.Closed(h.paused)) {
+			// Granted as the worker stopped or the queue paused: no new
+			// run begins now.
+			p.Release()
+			h.keep(d)
+			return
+		}
+		h.c.process(h.base, h.gate, h.requeues, slot, d, p)
 		var (
 			next Delivery
 			ok   bool

@@ -22,7 +22,7 @@ func (p *Producer) EnqueuePayloads(ctx context.Context, q QueueConfig, payloads 
 }
 
 // Register is register, for tests of registrations no job type makes.
-func (w *Worker) Register(q QueueConfig, h HandlerFunc) { w.register(q, h) }
+func (w *Worker) Register(q QueueConfig, h HandlerFunc) { w.register(q, h, nil) }
 
 // SetMismatchRetries sets mismatchRetries until the test ends.
 func SetMismatchRetries(tb interface{ Cleanup(func()) }, ds []time.Duration) {

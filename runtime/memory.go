@@ -31,9 +31,13 @@ type MemoryBackend struct {
 	queues map[string]*memQueue
 	timers map[clock.Timer]memHold // waits not yet over
 	leases map[string]*memLease    // made on first use
-	pauses memPauses
-	seq    uint64
-	closed bool
+	// limits are the queues' global limits, made on first use;
+	// limitTimers the rates' pending returns.
+	limits      map[string]*memLimit
+	limitTimers map[clock.Timer]struct{}
+	pauses      memPauses
+	seq         uint64
+	closed      bool
 	// maxMessage is MemoryMaxMessageSize's, 0 for the default.
 	maxMessage int
 	// told are the calls to subscriptions' dead-letter notes to make
@@ -377,6 +381,7 @@ func (b *MemoryBackend) Close() error {
 	}
 	clear(b.timers)
 	b.closeLeasesLocked()
+	b.closeLimitsLocked()
 	for _, q := range b.queues {
 		for _, s := range q.subs {
 			s.closeLocked(false)

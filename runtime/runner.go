@@ -32,6 +32,10 @@ type queueRunner struct {
 	w       *Worker
 	queue   QueueConfig
 	handler HandlerFunc
+	// limiter holds the queue's global limits, nil when it has none;
+	// keyOf reads a job's limit key, nil when it has no LimitKey.
+	limiter Limiter
+	keyOf   func(payload []byte) (string, bool)
 	// halt ends once the shutdown timeout has passed since the worker's
 	// context ended: handlers and the subscriptions' stops and closes
 	// have until then.
@@ -165,8 +169,10 @@ type consumption struct {
 // newConsumption prepares the consumption of sub; consume runs it.
 func (c *queueRunner) newConsumption(ctx context.Context, sub Subscription, pause *pauseGate) *consumption {
 	base, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	waitCtx, endWait := context.WithCancel(ctx)
 	h := &handlers{
 		c: c, ctx: ctx, base: base, gate: &settleGate{}, requeues: &timers{},
+		waitCtx: waitCtx, endWait: endWait,
 		sub: sub, pause: pause, paused: make(chan struct{}),
 		slots: c.slots,
 		done:  make(chan struct{}),

@@ -38,7 +38,7 @@ func (w *Worker) runOne(ctx context.Context, queue string, env *Envelope) (hooks
 	}
 	c := &queueRunner{w: w, queue: q, handler: wrap(reg.handler, middleware)}
 	d := &recordedDelivery{env: env.Clone()}
-	c.process(ctx, &settleGate{}, &timers{}, nil, d)
+	c.process(ctx, &settleGate{}, &timers{}, nil, d, nil)
 	return d.settled, nil
 }
 

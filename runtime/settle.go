@@ -84,8 +84,11 @@ func (g *settleGate) close() {
 
 // process runs one delivery's handler and settles it by the outcome. slot,
 // when not nil, is the handler goroutine's, through which the run may be
-// orphaned.
-func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, slot *runSlot, d Delivery) {
+// orphaned. permit, when not nil, is released as the run returns (or
+// when no run begins).
+func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *timers, slot *runSlot, d Delivery, permit Permit) {
+	release := releaser(permit)
+	defer release()
 	env := d.Envelope()
 	env.MaxAttempts = c.queue.MaxAttempts // the queue's rule, whoever produced the job
 	if env.Attempt <= 0 {
@@ -105,6 +108,7 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
 	err := c.call(ctx, env)
+	release()
 	run.ran(err)
 	if slot != nil {
 		if r := slot.end(); r != nil {

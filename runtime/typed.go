@@ -93,6 +93,14 @@ func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) 
 	// so the T a decode needs is not allocated once per job.
 	jobs := sync.Pool{New: func() any { return new(T) }}
 	fit := mpfit.For(reflect.TypeFor[T]())
+	keyOf, err := keyReader(q, func(payload []byte) (*T, func(), error) {
+		jp := jobs.Get().(*T)
+		return jp, func() { var zero T; *jp = zero; jobs.Put(jp) }, decodePayload(payload, jp, fit)
+	})
+	if err != nil {
+		w.refuse(err)
+		return
+	}
 	w.register(q, func(ctx context.Context, env *Envelope) error {
 		var zero T
 		jp := jobs.Get().(*T)
@@ -104,5 +112,5 @@ func Handle[T any](w *Worker, q QueueConfig, h func(ctx context.Context, job T) 
 			return decodeError(&q, env, fit, err)
 		}
 		return h(ctx, job)
-	})
+	}, keyOf)
 }

@@ -100,6 +100,7 @@ type Worker struct {
 type registration struct {
 	queue   QueueConfig
 	handler HandlerFunc
+	keyOf   func(payload []byte) (string, bool) // reads a job's limit key (Handle)
 }
 
 // NewWorker returns a Worker over b.
@@ -141,7 +142,8 @@ func (w *Worker) Use(mw ...Middleware) {
 // queue registered twice (naming both job types when their kinds differ)
 // is reported by Run. Each job is checked against q before h runs.
 // Registering after Run has started panics, as nothing could report it.
-func (w *Worker) register(q QueueConfig, h HandlerFunc) {
+// keyOf, when q has a LimitKey, reads a job's key from its payload.
+func (w *Worker) register(q QueueConfig, h HandlerFunc, keyOf func([]byte) (string, bool)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -164,7 +166,7 @@ func (w *Worker) register(q QueueConfig, h HandlerFunc) {
 		return
 	}
 	q = q.WithDefaults()
-	w.regs = append(w.regs, registration{queue: q, handler: w.checkJob(q, h)})
+	w.regs = append(w.regs, registration{queue: q, handler: w.checkJob(q, h), keyOf: keyOf})
 }
 
 // refuse records err, a registration that cannot be made, for Run to
@@ -241,6 +243,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	limiters := map[string]Limiter{}
+	for _, r := range regs {
+		l, err := w.limiterFor(r.queue)
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			continue
+		}
+		if r.queue.LimitKey != "" && r.keyOf == nil {
+			return fmt.Errorf("%w: queue %q: LimitKey %q needs the job's type to read the key: register its handler with Handle (a generated HandleX)", ErrInvalidOption, r.queue.Name, r.queue.LimitKey)
+		}
+		limiters[r.queue.Name] = l
+	}
 	select {
 	case <-w.stop:
 		return nil
@@ -282,7 +298,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancel() // the backend is gone: stop every queue
 	}
 	for _, r := range regs {
-		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware), halt: halt}
+		c := &queueRunner{w: w, queue: r.queue, handler: wrap(r.handler, middleware), halt: halt, limiter: limiters[r.queue.Name], keyOf: r.keyOf}
 		wg.Add(1)
 		c.start(runCtx, func(err error) {
 			if err != nil {

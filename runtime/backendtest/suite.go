@@ -72,6 +72,10 @@ func Run(t *testing.T, f Features, newBackend func(t *testing.T) runtime.Backend
 		{"QueueRulesAuthority", false, testQueueRulesAuthority},
 		{"PayloadIsOneValue", false, testPayloadIsOneValue},
 		{"DeclareErrorNamesQueueOnce", false, testDeclareErrorNamesQueueOnce},
+		{"GlobalLimit", false, testGlobalLimit},
+		{"LimitKey", false, testLimitKey},
+		{"RateLimit", false, testRateLimit},
+		{"LimitWaitBurnsNoAttempt", false, testLimitWaitBurnsNoAttempt},
 	}
 	for _, c := range cases {
 		if f.OnlyWaits && !c.waits {
