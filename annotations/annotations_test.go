@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,15 @@ type (
 
 	//queuey:queue retry_base=2h schedule="CRON_TZ=Europe/Berlin 0 6 * * 1-5" missed=skip
 	Slow struct{}
+
+	//queuey:queue limit=10000 rate=10000/h limit_key=Customer
+	Limited struct{ Customer string }
+
+	//queuey:queue rate=1/m
+	Minute struct{}
+
+	//queuey:queue limit=1 rate=50/s
+	Second struct{}
 )
 `)
 	if err != nil {
@@ -93,7 +103,14 @@ type (
 		Name: "emails.slow", Kind: "emails.Slow", Prefetch: 10, Concurrency: 10, MaxPriority: 10,
 		MaxAttempts: 5, RetryBase: 2 * time.Hour, RetryMax: 2 * time.Hour,
 		QueueType: runtime.QueueClassic, Schedule: "CRON_TZ=Europe/Berlin 0 6 * * 1-5", Missed: runtime.MissedSkip,
-	}}
+	}, runtime.QueueConfig{
+		Name: "emails.limited", Kind: "emails.Limited",
+		Limit: 10000, Rate: runtime.Rate{N: 10000, Per: time.Hour}, LimitKey: "Customer",
+	}.WithDefaults(), runtime.QueueConfig{
+		Name: "emails.minute", Kind: "emails.Minute", Rate: runtime.Rate{N: 1, Per: time.Minute},
+	}.WithDefaults(), runtime.QueueConfig{
+		Name: "emails.second", Kind: "emails.Second", Limit: 1, Rate: runtime.Rate{N: 50, Per: time.Second},
+	}.WithDefaults()}
 	var got []runtime.QueueConfig
 	for _, j := range jobs {
 		got = append(got, j.Queue)
@@ -110,8 +127,8 @@ func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, directive, want string
 	}{
-		{"unknown key", "prefetc=3", `jobs.go:3:16: unknown key prefetc (did you mean prefetch?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed`},
-		{"dash for underscore", "max-attempts=3", `jobs.go:3:16: unknown key max-attempts (did you mean max_attempts?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed`},
+		{"unknown key", "prefetc=3", `jobs.go:3:16: unknown key prefetc (did you mean prefetch?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed, limit, rate, limit_key`},
+		{"dash for underscore", "max-attempts=3", `jobs.go:3:16: unknown key max-attempts (did you mean max_attempts?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed, limit, rate, limit_key`},
 		{"no value", "prefetch=", `jobs.go:3:16: key prefetch has no value; want prefetch=<an integer in 1..65535>`},
 		{"bare key", "timeout", `jobs.go:3:16: key timeout has no value; want timeout=<a Go duration above 0, such as 30s or 5m>`},
 		{"duplicate", "prefetch=1 prefetch=2", `jobs.go:3:27: duplicate key prefetch; it is already set at column 16`},
@@ -130,6 +147,25 @@ func TestErrors(t *testing.T) {
 		{"schedule unterminated", `schedule="0 6 * * *`, `jobs.go:3:25: unterminated or malformed quoted value "0 6 * * *; want a Go double-quoted string such as "0 6 * * *"`},
 		{"missed alone", "missed=skip", `jobs.go:3:23: missed=skip without schedule=; missed says what a schedule does with ticks it missed: add schedule= or drop missed=`},
 		{"missed enum", "schedule=@daily missed=skp", `jobs.go:3:39: bad missed=skp: want once or skip (did you mean skip?)`},
+		{"limit zero", "limit=0", `jobs.go:3:22: bad limit=0: a limit of 0 would run no job; want ` + limitAccepted},
+		{"limit range", "limit=10001", `jobs.go:3:22: bad limit=10001: want ` + limitAccepted},
+		{"limit negative", "limit=-1", `jobs.go:3:22: bad limit=-1: want ` + limitAccepted},
+		{"limit not integer", "limit=1.5", `jobs.go:3:22: bad limit=1.5: want ` + limitAccepted},
+		{"limit no value", "limit=", `jobs.go:3:16: key limit has no value; want limit=<` + limitAccepted + `>`},
+		{"rate no period", "rate=50", `jobs.go:3:21: bad rate=50: a rate is a count and a period, with / between; want ` + rateAccepted},
+		{"rate zero", "rate=0/s", `jobs.go:3:21: bad rate=0/s: a rate of 0 would start no job; want ` + rateAccepted},
+		{"rate day", "rate=5/d", `jobs.go:3:21: bad rate=5/d: the period "d" is not s, m or h; want ` + rateAccepted},
+		{"rate word", "rate=5/sec", `jobs.go:3:21: bad rate=5/sec: the period "sec" is not s, m or h; want ` + rateAccepted},
+		{"rate duration", "rate=5/1s", `jobs.go:3:21: bad rate=5/1s: the period "1s" is not s, m or h; want ` + rateAccepted},
+		{"rate range", "rate=10001/s", `jobs.go:3:21: bad rate=10001/s: want ` + rateAccepted},
+		{"rate leading zero", "rate=050/s", `jobs.go:3:21: bad rate=050/s: want ` + rateAccepted},
+		{"rate no count", "rate=/s", `jobs.go:3:21: bad rate=/s: want ` + rateAccepted},
+		{"rate duplicate", "rate=5/s rate=6/s", `jobs.go:3:25: duplicate key rate; it is already set at column 16`},
+		{"limit_key unexported", "limit_key=customer", `jobs.go:3:26: bad limit_key=customer: customer is not exported, and msgpack carries only exported fields: the worker reads the key from the job as it arrives; want ` + limitKeyAccepted},
+		{"limit_key path", "limit_key=Customer.ID", `jobs.go:3:26: bad limit_key=Customer.ID: Customer.ID is not a Go identifier; want ` + limitKeyAccepted},
+		{"limit_key misspelt", "limitkey=Customer", `jobs.go:3:16: unknown key limitkey (did you mean limit_key?); want one of name, prefetch, concurrency, max_priority, max_attempts, retry_base, retry_max, timeout, queue_type, delay, schedule, missed, limit, rate, limit_key`},
+		{"limit_key name", "name=" + strings.Repeat("n", runtime.MaxKeyedQueueNameLen+1) + " limit_key=Customer",
+			`jobs.go:3:21: name=` + strings.Repeat("n", runtime.MaxKeyedQueueNameLen+1) + ` is 174 bytes; with limit_key= each key's lease is named after the queue and the key, and the queue name is then at most 173 bytes: shorten it`},
 		{"ladder name", "name=nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn delay=ladder", `jobs.go:3:240: delay=ladder with queue name "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn" of 212 bytes: a ladder wait's routing key is the name after 22 words of one bit (44 bytes at the default granularity), and a routing key is at most 255 bytes, so the name is at most 211 bytes: shorten it or use delay=queue`},
 		{"quorum default ladder name", "name=nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn queue_type=quorum", `jobs.go:3:245: queue_type=quorum holds waits on the ladder by default, and queue name "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn" is 212 bytes: a ladder wait's routing key is the name after 22 words of one bit (44 bytes at the default granularity), and a routing key is at most 255 bytes, so the name is at most 211 bytes: shorten it or add delay=queue`},
 	} {
@@ -146,6 +182,56 @@ func TestErrors(t *testing.T) {
 				t.Errorf("errors.As(*Error) gives %+v, want an error on line 3", e)
 			}
 		})
+	}
+}
+
+const (
+	limitAccepted    = `an integer in 1..10000 (leave limit= out for no limit)`
+	rateAccepted     = `a count per second, minute or hour: N/s, N/m or N/h with N in 1..10000, such as 50/s or 1000/h (leave rate= out for no rate limit)`
+	limitKeyAccepted = `the name of an exported field of the job, of a string, integer or bool type`
+)
+
+// TestLimitKeyNames checks the queue names limit_key= takes: the longest
+// keyed one is accepted; one byte more, or a default name that long, is
+// refused where the name comes from.
+func TestLimitKeyNames(t *testing.T) {
+	t.Parallel()
+	longest := strings.Repeat("n", runtime.MaxKeyedQueueNameLen)
+	jobs, err := parse(t, "package p\n\n//queuey:queue name="+longest+" limit_key=Customer\ntype Job struct{ Customer string }\n")
+	if err != nil {
+		t.Fatalf("a keyed queue name of %d bytes was refused: %v", len(longest), err)
+	}
+	if len(jobs) != 1 || jobs[0].Queue.LimitKey != "Customer" || !jobs[0].LimitKeyPos.IsValid() {
+		t.Fatalf("jobs = %+v, want one with LimitKey Customer and its position", jobs)
+	}
+
+	// The default name p.<snake_case(Type)>: 2 bytes of "p." and the type.
+	typ := "J" + strings.Repeat("x", runtime.MaxKeyedQueueNameLen-2)
+	_, err = parse(t, "package p\n\n//queuey:queue limit_key=Customer\ntype "+typ+" struct{ Customer string }\n")
+	want := `jobs.go:3:1: the default queue name "p.j` + strings.Repeat("x", runtime.MaxKeyedQueueNameLen-2) + `" is 174 bytes; with limit_key= each key's lease is named after the queue and the key, and the queue name is then at most 173 bytes: shorten it`
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestLimitKeyPos checks that a job records where its limit_key= value is,
+// for the generator's check of the field, and no position without one.
+func TestLimitKeyPos(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "jobs.go", "package p\n\n//queuey:queue limit=3 limit_key=Customer\ntype A struct{ Customer string }\n\n//queuey:queue limit=3\ntype B struct{}\n", parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := annotations.ParseFiles(fset, "p", []*ast.File{f})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("ParseFiles = %+v, %v; want two jobs", jobs, err)
+	}
+	if got := fset.Position(jobs[0].LimitKeyPos).String(); got != "jobs.go:3:34" {
+		t.Errorf("LimitKeyPos of A at %s, want jobs.go:3:34", got)
+	}
+	if jobs[1].LimitKeyPos.IsValid() {
+		t.Errorf("LimitKeyPos of B at %s, want none", fset.Position(jobs[1].LimitKeyPos))
 	}
 }
 

@@ -24,5 +24,6 @@
 // space after the slashes, on a type or followed by keys. A comment that
 // only mentions queuey, such as "// queuey: the job framework we use", is
 // prose and is ignored. This package reads syntax only; the generator checks
-// field types.
+// field types, and that the field limit_key= names is one a limit key can
+// be read from.
 package annotations

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"go/token"
 	"strconv"
 	"strings"
 	"time"
@@ -27,13 +28,16 @@ const (
 	KeyDelay       = "delay"
 	KeySchedule    = "schedule"
 	KeyMissed      = "missed"
+	KeyLimit       = "limit"
+	KeyRate        = "rate"
+	KeyLimitKey    = "limit_key"
 )
 
 // Keys lists every key the directive accepts.
 var Keys = []string{
 	KeyName, KeyPrefetch, KeyConcurrency, KeyMaxPriority, KeyMaxAttempts,
 	KeyRetryBase, KeyRetryMax, KeyTimeout, KeyQueueType, KeyDelay,
-	KeySchedule, KeyMissed,
+	KeySchedule, KeyMissed, KeyLimit, KeyRate, KeyLimitKey,
 }
 
 // acceptedName says what a queue name is: runtime's rule, which
@@ -113,6 +117,69 @@ var keySpecs = map[string]keySpec{
 	},
 	KeyMissed: enumKey([]string{string(runtime.MissedRunOnce), string(runtime.MissedSkip)},
 		func(q *runtime.QueueConfig, v string) { q.Missed = runtime.Missed(v) }),
+	// A zero Limit or Rate is none, which leaving the key out says: a
+	// written 0 is more likely a mistake than a wish for no limit.
+	KeyLimit: {
+		accepted: fmt.Sprintf("an integer in 1..%d (leave limit= out for no limit)", runtime.LimitMax),
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > runtime.LimitMax {
+				return false
+			}
+			q.Limit = n
+			return true
+		},
+		why: func(v string) string {
+			if n, err := strconv.Atoi(v); err == nil && n == 0 {
+				return "a limit of 0 would run no job"
+			}
+			return ""
+		},
+	},
+	// runtime.ParseRate holds the rule, which QueueConfig.Validate
+	// applies too.
+	KeyRate: {
+		accepted: fmt.Sprintf("a count per second, minute or hour: N/s, N/m or N/h with N in 1..%d, such as 50/s or 1000/h (leave rate= out for no rate limit)", runtime.LimitMax),
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			r, err := runtime.ParseRate(v)
+			if err != nil {
+				return false
+			}
+			q.Rate = r
+			return true
+		},
+		why: rateWhy,
+	},
+	KeyLimitKey: {
+		accepted: "the name of an exported field of the job, of a string, integer or bool type",
+		apply: func(q *runtime.QueueConfig, v string) bool {
+			q.LimitKey = v
+			return token.IsIdentifier(v) && token.IsExported(v)
+		},
+		why: func(v string) string {
+			if token.IsIdentifier(v) {
+				return v + " is not exported, and msgpack carries only exported fields: the worker reads the key from the job as it arrives"
+			}
+			return v + " is not a Go identifier"
+		},
+	},
+}
+
+// rateWhy says what is wrong with a rate that runtime.ParseRate refused,
+// for the parts a reader is likely to get wrong; "" for the rest, which
+// accepted covers.
+func rateWhy(v string) string {
+	num, unit, ok := strings.Cut(v, "/")
+	if !ok {
+		return "a rate is a count and a period, with / between"
+	}
+	if n, err := strconv.Atoi(num); err == nil && n == 0 {
+		return "a rate of 0 would start no job"
+	}
+	if _, err := runtime.ParseRate(num + "/s"); err == nil {
+		return fmt.Sprintf("the period %q is not s, m or h", unit)
+	}
+	return ""
 }
 
 func intKey(lo, hi int, note string, set func(*runtime.QueueConfig, int)) keySpec {

@@ -26,6 +26,10 @@ type Job struct {
 	// NamePos is the position of the value of the name= key, or
 	// token.NoPos when the queue name is the default.
 	NamePos token.Pos
+	// LimitKeyPos is the position of the value of the limit_key= key, or
+	// token.NoPos when there is none: the generator checks that the field
+	// it names is one a limit key can be read from.
+	LimitKeyPos token.Pos
 	// Spec is the type's declaration.
 	Spec *ast.TypeSpec
 	// Queue is the resolved configuration: every key given, every default
@@ -187,11 +191,11 @@ func (p *parser) file(f *ast.File) []Job {
 		if !p.isStruct(ts) {
 			continue
 		}
-		q, namePos, ok := p.resolve(ts.Name.Name, cs[0])
+		q, pos, ok := p.resolve(ts.Name.Name, cs[0])
 		if !ok {
 			continue
 		}
-		jobs = append(jobs, Job{Type: ts.Name.Name, Pos: ts.Name.Pos(), NamePos: namePos, Spec: ts, Queue: q})
+		jobs = append(jobs, Job{Type: ts.Name.Name, Pos: ts.Name.Pos(), NamePos: pos.name, LimitKeyPos: pos.limitKey, Spec: ts, Queue: q})
 	}
 	return jobs
 }

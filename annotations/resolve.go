@@ -89,9 +89,9 @@ func (p *parser) unknownKey(pos token.Pos, key string) {
 }
 
 // resolve turns directive c on type typeName into a config, reporting every
-// problem with it. namePos is the position of the name= value, NoPos when
-// there is none.
-func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig, namePos token.Pos, ok bool) {
+// problem with it, and the positions of the values of its name= and
+// limit_key= keys.
+func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig, pos positions, ok bool) {
 	before := len(p.errs)
 	settings, _ := p.settings(c)
 
@@ -152,6 +152,14 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 		p.errorf(pos, KeyName, "%s is %d bytes; with schedule= the schedule is named after the queue, and a schedule name is at most %d bytes: shorten it", what, len(q.Name), runtime.MaxScheduleNameLen)
 	}
 
+	if _, ok := given[KeyLimitKey]; ok && !bad[KeyLimitKey] && !bad[KeyName] && len(q.Name) > runtime.MaxKeyedQueueNameLen {
+		pos, what := c.Pos(), fmt.Sprintf("the default queue name %q", q.Name)
+		if n, ok := given[KeyName]; ok {
+			pos, what = n.valPos, "name="+q.Name
+		}
+		p.errorf(pos, KeyName, "%s is %d bytes; with limit_key= each key's lease is named after the queue and the key, and the queue name is then at most %d bytes: shorten it", what, len(q.Name), runtime.MaxKeyedQueueNameLen)
+	}
+
 	if d, ok := given[KeyDelay]; ok && !bad[KeyDelay] && !bad[KeyName] && q.Delay == runtime.DelayLadder {
 		if limit := names.MaxLadderQueue(waits.Levels(runtime.DefaultGranularity)); len(q.Name) > limit {
 			p.errorf(d.valPos, KeyDelay, "delay=ladder with queue name %q of %d bytes: a ladder wait's routing key is the name after %d words of one bit (%d bytes at the default granularity), and a routing key is at most %d bytes, so the name is at most %d bytes: shorten it or use delay=queue",
@@ -166,17 +174,26 @@ func (p *parser) resolve(typeName string, c *ast.Comment) (q runtime.QueueConfig
 	}
 
 	if len(p.errs) > before {
-		return q, token.NoPos, false
+		return q, positions{}, false
 	}
 	if err := q.Validate(); err != nil {
 		// The checks above should have caught everything Validate does.
 		p.errorf(c.Pos(), "", "resolved queue of %s is invalid: %v", typeName, err)
-		return q, token.NoPos, false
+		return q, positions{}, false
 	}
 	if s, ok := given[KeyName]; ok {
-		namePos = s.valPos
+		pos.name = s.valPos
 	}
-	return q, namePos, true
+	if s, ok := given[KeyLimitKey]; ok {
+		pos.limitKey = s.valPos
+	}
+	return q, pos, true
+}
+
+// positions are where the values of a directive's keys are that are
+// checked after it is resolved, token.NoPos for a key not given.
+type positions struct {
+	name, limitKey token.Pos
 }
 
 // describe names key and its value in a message: "prefetch=10" when given,

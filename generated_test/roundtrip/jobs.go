@@ -85,3 +85,15 @@ type Bare struct{ N int }
 //
 //queuey:queue max_priority=0
 type FIFO struct{ N int }
+
+// Customer is a named string type: a limit key may be one.
+type Customer string
+
+// Limited has every global limit: at most 2 running, 50 starts a second,
+// one at a time per Customer.
+//
+//queuey:queue limit=2 rate=50/s limit_key=Customer
+type Limited struct {
+	Customer Customer
+	N        int
+}

@@ -129,6 +129,49 @@ func HandleFIFO(w *runtime.Worker, h func(ctx context.Context, job FIFO) error) 
 	runtime.Handle(w, FIFOQueue, h)
 }
 
+// LimitedQueue is the queue of Limited jobs: its //queuey:queue
+// annotation, resolved.
+var LimitedQueue = runtime.QueueConfig{
+	Name:        "roundtrip.limited",
+	Kind:        "roundtrip.Limited",
+	Prefetch:    10,
+	Concurrency: 10,
+	MaxPriority: 10,
+	MaxAttempts: 5,
+	RetryBase:   time.Second,
+	RetryMax:    time.Hour,
+	QueueType:   runtime.QueueClassic,
+	Limit:       2,
+	Rate:        runtime.Rate{N: 50, Per: time.Second},
+	LimitKey:    "Customer",
+}
+
+// LimitedJob is LimitedQueue with its job type, Limited, for typed helpers
+// such as those of package queueytest.
+var LimitedJob = runtime.Job[Limited]{Queue: LimitedQueue}
+
+// EnqueueLimited encodes job with msgpack and enqueues it onto
+// LimitedQueue through p. It returns the job's ID once the backend
+// has stored the job.
+func EnqueueLimited(ctx context.Context, p *runtime.Producer, job Limited, opts ...runtime.EnqueueOption) (string, error) {
+	return runtime.Enqueue(ctx, p, LimitedQueue, job, opts...)
+}
+
+// EnqueueManyLimited encodes each job with msgpack and enqueues them onto
+// LimitedQueue through p, many in flight at once where the backend
+// can. It returns every job's ID in order, and a *runtime.BatchError
+// naming the jobs that were not enqueued, if any.
+func EnqueueManyLimited(ctx context.Context, p *runtime.Producer, jobs []Limited, opts ...runtime.EnqueueOption) ([]string, error) {
+	return runtime.EnqueueMany(ctx, p, LimitedQueue, jobs, opts...)
+}
+
+// HandleLimited registers h on w as the handler of LimitedQueue.
+// A payload that does not decode into a Limited, or a job of another
+// kind on the queue, is dead-lettered without running h.
+func HandleLimited(w *runtime.Worker, h func(ctx context.Context, job Limited) error) {
+	runtime.Handle(w, LimitedQueue, h)
+}
+
 // Queues returns the queue of every job of package roundtrip, in source
 // order: for runtime.NewProducer, and for tools that declare or inspect
 // queues.
@@ -137,5 +180,6 @@ func Queues() []runtime.QueueConfig {
 		EverythingQueue,
 		BareQueue,
 		FIFOQueue,
+		LimitedQueue,
 	}
 }

@@ -218,7 +218,7 @@ func TestGeneratedConfig(t *testing.T) {
 	if diff := cmp.Diff(want, EverythingQueue); diff != "" {
 		t.Errorf("EverythingQueue (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]runtime.QueueConfig{want, BareQueue, FIFOQueue}, Queues()); diff != "" {
+	if diff := cmp.Diff([]runtime.QueueConfig{want, BareQueue, FIFOQueue, LimitedQueue}, Queues()); diff != "" {
 		t.Errorf("Queues() (-want +got):\n%s", diff)
 	}
 }
@@ -243,6 +243,31 @@ func TestGeneratedDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(FIFOQueue, FIFOQueue.WithDefaults()); diff != "" {
 		t.Errorf("FIFOQueue changes under WithDefaults (-generated +resolved):\n%s", diff)
+	}
+}
+
+// TestGeneratedLimits: limit=, rate= and limit_key= resolve into the
+// generated queue's Limit, Rate and LimitKey, which Validate takes, and
+// which the rate's annotation form gives back.
+func TestGeneratedLimits(t *testing.T) {
+	want := runtime.QueueConfig{
+		Name: "roundtrip.limited", Kind: "roundtrip.Limited",
+		Limit: 2, Rate: runtime.Rate{N: 50, Per: time.Second}, LimitKey: "Customer",
+	}.WithDefaults()
+	if diff := cmp.Diff(want, LimitedQueue); diff != "" {
+		t.Errorf("LimitedQueue (-want +got):\n%s", diff)
+	}
+	if err := LimitedQueue.Validate(); err != nil {
+		t.Errorf("LimitedQueue.Validate() = %v", err)
+	}
+	if !LimitedQueue.Limited() {
+		t.Error("LimitedQueue.Limited() = false, want true")
+	}
+	if got := LimitedQueue.Rate.String(); got != "50/s" {
+		t.Errorf("LimitedQueue.Rate.String() = %q, want the annotation's 50/s", got)
+	}
+	if BareQueue.Limited() {
+		t.Errorf("BareQueue.Limited() = true (%+v), want no limit without the keys", BareQueue)
 	}
 }
 

@@ -52,11 +52,24 @@
 // msgpack/v5 decodes it in the handling process's time.Local (the zero
 // time in UTC), and drops the monotonic clock reading.
 //
+// # Limit keys
+//
+// limit_key=F makes a worker run one job at a time per value of field F,
+// which it reads from the decoded job. Generate refuses, at the limit_key=
+// value, an F that is not a field declared in the job struct itself (a
+// field of an embedded struct is not: the embedded pointer may be nil),
+// a field tagged msgpack:"-" (every job would arrive with the zero value),
+// and a field whose type is not of a string, signed or unsigned integer or
+// bool kind (a named type of one is fine). The message names the field,
+// the struct and the fields that would do.
+//
 // # Payload records
 //
 // Records writes queuey_schema.json beside each queuey_gen.go: each job's
 // queue arguments and kind, and every struct its payload holds as msgpack
-// carries it (record.go). A run compares the structs with the record
+// carries it (record.go). Global limits (limit=, rate=, limit_key=) are
+// not queue arguments and are not recorded: a change to them is no change
+// to the record. A run compares the structs with the record
 // (compat.go): what jobs in flight survive is recorded and noted, what
 // they would not survive is refused, field by field, at file:line:col,
 // unless accepted. docs/upgrades.md lists the verdicts; the tests of this

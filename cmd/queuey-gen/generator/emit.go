@@ -201,8 +201,8 @@ var multi = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
 
 // queueFields returns the keyed fields of a QueueConfig literal for q,
 // leaving out a zero Timeout, an empty Delay (the backend's default mode),
-// an empty DelayExchange, which the annotation cannot set, and an empty
-// Schedule and Missed.
+// an empty DelayExchange, which the annotation cannot set, an empty
+// Schedule and Missed, and a zero Limit, Rate and LimitKey (none).
 func queueFields(q runtime.QueueConfig) []jen.Code {
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
 	fields := []jen.Code{
@@ -232,6 +232,15 @@ func queueFields(q runtime.QueueConfig) []jen.Code {
 	}
 	if q.Missed != "" {
 		fields = append(fields, kv("Missed", jen.Qual(runtimePath, missedConst[q.Missed])))
+	}
+	if q.Limit > 0 {
+		fields = append(fields, kv("Limit", jen.Lit(q.Limit)))
+	}
+	if !q.Rate.IsZero() {
+		fields = append(fields, kv("Rate", jen.Qual(runtimePath, "Rate").Values(kv("N", jen.Lit(q.Rate.N)), kv("Per", duration(q.Rate.Per)))))
+	}
+	if q.LimitKey != "" {
+		fields = append(fields, kv("LimitKey", jen.Lit(q.LimitKey)))
 	}
 	return fields
 }

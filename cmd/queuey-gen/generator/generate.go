@@ -119,8 +119,9 @@ func comparePositioned(a, b string) int {
 	)
 }
 
-// checkJob reports the fields of j that msgpack cannot carry and the names
-// Generate would declare for j that p already declares.
+// checkJob reports the fields of j that msgpack cannot carry, the names
+// Generate would declare for j that p already declares, and a limit_key=
+// that names no field a limit key can be read from.
 func checkJob(p *packages.Package, j annotations.Job) []string {
 	obj, ok := p.Types.Scope().Lookup(j.Type).(*types.TypeName)
 	if !ok {
@@ -138,6 +139,7 @@ func checkJob(p *packages.Package, j annotations.Job) []string {
 	}
 
 	st := obj.Type().Underlying().(*types.Struct)
+	msgs = append(msgs, checkLimitKey(p, j, st)...)
 	qual := types.RelativeTo(p.Types)
 	for _, pr := range checkJobFields(obj.Type().(*types.Named), j.Type) {
 		msgs = append(msgs, fmt.Sprintf("%s: field %s (%s) cannot be carried by msgpack: %s",
