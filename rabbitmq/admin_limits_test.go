@@ -1,0 +1,179 @@
+package rabbitmq_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuey/queuey/admin"
+	"github.com/queuey/queuey/internal/testenv/eventually"
+	"github.com/queuey/queuey/rabbitmq"
+	"github.com/queuey/queuey/runtime"
+)
+
+// limitQueues makes by hand, on connections of its own, the queues that
+// hold queue q's global limits as the names of the limits' design have
+// them, in a known state, and deletes them when t ends:
+//
+//   - Limit: 2 tokens, both held (unacked by basic.get), 2 jobs waiting
+//     (consumers of the token queue);
+//   - Rate 3/m: 1 token ready, 2 waiting out their minute in the return
+//     queue;
+//   - keys: key "a" held (its lease message unacked by the active
+//     consumer of its single-active-consumer queue) with 2 more
+//     consumers waiting; a hashed key idle (its lease message ready, no
+//     consumer); and "queuey.lease.key.<q>.b.c", the key "c" of queue
+//     "<q>.b", which is not q's.
+//
+// It returns the state LimitStates should read for q.
+func limitQueues(t *testing.T, q string) admin.LimitState {
+	t.Helper()
+	sum := sha256.Sum256([]byte("a key with spaces"))
+	hashed := "queuey.lease.key." + q + ".x." + hex.EncodeToString(sum[:16])
+	names := []string{
+		"queuey.limit." + q, "queuey.limit." + q + ".ledger",
+		"queuey.rate." + q, "queuey.rate." + q + ".ledger", "queuey.rate." + q + ".m",
+		"queuey.lease.key." + q + ".a", hashed, "queuey.lease.key." + q + ".b.c",
+	}
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(amqpURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for _, n := range names {
+			if ch, err := conn.Channel(); err == nil {
+				_, _ = ch.QueueDelete(n, false, false, false)
+				ch.Close()
+			}
+		}
+	})
+	ch := rawChannel(t)
+	declare := func(name string, args amqp.Table) {
+		t.Helper()
+		if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
+			t.Fatalf("declare %s: %v", name, err)
+		}
+	}
+	publish := func(name, body string, n int) {
+		t.Helper()
+		for range n {
+			if err := ch.PublishWithContext(ctxT(t), "", name, false, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body)}); err != nil {
+				t.Fatalf("publish to %s: %v", name, err)
+			}
+		}
+	}
+	limit, rate := "queuey.limit."+q, "queuey.rate."+q
+	declare(limit, nil)
+	declare(limit+".ledger", nil)
+	declare(rate, nil)
+	declare(rate+".ledger", nil)
+	declare(rate+".m", amqp.Table{"x-message-ttl": int64(time.Minute / time.Millisecond), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": rate})
+	sac := amqp.Table{"x-single-active-consumer": true}
+	for _, n := range names[5:] {
+		declare(n, sac)
+	}
+	publish(limit, "token", 2)
+	publish(limit+".ledger", "2", 1)
+	publish(rate, "token", 1)
+	publish(rate+".ledger", "3", 1)
+	publish(rate+".m", "token", 2)
+	for _, n := range names[5:] {
+		publish(n, "", 1)
+	}
+	// Wait until the publishes are in, by a passive declare of each.
+	eventually.Nil(t, wait, func() error {
+		if n := queueLen(t, ch, limit); n != 2 {
+			return fmt.Errorf("%s holds %d, want 2", limit, n)
+		}
+		if n := queueLen(t, ch, rate+".m"); n != 2 {
+			return fmt.Errorf("%s holds %d, want 2", rate+".m", n)
+		}
+		return nil
+	}, "the limit's queues filled")
+
+	// Two jobs hold the Limit's tokens, two more wait for one.
+	holder := rawChannel(t)
+	for range 2 {
+		if _, ok, err := holder.Get(limit, false); err != nil || !ok {
+			t.Fatalf("take a token: %v, %v", ok, err)
+		}
+	}
+	for i := range 2 {
+		c := rawChannel(t)
+		if _, err := c.Consume(limit, fmt.Sprintf("waiting-%d", i), false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Key "a" is held by the first of three consumers.
+	key := "queuey.lease.key." + q + ".a"
+	var got <-chan amqp.Delivery
+	for i := range 3 {
+		c := rawChannel(t)
+		if err := c.Qos(1, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Consume(key, "", false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			got = d
+		}
+	}
+	within(t, got, "the key's lease")
+	return admin.LimitState{
+		Queue: q, Limit: 2, InUse: 2, Waiting: 2,
+		Rate: runtime.Rate{N: 3, Per: time.Minute}, RateReady: 1, RateWaiting: 0,
+		KeysHeld: 1, KeysWaiting: 2,
+	}
+}
+
+// TestLimitStates: the global limits' state is read from the queues that
+// hold them, for the queues asked for and, asked for none, for every
+// limited queue found by its queues' names; a queue without limits is
+// left out; without the management API it is admin.ErrCannotList.
+func TestLimitStates(t *testing.T) {
+	b := dial(t, rabbitmq.Options{})
+	q := queueName(t)
+	want := limitQueues(t, q)
+	cfg := runtime.QueueConfig{Name: q, Limit: 5, Rate: runtime.Rate{N: 3, Per: time.Minute}, LimitKey: "Customer"}
+	plain := runtime.QueueConfig{Name: q + ".plain"}
+
+	eventually.Nil(t, wait, func() error {
+		got, err := b.LimitStates(ctxT(t), []runtime.QueueConfig{plain, cfg})
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || got[0] != want {
+			return fmt.Errorf("LimitStates of the queue = %+v, want [%+v]", got, want)
+		}
+		return nil
+	}, "the limits' state of the queue asked for")
+
+	all, err := b.LimitStates(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(all, func(s admin.LimitState) bool { return s.Queue == q }); i < 0 || all[i] != want {
+		t.Errorf("LimitStates of every queue: %+v, want %+v among them", all, want)
+	}
+	if i := slices.IndexFunc(all, func(s admin.LimitState) bool { return s.Queue == q+".b" }); i < 0 || all[i] != (admin.LimitState{Queue: q + ".b"}) {
+		t.Errorf("LimitStates of every queue: %+v, want the idle key of %q among them", all, q+".b")
+	}
+	if !slices.IsSortedFunc(all, func(a, b admin.LimitState) int { return strings.Compare(a.Queue, b.Queue) }) {
+		t.Errorf("LimitStates of every queue are not sorted by name: %+v", all)
+	}
+
+	off := dial(t, rabbitmq.Options{ManagementURL: rabbitmq.ManagementOff})
+	if got, err := off.LimitStates(ctxT(t), []runtime.QueueConfig{cfg}); !errors.Is(err, admin.ErrCannotList) || got != nil {
+		t.Errorf("LimitStates without the management API = %+v, %v; want ErrCannotList", got, err)
+	}
+}
