@@ -36,7 +36,8 @@ var _ admin.LimitReader = (*Backend)(nil)
 //     and those in its return queues, waiting out their period. Rate.Per
 //     is queues' Rate.Per when its return queue exists or none does, else
 //     the period of the return queue that holds the most tokens (zero
-//     when no return queue exists and queues says none). RateReady is the
+//     when no return queue exists, as before the first start under the
+//     rate, and queues says none). RateReady is the
 //     token queue's ready tokens, RateWaiting its consumers.
 //   - KeysHeld is how many of the queue's key lease queues have their
 //     lease message unacked (held by a running job); KeysWaiting is their
