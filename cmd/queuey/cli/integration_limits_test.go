@@ -83,7 +83,8 @@ func limitQueues(t *testing.T, url, q string) {
 
 // TestBrokerQueuesLimits: queuey queues shows the global limits of a
 // limited queue, found by the queues that hold them, as a table and in
-// --json; an unlimited queue has none.
+// --json, or says that they could not be read without the management
+// API; an unlimited queue has none.
 func TestBrokerQueuesLimits(t *testing.T) {
 	bq := newBrokerQueue(t)
 	limitQueues(t, bq.url, bq.q.Name)
@@ -132,6 +133,12 @@ func TestBrokerQueuesLimits(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(bq.q.Name) + `\s+3\s+1\s+0\s+5/s\s+5\s+0\s+1\s+1\s*$`)
 	if r.code != 0 || !strings.Contains(r.out, "global limits") || !strings.Contains(r.out, "KEYS_WAITING") || !row.MatchString(r.out) {
 		t.Errorf("queues: exit %d, want 0 and a row of the queue's limits:\n%s%s", r.code, r.out, r.err)
+	}
+
+	// Without the management API the limits cannot be read: a note says so.
+	r = bq.cli(ctxT(t), cli.Env{}, "--management-url", "http://guest:guest@127.0.0.1:1/", "queues", bq.q.Name)
+	if r.code != 0 || !strings.Contains(r.out, "note: global limits could not be read: ") || strings.Contains(r.out, "KEYS_WAITING") {
+		t.Errorf("queues without the management API: exit %d, want 0 and a note that the limits could not be read:\n%s%s", r.code, r.out, r.err)
 	}
 
 	other := newBrokerQueue(t)
