@@ -63,8 +63,8 @@ type Config struct {
 	// queuey.limit.* gauges of the global limits (runtime.QueueConfig's
 	// Limit, Rate and LimitKey) of LimitQueues, or of every limited queue
 	// the backend finds when LimitQueues is empty, by queue. The RabbitMQ
-	// backend implements admin.LimitReader at one listing of the
-	// management API's per collection.
+	// backend implements admin.LimitReader at two listings of the
+	// management API's (queues, consumers) per collection.
 	Limits admin.LimitReader
 	// LimitQueues are the queues whose global limits Limits reads; their
 	// configs say which limits each has.

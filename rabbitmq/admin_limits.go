@@ -17,8 +17,9 @@ import (
 var _ admin.LimitReader = (*Backend)(nil)
 
 // LimitStates reads the global limits of queues (of every limited queue
-// on the broker when queues is empty) from the management API's listing
-// of the queues that hold them (see limit_names.go), in one request:
+// on the broker when queues is empty) from the management API's listings
+// of the queues that hold them (see limit_names.go) and of their
+// consumers, in two requests:
 //
 //   - Limit is the count of the Limit's tokens on the broker: the ready and
 //     unacked messages of its token queue. That is the count its ledger
@@ -28,27 +29,29 @@ var _ admin.LimitReader = (*Backend)(nil)
 //     from its queue for the read, and a worker that mints meanwhile would
 //     find no ledger and mint the whole Limit again.
 //   - InUse is the unacked tokens (held by running jobs); Waiting is the
-//     token queue's consumers: each waiting job has one, and a job that
-//     holds its token has cancelled its own. A worker that retires tokens
-//     of a lowered Limit consumes the token queue too, and counts as one
-//     waiting job meanwhile.
+//     consumers attached to the token queue: each waiting job has one, and
+//     a job that holds its token has cancelled its own. They are counted in
+//     the listing of consumers, not by the queue's consumer count, which
+//     for a quorum queue also counts a cancelled consumer while it holds a
+//     token. A worker that retires tokens of a lowered Limit consumes the
+//     token queue too, and counts as one waiting job meanwhile.
 //   - Rate.N is the count of the Rate's tokens: those in its token queue
 //     and those in its return queues, waiting out their period. Rate.Per
 //     is queues' Rate.Per when its return queue exists or none does, else
-//     the period of the return queue that holds the most tokens (zero
-//     when no return queue exists, as before the first start under the
-//     rate, and queues says none). RateReady is the
-//     token queue's ready tokens, RateWaiting its consumers.
+//     the period of the return queue that holds the most tokens; zero when
+//     no return queue exists (as before the first start under the rate)
+//     and queues says none. RateReady is the token queue's ready tokens,
+//     RateWaiting its consumers.
 //   - KeysHeld is how many of the queue's key lease queues have their
 //     lease message unacked (held by a running job); KeysWaiting is their
 //     consumers beyond the holder, one per waiting job.
 //
-// The counts are the management API's, which lag the broker by up to its
-// statistics interval (5 s by default). Without the API, LimitStates
-// returns an error wrapping admin.ErrCannotList. When queues is empty, a
-// Limit or Rate is found by its token and ledger queues, both present,
-// and a LimitKey by its lease queues, present only while a key is held or
-// waited for, or until they expire when idle.
+// The message counts are the management API's, which lag the broker by
+// up to its statistics interval (5 s by default). Without the API,
+// LimitStates returns an error wrapping admin.ErrCannotList. When queues
+// is empty, a Limit or Rate is found by its token and ledger queues, both
+// present, and a LimitKey by its lease queues, present only while a key
+// is held or waited for, or until they expire when idle.
 func (b *Backend) LimitStates(ctx context.Context, queues []runtime.QueueConfig) ([]admin.LimitState, error) {
 	return b.ops.limitStates(ctx, queues)
 }
@@ -59,7 +62,15 @@ func (o *ops) limitStates(ctx context.Context, queues []runtime.QueueConfig) ([]
 	if err != nil {
 		return nil, fmt.Errorf("global limits: %w", err)
 	}
-	l := newLimitListing(qs)
+	c, err := o.api.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("global limits: %w", err)
+	}
+	cs, err := c.Consumers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("global limits: %w: %v", admin.ErrCannotList, err)
+	}
+	l := newLimitListing(qs, cs)
 	if len(queues) == 0 {
 		queues = l.limited()
 	}
@@ -76,12 +87,17 @@ func (o *ops) limitStates(ctx context.Context, queues []runtime.QueueConfig) ([]
 // queues, for reading global limits.
 type limitListing struct {
 	byName map[string]mgmt.Queue
+	// consumers counts the consumers attached to each queue.
+	consumers map[string]int
 	// keys are the limit key lease queues, by the queue they are of.
 	keys map[string][]mgmt.Queue
 }
 
-func newLimitListing(qs []mgmt.Queue) *limitListing {
-	l := &limitListing{byName: make(map[string]mgmt.Queue, len(qs)), keys: map[string][]mgmt.Queue{}}
+func newLimitListing(qs []mgmt.Queue, cs []mgmt.Consumer) *limitListing {
+	l := &limitListing{byName: make(map[string]mgmt.Queue, len(qs)), consumers: map[string]int{}, keys: map[string][]mgmt.Queue{}}
+	for _, c := range cs {
+		l.consumers[c.Queue.Name]++
+	}
 	for _, q := range qs {
 		l.byName[q.Name] = q
 	}
@@ -176,7 +192,7 @@ func (l *limitListing) state(q runtime.QueueConfig) admin.LimitState {
 		if t, ok := l.byName[limitTokenQueue(q.Name)]; ok {
 			st.Limit = t.Ready + t.Unacked
 			st.InUse = t.Unacked
-			st.Waiting = t.Consumers
+			st.Waiting = l.consumers[t.Name]
 		}
 	}
 	if !q.Rate.IsZero() {
@@ -184,7 +200,7 @@ func (l *limitListing) state(q runtime.QueueConfig) admin.LimitState {
 		if t, ok := l.byName[rateTokenQueue(q.Name)]; ok {
 			n = t.Ready + t.Unacked
 			st.RateReady = t.Ready
-			st.RateWaiting = t.Consumers
+			st.RateWaiting = l.consumers[t.Name]
 		}
 		per, most := time.Duration(0), -1
 		for _, p := range ratePeriods {
@@ -211,7 +227,7 @@ func (l *limitListing) state(q runtime.QueueConfig) admin.LimitState {
 				held = 1
 			}
 			st.KeysHeld += held
-			st.KeysWaiting += max(0, k.Consumers-held)
+			st.KeysWaiting += max(0, l.consumers[k.Name]-held)
 		}
 	}
 	return st

@@ -33,7 +33,7 @@ func TestKeyQueueOf(t *testing.T) {
 		for _, q := range c.queues {
 			qs = append(qs, mgmt.Queue{Name: q})
 		}
-		l := newLimitListing(qs)
+		l := newLimitListing(qs, nil)
 		got, ok := l.keyQueueOf(c.name)
 		if !ok {
 			got = ""

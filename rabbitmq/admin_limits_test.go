@@ -22,8 +22,9 @@ import (
 // hold queue q's global limits as the names of the limits' design have
 // them, in a known state, and deletes them when t ends:
 //
-//   - Limit: 2 tokens, both held (unacked by basic.get), 2 jobs waiting
-//     (consumers of the token queue);
+//   - Limit: 2 tokens, both held (unacked by a consumer cancelled once
+//     it got its token, which a quorum queue still counts among its
+//     consumers), 2 jobs waiting (consumers of the token queue);
 //   - Rate 3/m: 1 token ready, 2 waiting out their minute in the return
 //     queue;
 //   - keys: key "a" held (its lease message unacked by the active
@@ -32,8 +33,9 @@ import (
 //     consumer); and "queuey.lease.key.<q>.b.c", the key "c" of queue
 //     "<q>.b", which is not q's.
 //
-// It returns the state LimitStates should read for q.
-func limitQueues(t *testing.T, q string) admin.LimitState {
+// Each queue is of type typ. It returns the state LimitStates should
+// read for q.
+func limitQueues(t *testing.T, q string, typ runtime.QueueType) admin.LimitState {
 	t.Helper()
 	sum := sha256.Sum256([]byte("a key with spaces"))
 	hashed := "queuey.lease.key." + q + ".x." + hex.EncodeToString(sum[:16])
@@ -58,6 +60,10 @@ func limitQueues(t *testing.T, q string) admin.LimitState {
 	ch := rawChannel(t)
 	declare := func(name string, args amqp.Table) {
 		t.Helper()
+		if args == nil {
+			args = amqp.Table{}
+		}
+		args["x-queue-type"] = string(typ)
 		if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 			t.Fatalf("declare %s: %v", name, err)
 		}
@@ -99,11 +105,22 @@ func limitQueues(t *testing.T, q string) admin.LimitState {
 		return nil
 	}, "the limit's queues filled")
 
-	// Two jobs hold the Limit's tokens, two more wait for one.
-	holder := rawChannel(t)
-	for range 2 {
-		if _, ok, err := holder.Get(limit, false); err != nil || !ok {
-			t.Fatalf("take a token: %v, %v", ok, err)
+	// Two jobs hold the Limit's tokens, as a worker takes one: consume
+	// with prefetch 1, cancel the consumer once a token came. Two more
+	// wait for one.
+	for i := range 2 {
+		c := rawChannel(t)
+		if err := c.Qos(1, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		tag := fmt.Sprintf("holder-%d", i)
+		d, err := c.Consume(limit, tag, false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		within(t, d, "a token")
+		if err := c.Cancel(tag, false); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for i := range 2 {
@@ -139,11 +156,19 @@ func limitQueues(t *testing.T, q string) admin.LimitState {
 // TestLimitStates: the global limits' state is read from the queues that
 // hold them, for the queues asked for and, asked for none, for every
 // limited queue found by its queues' names; a queue without limits is
-// left out; without the management API it is admin.ErrCannotList.
+// left out; without the management API it is admin.ErrCannotList. The
+// queues that hold the limits are classic or quorum, as the limited
+// queue is.
 func TestLimitStates(t *testing.T) {
+	for _, typ := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
+		t.Run(string(typ), func(t *testing.T) { testLimitStates(t, typ) })
+	}
+}
+
+func testLimitStates(t *testing.T, typ runtime.QueueType) {
 	b := dial(t, rabbitmq.Options{})
 	q := queueName(t)
-	want := limitQueues(t, q)
+	want := limitQueues(t, q, typ)
 	cfg := runtime.QueueConfig{Name: q, Limit: 5, Rate: runtime.Rate{N: 3, Per: time.Minute}, LimitKey: "Customer"}
 	plain := runtime.QueueConfig{Name: q + ".plain"}
 
