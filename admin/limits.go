@@ -18,9 +18,11 @@ type LimitState = runtime.LimitState
 type LimitReader interface {
 	// LimitStates returns the state of the limits of each of queues that
 	// has any (runtime.QueueConfig.Limited), in the order given; with no
-	// queues, of every queue whose limits the backend can find, sorted by
-	// name. A backend that cannot read what other processes hold (RabbitMQ
-	// without its management API) returns an error wrapping
+	// queues, of every limited queue the backend finds by itself, sorted
+	// by name: the RabbitMQ backend finds them on the broker, by the
+	// queues that hold their limits; a backend that cannot find them
+	// returns none. A backend that cannot read what other processes hold
+	// (RabbitMQ without its management API) returns an error wrapping
 	// ErrCannotList.
 	LimitStates(ctx context.Context, queues []runtime.QueueConfig) ([]LimitState, error)
 }

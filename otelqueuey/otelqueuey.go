@@ -67,7 +67,10 @@ type Config struct {
 	// management API's (queues, consumers) per collection.
 	Limits admin.LimitReader
 	// LimitQueues are the queues whose global limits Limits reads; their
-	// configs say which limits each has.
+	// configs say which limits each has. Empty means every limited queue
+	// the backend finds by itself (admin.LimitReader): on RabbitMQ, those
+	// on the broker; a backend that finds none (the memory backend) needs
+	// them named here.
 	LimitQueues []runtime.QueueConfig
 }
 
