@@ -206,6 +206,11 @@ func limitNames(q runtime.QueueConfig) (token, ledgerQ string) {
 	return token, ledgerQ
 }
 
+// limitQueuesOf is rabbitmq.LimitQueues of q's name.
+func limitQueuesOf(q runtime.QueueConfig) (limitToken, limitLedger, rateToken, rateLedger string, all []string) {
+	return rabbitmq.LimitQueues(q.Name)
+}
+
 // TestLimitMintedOnce: five workers that start at once mint the Limit's
 // tokens once: the ledger says N and the token queue holds N.
 func TestLimitMintedOnce(t *testing.T) {
