@@ -1,12 +1,14 @@
 package rabbitmq_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,5 +202,83 @@ func testLimitStates(t *testing.T, typ runtime.QueueType) {
 	off := dial(t, rabbitmq.Options{ManagementURL: rabbitmq.ManagementOff})
 	if got, err := off.LimitStates(ctxT(t), []runtime.QueueConfig{cfg}); !errors.Is(err, admin.ErrCannotList) || got != nil {
 		t.Errorf("LimitStates without the management API = %+v, %v; want ErrCannotList", got, err)
+	}
+}
+
+// TestLimitStatesOfPermits: LimitStates reads the limits as workers hold
+// them through AcquirePermit: tokens in use and jobs waiting for one, the
+// rate's starts spent, and keys held and waited for; once the permits are
+// released, none is in use and none waits.
+func TestLimitStatesOfPermits(t *testing.T) {
+	for _, typ := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
+		t.Run(string(typ), func(t *testing.T) {
+			q := limitedQueue(t, typ, 2, runtime.Rate{N: 5, Per: time.Minute})
+			q.LimitKey = "Customer"
+			t.Cleanup(func() {
+				for _, k := range []string{"a", "b", "c"} {
+					deleteQueues(rabbitmq.KeyLeaseQueue(q.Name, k))
+				}
+			})
+			bs := dialN(t, 2)
+			a := acquire(t, bs[0], q, "a")
+			b := acquire(t, bs[1], q, "b")
+
+			// Two more wait: one for key a, one (holding key c) for a token.
+			ctx, cancel := context.WithCancel(ctxT(t))
+			var wg sync.WaitGroup
+			waiters := make(chan runtime.Permit, 2)
+			for i, key := range []string{"a", "c"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, err := bs[i].AcquirePermit(ctx, q, key)
+					if err == nil {
+						waiters <- p
+					}
+				}()
+			}
+			t.Cleanup(func() {
+				cancel()
+				wg.Wait()
+				close(waiters)
+				for p := range waiters {
+					p.Release()
+				}
+			})
+			want := admin.LimitState{
+				Queue: q.Name, Limit: 2, InUse: 2, Waiting: 1,
+				Rate: runtime.Rate{N: 5, Per: time.Minute}, RateReady: 3,
+				KeysHeld: 3, KeysWaiting: 1,
+			}
+			states := func() error {
+				got, err := bs[0].LimitStates(ctxT(t), []runtime.QueueConfig{q})
+				if err != nil {
+					return err
+				}
+				if len(got) != 1 || got[0] != want {
+					return fmt.Errorf("LimitStates = %+v, want [%+v]", got, want)
+				}
+				return nil
+			}
+			eventually.Nil(t, wait, states, "the limits as the permits hold them")
+			all, err := bs[1].LimitStates(ctxT(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(all, func(s admin.LimitState) bool { return s.Queue == q.Name }); i < 0 || all[i] != want {
+				t.Errorf("LimitStates of every queue: %+v, want %+v among them", all, want)
+			}
+
+			a.Release()
+			b.Release()
+			// The waiters get theirs: key a's and then a token each.
+			for range 2 {
+				within(t, waiters, "a waiting permit").Release()
+			}
+			want = admin.LimitState{
+				Queue: q.Name, Limit: 2, Rate: runtime.Rate{N: 5, Per: time.Minute}, RateReady: 1,
+			}
+			eventually.Nil(t, wait, states, "the limits with every permit released")
+		})
 	}
 }
