@@ -14,7 +14,9 @@
 // jobs, for monitoring; QueueAdmin purges a queue's ready jobs and deletes
 // a queue with its waits. runtime.MemoryBackend and rabbitmq.Backend
 // implement all five. OutboxReader reads the backlog and dead rows of a
-// transactional outbox; outbox.StatsReader makes one.
+// transactional outbox; outbox.StatsReader makes one. LimitReader reads
+// how far each queue's global limits (runtime.QueueConfig's Limit, Rate
+// and LimitKey) are taken; rabbitmq.Backend implements it.
 //
 // Package runtime, whose memory backend implements them, imports no
 // operators' package: the types of this API (QueueStats, DeadLetterInfo,

@@ -56,6 +56,18 @@
 //	queuey.outbox.dead         jobs the relay could not publish, set aside
 //	queuey.outbox.oldest_age   age of the oldest pending job, seconds
 //
+// With Config.Limits, gauges of the global limits (runtime.QueueConfig's
+// Limit, Rate and LimitKey), with the attribute queue only:
+//
+//	queuey.limit.tokens        the Limit the backend holds: its tokens
+//	queuey.limit.in_use        of them, tokens held by running jobs
+//	queuey.limit.waiting       jobs waiting for a token
+//	queuey.limit.rate.tokens   the Rate's starts per period the backend holds
+//	queuey.limit.rate.ready    starts the Rate allows now
+//	queuey.limit.rate.waiting  jobs waiting for the Rate to allow a start
+//	queuey.limit.keys.held     limit keys with a running job
+//	queuey.limit.keys.waiting  jobs waiting for their limit key
+//
 // A failed run is counted twice, by design: once as failed and once as the
 // way it was settled (retried or dead_lettered). The counters and the
 // in-flight gauge are observable instruments over counts kept per queue

@@ -59,6 +59,19 @@ type Config struct {
 	// ladder and a listing of the management API's; the memory backend
 	// has no ladder.
 	Ladders admin.LadderAdmin
+	// Limits, when set, is read whenever metrics are collected: the
+	// queuey.limit.* gauges of the global limits (runtime.QueueConfig's
+	// Limit, Rate and LimitKey) of LimitQueues, or of every limited queue
+	// the backend finds when LimitQueues is empty, by queue. The RabbitMQ
+	// backend implements admin.LimitReader at two listings of the
+	// management API's (queues, consumers) per collection.
+	Limits admin.LimitReader
+	// LimitQueues are the queues whose global limits Limits reads; their
+	// configs say which limits each has. Empty means every limited queue
+	// the backend finds by itself (admin.LimitReader): on RabbitMQ, those
+	// on the broker; a backend that finds none (the memory backend) needs
+	// them named here.
+	LimitQueues []runtime.QueueConfig
 }
 
 // Instrumentation traces and measures a Producer through
@@ -73,6 +86,7 @@ type Instrumentation struct {
 	depth  metric.Registration // nil without Config.Depth
 	outbox metric.Registration // nil without Config.Outbox
 	ladder metric.Registration // nil without Config.Ladders
+	limits metric.Registration // nil without Config.Limits
 
 	attrs   sync.Map                 // jobKey -> *jobAttrs
 	byQueue sync.Map                 // queue name -> *jobAttrs of the first kind seen on it
@@ -129,14 +143,20 @@ func New(cfg Config) (*Instrumentation, error) {
 			return nil, fmt.Errorf("otelqueuey: %w", err)
 		}
 	}
+	if cfg.Limits != nil {
+		if in.limits, err = in.observeLimits(meter, cfg.Limits, cfg.LimitQueues); err != nil {
+			return nil, fmt.Errorf("otelqueuey: %w", err)
+		}
+	}
 	return in, nil
 }
 
-// Close stops counting queue depth and reading the outbox and the ladders. Spans and
+// Close stops counting queue depth and reading the outbox, the ladders
+// and the global limits. Spans and
 // counters keep working. Close is safe to call twice.
 func (in *Instrumentation) Close() error {
 	var errs []error
-	for _, r := range []*metric.Registration{&in.depth, &in.outbox, &in.ladder} {
+	for _, r := range []*metric.Registration{&in.depth, &in.outbox, &in.ladder, &in.limits} {
 		if *r != nil {
 			errs = append(errs, (*r).Unregister())
 			*r = nil

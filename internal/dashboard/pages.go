@@ -39,7 +39,7 @@ var funcs = template.FuncMap{
 }
 
 func parsePages() (*pages, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/outbox.html", "templates/ladders.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/outbox.html", "templates/ladders.html", "templates/limits.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: templates: %w", err)
 	}

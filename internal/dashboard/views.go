@@ -18,7 +18,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.failAdmin(w, r, "list queues", err)
 		return
 	}
-	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, ""), s.outboxPanel(r.Context()), s.laddersPanel(r.Context())})
+	s.render(w, http.StatusOK, "overview", "Queues", overviewView{snap, s.charts(samples, ""), s.outboxPanel(r.Context()), s.laddersPanel(r.Context()), s.limitsPanel(r.Context())})
 }
 
 // overviewView is what the overview shows.
@@ -28,6 +28,8 @@ type overviewView struct {
 	Outbox *outboxView // nil without Options.Outbox
 	// Ladders is nil when the backend has no delay ladder.
 	Ladders *laddersView
+	// Limits is nil when the backend holds no global limit.
+	Limits *limitsView
 }
 
 // charts renders the charts of all queues, or of queue when not empty.

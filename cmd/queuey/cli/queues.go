@@ -69,6 +69,8 @@ type queuesJSON struct {
 	Notes []string `json:"notes"`
 	// Ladders are the delay ladders, with their unrouted waits.
 	Ladders []admin.LadderStats `json:"ladders"`
+	// Limits are the global limits of the queues shown that have any.
+	Limits []limitJSON `json:"limits"`
 }
 
 // known is n, or nil when it is admin.NotSeen.
@@ -194,15 +196,20 @@ func (c *queuesListCmd) Run(r *run) error {
 	if err != nil {
 		return err
 	}
+	limits, limNotes, err := r.queueLimits(be, annotated, rows)
+	if err != nil {
+		return err
+	}
+	lnotes = append(lnotes, limNotes...)
 	if r.g.JSON {
 		if notes == nil {
 			notes = []string{}
 		}
-		if err := r.printJSON(queuesJSON{Queues: rows, Notes: append(notes, lnotes...), Ladders: ladders}); err != nil {
+		if err := r.printJSON(queuesJSON{Queues: rows, Notes: append(notes, lnotes...), Ladders: ladders, Limits: limits}); err != nil {
 			return err
 		}
 	} else {
-		r.queuesTable(rows, append(notes, lnotes...))
+		r.queuesTable(rows, limits, append(notes, lnotes...))
 	}
 	if len(unknown) > 0 {
 		quoted := make([]string, len(unknown))
@@ -290,7 +297,7 @@ func cannotList(err error) string {
 // capitals.
 var queuesHeaders = []string{"QUEUE", "KIND", "PAUSED", "READY", "UNACKED", "WAITING", "NEXT_RELEASE_BY", "DEAD", "CONSUMERS"}
 
-func (r *run) queuesTable(rows []queueJSON, notes []string) {
+func (r *run) queuesTable(rows []queueJSON, limits []limitJSON, notes []string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(r.env.Stdout, "no queues")
 		for _, n := range notes {
@@ -334,6 +341,7 @@ func (r *run) queuesTable(rows []queueJSON, notes []string) {
 		}
 	}
 	table(r.env.Stdout, queuesHeaders, cells)
+	r.limitsTable(limits)
 	for _, n := range byQueue {
 		notes = append(notes, strings.Join(n.queues, ", ")+": "+n.note)
 	}

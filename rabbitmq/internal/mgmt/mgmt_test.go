@@ -65,3 +65,25 @@ func TestQueues(t *testing.T) {
 		t.Errorf("closed server: %v", err)
 	}
 }
+
+// TestConsumers: the consumers of the client's virtual host are listed
+// with the queue each consumes.
+func TestConsumers(t *testing.T) {
+	var gotPath, gotColumns string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath, gotColumns = r.URL.EscapedPath(), r.URL.Query().Get("columns")
+		_, _ = w.Write([]byte(`[{"consumer_tag":"a","queue":{"name":"q1"}},{"consumer_tag":"b","queue":{"name":"q2"}}]`))
+	}))
+	defer srv.Close()
+	c, err := mgmt.New(srv.URL, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Consumers(context.Background())
+	if err != nil || len(cs) != 2 || cs[0].Tag != "a" || cs[0].Queue.Name != "q1" || cs[1].Queue.Name != "q2" {
+		t.Fatalf("Consumers = %+v, %v", cs, err)
+	}
+	if gotPath != "/api/consumers/jobs" || gotColumns != "consumer_tag,queue.name" {
+		t.Errorf("request path %q columns %q, want /api/consumers/jobs and consumer_tag,queue.name", gotPath, gotColumns)
+	}
+}
