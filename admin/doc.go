@@ -16,7 +16,8 @@
 // implement all five. OutboxReader reads the backlog and dead rows of a
 // transactional outbox; outbox.StatsReader makes one. LimitReader reads
 // how far each queue's global limits (runtime.QueueConfig's Limit, Rate
-// and LimitKey) are taken; rabbitmq.Backend implements it.
+// and LimitKey) are taken; runtime.MemoryBackend and rabbitmq.Backend
+// implement it.
 //
 // Package runtime, whose memory backend implements them, imports no
 // operators' package: the types of this API (QueueStats, DeadLetterInfo,

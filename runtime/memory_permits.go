@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/queuey/queuey/internal/clock"
 )
@@ -17,6 +19,7 @@ var _ Limiter = (*MemoryBackend)(nil)
 
 // memLimit is the state of one queue's limits.
 type memLimit struct {
+	cfg   QueueConfig // the last config a permit was asked with
 	limit memSem
 	rate  memSem
 	keys  map[string]*memSem
@@ -120,6 +123,7 @@ func (b *MemoryBackend) limitLocked(q QueueConfig) *memLimit {
 		l = &memLimit{keys: map[string]*memSem{}}
 		b.limits[q.Name] = l
 	}
+	l.cfg = q
 	l.limit.n = q.Limit
 	l.rate.n = q.Rate.N
 	l.limit.grantLocked()
@@ -231,10 +235,17 @@ func (p *memPermit) Release() {
 }
 
 // LimitStates returns the state of the global limits of each of queues
-// that has some, in the order given.
+// that has some, in the order given; with no queues, of every queue a
+// permit was asked for, sorted by name (admin.LimitReader).
 func (b *MemoryBackend) LimitStates(ctx context.Context, queues []QueueConfig) ([]LimitState, error) {
 	b.mu.Lock()
 	defer b.unlock()
+	if len(queues) == 0 {
+		for _, l := range b.limits {
+			queues = append(queues, l.cfg)
+		}
+		slices.SortFunc(queues, func(a, b QueueConfig) int { return strings.Compare(a.Name, b.Name) })
+	}
 	var out []LimitState
 	for _, q := range queues {
 		if !q.Limited() {

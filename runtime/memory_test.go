@@ -22,6 +22,7 @@ var (
 	_ admin.LadderAdmin     = (*runtime.MemoryBackend)(nil)
 	_ admin.Pauser          = (*runtime.MemoryBackend)(nil)
 	_ admin.QueueAdmin      = (*runtime.MemoryBackend)(nil)
+	_ admin.LimitReader     = (*runtime.MemoryBackend)(nil)
 	_ admin.ReadyCounter    = (*runtime.MemoryBackend)(nil)
 )
 
