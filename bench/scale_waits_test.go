@@ -261,7 +261,7 @@ func deleteRow(b *testing.B, name string, m waitMode) {
 		return
 	}
 	defer conn.Close()
-	exchanges := []string{lp + "deliver", lp + "unrouted"}
+	exchanges := []string{lp + "deliver", lp + "unrouted", lp + "enter"}
 	for level := range waits.Levels(waitGranularity) {
 		exchanges = append(exchanges, fmt.Sprintf("%s%02d", lp, level))
 	}
