@@ -69,12 +69,21 @@ type deferCounter struct {
 	want int64
 	n    atomic.Int64
 	done chan struct{}
+	// first is when the first deferral settled, in Unix nanoseconds.
+	first atomic.Int64
 }
 
 func (c *deferCounter) Start(ctx context.Context, _ *runtime.Envelope) context.Context { return ctx }
 
 func (c *deferCounter) Outcome(_ context.Context, o runtime.Outcome) {
-	if o.Kind == runtime.OutcomeDeferred && c.n.Add(1) == c.want {
+	if o.Kind != runtime.OutcomeDeferred {
+		return
+	}
+	n := c.n.Add(1)
+	if n == 1 {
+		c.first.Store(time.Now().UnixNano())
+	}
+	if n == c.want {
 		close(c.done)
 	}
 }

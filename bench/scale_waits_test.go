@@ -60,7 +60,13 @@ var distinctWaits = flag.Int("distinct-waits", 1000, "waits of distinct delays i
 //     deferrals settled per second, from the worker's start to the last
 //     deferral confirmed, and the broker's CPU per deferral
 //     (broker-µs/wait: the broker's process over the same span, with
-//     whatever else it served meanwhile).
+//     whatever else it served meanwhile) and this process's
+//     (client-µs/wait: the worker, the client library and the garbage
+//     collector). The span starts with the worker's start (its declares,
+//     its consumer's registration), which on a loaded 2-core machine took
+//     40 to 190ms of a row's 250 to 700ms: first-ms is the time to the
+//     first deferral settled, and after-first/s the rate of the others
+//     after it, the deferrals' own pace.
 //   - defer/shared/<mode>: the same with one delay (1,000s) for every job.
 //   - waits/1000/<mode>: 1,000 delayed enqueues (-distinct-waits), 64 at
 //     once, each with a delay of its own (1s, 2s, ...), nothing consuming: waits per
@@ -102,20 +108,25 @@ func modeQueue(name string, m waitMode) runtime.QueueConfig {
 
 func benchModeDefers(b *testing.B, m waitMode, delayOf func(n int) time.Duration) {
 	requireBroker(b)
-	var total time.Duration
-	var brokerCPU float64
+	var total, first time.Duration
+	var brokerCPU, clientCPU float64
 	for i := 0; b.Loop(); i++ {
 		name := uniqueBenchName("scale-waits-defer", i)
-		elapsed, span := modeDefersOnce(b, name, m, delayOf)
+		elapsed, toFirst, span := modeDefersOnce(b, name, m, delayOf)
 		total += elapsed
+		first += toFirst
 		brokerCPU += span.PerJob(span.ServerCPU)
+		clientCPU += span.PerJob(span.ClientCPU)
 	}
 	b.ReportMetric(float64(b.N*scaleDefers)/total.Seconds(), "deferrals/s")
+	b.ReportMetric(first.Seconds()*1000/float64(b.N), "first-ms")
+	b.ReportMetric(float64(b.N*(scaleDefers-1))/(total-first).Seconds(), "after-first/s")
 	b.ReportMetric(brokerCPU/float64(b.N), "broker-µs/wait")
+	b.ReportMetric(clientCPU/float64(b.N), "client-µs/wait")
 	b.ReportMetric(0, "ns/op")
 }
 
-func modeDefersOnce(b *testing.B, name string, m waitMode, delayOf func(n int) time.Duration) (time.Duration, e2e.Span) {
+func modeDefersOnce(b *testing.B, name string, m waitMode, delayOf func(n int) time.Duration) (elapsed, first time.Duration, _ e2e.Span) {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
 	be := dialBroker(b, ctx, rabbitmq.Options{Granularity: waitGranularity})
@@ -150,13 +161,14 @@ func modeDefersOnce(b *testing.B, name string, m waitMode, delayOf func(n int) t
 	case <-ctx.Done():
 		b.Fatalf("%d of %d deferrals settled within %v", c.n.Load(), scaleDefers, benchWait)
 	}
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	span := mark.Stop(scaleDefers)
+	first = time.Unix(0, c.first.Load()).Sub(start)
 	stop()
 	if err := <-errc; err != nil {
 		b.Fatal(err)
 	}
-	return elapsed, span
+	return elapsed, first, span
 }
 
 func benchDistinctWaits(b *testing.B, m waitMode) {
@@ -214,19 +226,24 @@ func distinctWaitsOnce(b *testing.B, name string, m waitMode) distinctResult {
 	return r
 }
 
-// ladderPrefix is the start of the names of the ladder of mode m at the
-// rows' granularity, with its trailing dot; "" when m holds no ladder.
-func ladderPrefix(m waitMode) string {
+// ladderPrefix is the start of the names of the ladder of mode m at
+// granularity g, with its trailing dot; "" when m holds no ladder.
+func ladderPrefix(m waitMode, g time.Duration) string {
 	if m.delay != runtime.DelayLadder {
 		return ""
 	}
-	return fmt.Sprintf("queuey.ladder.%s.%dms.", m.qt, waitGranularity.Milliseconds())
+	return fmt.Sprintf("queuey.ladder.%s.%dms.", m.qt, g.Milliseconds())
 }
 
 // rowQueues lists, through the management API, the broker's queues of
 // the row of queue name in mode m: name and every queue named after it,
 // and the row's ladder.
 func rowQueues(b *testing.B, name string, m waitMode) []string {
+	return rowQueuesAt(b, name, m, waitGranularity)
+}
+
+// rowQueuesAt is rowQueues of a row whose ladder's granularity is g.
+func rowQueuesAt(b *testing.B, name string, m waitMode, g time.Duration) []string {
 	b.Helper()
 	body, err := managementAPI{base: brokertest.ManagementURL()}.do(http.MethodGet, "api/queues/%2F?columns=name", nil)
 	if err != nil {
@@ -238,7 +255,7 @@ func rowQueues(b *testing.B, name string, m waitMode) []string {
 	if err := json.Unmarshal(body, &all); err != nil {
 		b.Fatalf("list queues: %v", err)
 	}
-	lp := ladderPrefix(m)
+	lp := ladderPrefix(m, g)
 	var names []string
 	for _, q := range all {
 		if q.Name == name || strings.HasPrefix(q.Name, name+".") || (lp != "" && strings.HasPrefix(q.Name, lp)) {
@@ -250,9 +267,12 @@ func rowQueues(b *testing.B, name string, m waitMode) []string {
 
 // deleteRow deletes the queues of the row of queue name in mode m, and
 // its ladder's exchanges: what the row made, and nothing else.
-func deleteRow(b *testing.B, name string, m waitMode) {
-	brokertest.DeleteQueues(amqpURL(), rowQueues(b, name, m)...)
-	lp := ladderPrefix(m)
+func deleteRow(b *testing.B, name string, m waitMode) { deleteRowAt(b, name, m, waitGranularity) }
+
+// deleteRowAt is deleteRow of a row whose ladder's granularity is g.
+func deleteRowAt(b *testing.B, name string, m waitMode, g time.Duration) {
+	brokertest.DeleteQueues(amqpURL(), rowQueuesAt(b, name, m, g)...)
+	lp := ladderPrefix(m, g)
 	if lp == "" {
 		return
 	}
@@ -261,8 +281,8 @@ func deleteRow(b *testing.B, name string, m waitMode) {
 		return
 	}
 	defer conn.Close()
-	exchanges := []string{lp + "deliver", lp + "unrouted"}
-	for level := range waits.Levels(waitGranularity) {
+	exchanges := []string{lp + "deliver", lp + "unrouted", lp + "enter"}
+	for level := range waits.Levels(g) {
 		exchanges = append(exchanges, fmt.Sprintf("%s%02d", lp, level))
 	}
 	for _, x := range exchanges {

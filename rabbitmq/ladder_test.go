@@ -238,6 +238,12 @@ func TestLadderRetryKeyFixed(t *testing.T) {
 		if len(d.RoutingKey) != len(want) || !strings.HasSuffix(d.RoutingKey, "."+q.Name) {
 			t.Errorf("retry %d: routing key %q (%d bytes), want %d bytes ending in the queue's name", i+1, d.RoutingKey, len(d.RoutingKey), len(want))
 		}
+		// The broker takes the BCC header of the wait's way in off it.
+		for _, h := range []string{"BCC", "CC"} {
+			if v, ok := d.Headers[h]; ok {
+				t.Errorf("retry %d: header %s = %v, want none", i+1, h, v)
+			}
+		}
 		// A wait of 1 to 4 granularities passes one or two levels.
 		if deaths, _ := d.Headers["x-death"].([]any); len(deaths) < 1 || len(deaths) > 2 {
 			t.Errorf("retry %d: %d x-death entries, want 1 or 2 (the levels it passed): %v", i+1, len(deaths), d.Headers["x-death"])
@@ -389,6 +395,59 @@ func TestLadderGone(t *testing.T) {
 		"both queues' waits through the ladder declared again")
 	if n := queueLen(t, rawChannel(t), l.Unrouted()); n != 0 {
 		t.Errorf("%d waits in %q, want 0: the other queue was not bound again", n, l.Unrouted())
+	}
+}
+
+// TestLadderEnterGone: on a ladder without its enter exchange, as a
+// version of the workers that published through the level exchanges
+// declared it, the first wait declares the ladder again, enter exchange
+// and bindings included, and arrives; nothing goes to the unrouted queue.
+// It runs on a ladder of a granularity of its own, which it deletes at the
+// end.
+func TestLadderEnterGone(t *testing.T) {
+	const g = 11 * time.Millisecond
+	for _, qt := range ladderTypes {
+		t.Run(string(qt), func(t *testing.T) {
+			b := dial(t, rabbitmq.Options{Granularity: g})
+			v, _ := topology.ParseVersion(b.ServerVersion())
+			l := topology.NewLadder(qt, g, v)
+			t.Cleanup(func() { deleteLadder(l) })
+			q, p := ladderQueue(t, b, qt, queueName(t))
+			var a arrivals
+			runWorker(t, b, q, a.handle)
+			if err := rawChannel(t).ExchangeDelete(l.EnterExchange(), false, false); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if _, err := runtime.Enqueue(ctxT(t), p, q, job{N: i}, runtime.WithDelay(time.Duration(5+i)*g)); err != nil {
+					t.Fatalf("wait %d without the enter exchange: %v, want the ladder declared again and the wait held", i, err)
+				}
+			}
+			eventually.True(t, 30*time.Second, func() bool { return len(a.snapshot()) == 3 }, "the waits through the ladder declared again")
+			if n := queueLen(t, rawChannel(t), l.Unrouted()); n != 0 {
+				t.Errorf("%d waits in %q, want 0", n, l.Unrouted())
+			}
+		})
+	}
+}
+
+// deleteLadder deletes l's queues and exchanges.
+func deleteLadder(l topology.Ladder) {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	var qs []string
+	for _, q := range l.Queues(topology.Version{Major: 4}) {
+		qs = append(qs, q.Name)
+	}
+	deleteQueues(qs...)
+	for _, x := range l.Exchanges() {
+		if ch, err := conn.Channel(); err == nil {
+			_ = ch.ExchangeDelete(x.Name, false, false)
+			ch.Close()
+		}
 	}
 }
 

@@ -94,9 +94,14 @@ func (p *publisher) limits() codec.Limits {
 }
 
 // addedHeadersRoom is the most that the publish path adds to a message's
-// content header: the pairing header, a plugin wait's x-delay, and the
-// table's length when the message had no headers.
-var addedHeadersRoom = seqHeaderRoom + codec.EntrySize(plugin.HeaderDelay, int32(0))
+// content header: the pairing header, a plugin wait's x-delay or a ladder
+// wait's BCC (never both), and the table's length when the message had no
+// headers.
+var addedHeadersRoom = seqHeaderRoom + max(codec.EntrySize(plugin.HeaderDelay, int32(0)), ladderBCCRoom)
+
+// ladderBCCRoom is the size of a ladder wait's BCC header, at its longest
+// enter key: two digits and "h" (topology.Ladder.EnterKey).
+var ladderBCCRoom = codec.EntrySize(headerBCC, []any{"00h"})
 
 // publish publishes msg to the default exchange with routing key key,
 // mandatory, on the next channel of the pool, and returns once the broker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -114,7 +115,7 @@ func (d ladderDelayer) rebind(ctx context.Context, t runtime.QueueType) error {
 }
 
 // declareLadder declares l's exchanges, then its queues, then its
-// bindings. A level queue that exists with other arguments is refused by
+// bindings, those of its enter exchange last. A level queue that exists with other arguments is refused by
 // the broker, and so is the ladder: its waits would not be held as long
 // as their keys say.
 func (d ladderDelayer) declareLadder(ctx context.Context, l topology.Ladder) error {
@@ -134,7 +135,7 @@ func (d ladderDelayer) declareLadder(ctx context.Context, l topology.Ladder) err
 				return brokerError(fmt.Sprintf("declare queue %q", q.Name), err)
 			}
 		}
-		for _, b := range l.Bindings() {
+		for _, b := range append(l.Bindings(), l.EnterBindings()...) {
 			var err error
 			if b.ToExchange {
 				err = ch.ExchangeBind(b.Dest, b.Key, b.Source, false, nil)
@@ -170,19 +171,26 @@ func (d ladderDelayer) target(ctx context.Context, q runtime.QueueConfig) error 
 	return d.declare(ctx, q)
 }
 
-// wait publishes msg to the level of delay's highest set bit, mandatory and
-// confirmed: it always lands in that level's queue, so a return says the
-// ladder is gone (deleted since it was declared). The ladder is then
-// declared again, every ladder-mode queue of its type this backend knows
-// bound to it again, and the wait published once more; a wait that still
-// fails is refused with nothing acked.
+// wait publishes msg into the level queue of delay's highest set bit,
+// through the ladder's enter exchange with the wait's routing key and the
+// level queue's enter key as BCC (topology.Entry), mandatory and
+// confirmed: it always lands in that queue, so a return (or a 404 for the
+// exchange) says the ladder is gone, or was declared by a version without
+// the enter exchange. The ladder is then declared again, every
+// ladder-mode queue of its type this backend knows bound to it again, and
+// the wait published once more; a wait that still fails is refused with
+// nothing acked.
 func (d ladderDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind admin.HoldKind, msg amqp.Publishing, delay time.Duration) error {
 	l := d.ladder(q)
-	ex, key, err := l.Wait(q.Name, delay, msg.Priority)
+	e, err := l.Enter(q.Name, delay, msg.Priority)
 	if err != nil {
 		return fmt.Errorf("%s wait on queue %q: %w", kind, q.Name, err)
 	}
-	err = d.w.pub.publishLadder(ctx, ex, key, msg)
+	h := make(amqp.Table, len(msg.Headers)+1)
+	maps.Copy(h, msg.Headers)
+	h[headerBCC] = []any{e.BCC}
+	msg.Headers = h
+	err = d.w.pub.publishLadder(ctx, l.EnterExchange(), e.Key, msg)
 	if !errors.Is(err, ErrUnroutable) && !isCode(err, amqp.NotFound) {
 		return err
 	}
@@ -190,10 +198,15 @@ func (d ladderDelayer) wait(ctx context.Context, q runtime.QueueConfig, kind adm
 	// the type bound again, and the wait published once more.
 	d.w.ladders.gone(l.Type)
 	if perr := d.prepare(ctx, q); perr != nil {
-		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder is gone, and declaring the ladder again failed: %w", kind, q.Name, ex, l.Type, perr)
+		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder is gone, and declaring the ladder again failed: %w", kind, q.Name, e.Queue, l.Type, perr)
 	}
-	if err := d.w.pub.publishLadder(ctx, ex, key, msg); err != nil {
-		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder, declared again: %w", kind, q.Name, ex, l.Type, err)
+	if err := d.w.pub.publishLadder(ctx, l.EnterExchange(), e.Key, msg); err != nil {
+		return fmt.Errorf("%s wait on queue %q: level %q of the %s delay ladder, declared again: %w", kind, q.Name, e.Queue, l.Type, err)
 	}
 	return nil
 }
+
+// headerBCC is the AMQP header of the routing keys that the broker routes
+// a message by besides its routing key, and takes off the message before
+// it stores it (sender-selected distribution).
+const headerBCC = "BCC"

@@ -131,3 +131,69 @@ func TestLadderSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestLadderEnter: a wait enters through the enter exchange into the level
+// queue of its highest set bit, with Wait's key, and a BCC key that binds
+// that queue alone. The enter keys are single words that no binding of
+// the levels or of Deliver matches, so that, kept among a wait's routing
+// keys when it is dead-lettered, they route it nowhere.
+func TestLadderEnter(t *testing.T) {
+	t.Parallel()
+	v4 := topology.Version{Major: 4}
+	for _, l := range []topology.Ladder{
+		topology.NewLadder(runtime.QueueClassic, time.Second, v4),
+		topology.NewLadder(runtime.QueueQuorum, time.Second, v4),
+		topology.NewLadder(runtime.QueueQuorum, time.Millisecond, v4),
+		topology.NewLadder(runtime.QueueClassic, 24*time.Hour, v4),
+	} {
+		bound := map[string]string{} // enter key -> queue
+		for _, b := range l.EnterBindings() {
+			if b.Source != l.EnterExchange() || b.ToExchange {
+				t.Errorf("%s: enter binding %+v", l.Prefix(), b)
+			}
+			if q, dup := bound[b.Key]; dup {
+				t.Errorf("%s: enter key %q binds %q and %q", l.Prefix(), b.Key, q, b.Dest)
+			}
+			bound[b.Key] = b.Dest
+			if strings.Contains(b.Key, ".") || b.Key == "0" || b.Key == "1" || b.Key == "h" {
+				t.Errorf("%s: enter key %q is not one word other than 0, 1 and h", l.Prefix(), b.Key)
+			}
+		}
+		levelQueues := len(l.Queues(v4)) - 1 // all but the unrouted one
+		if len(bound) != levelQueues {
+			t.Errorf("%s: %d enter bindings, want one per level queue (%d)", l.Prefix(), len(bound), levelQueues)
+		}
+		// Every other binding needs at least two words.
+		for _, b := range append(l.Bindings(), l.QueueBinding("q")) {
+			if b.Source != l.Unrouted() && !strings.Contains(b.Key, ".") {
+				t.Errorf("%s: binding %+v matches one-word keys", l.Prefix(), b)
+			}
+		}
+		if xs := l.Exchanges(); xs[len(xs)-1].Name != l.EnterExchange() || xs[len(xs)-1].Kind != "direct" {
+			t.Errorf("%s: last exchange %+v, want the direct enter exchange", l.Prefix(), xs[len(xs)-1])
+		}
+		for _, prio := range []uint8{0, 9} {
+			for _, d := range []time.Duration{0, 5 * l.Granularity, 4 * l.Granularity, l.Granularity << (l.Levels - 1)} {
+				e, err := l.Enter("orders.v2", d, prio)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ex, key, err := l.Wait("orders.v2", d, prio)
+				if err != nil || ex != l.Level(e.Level) || key != e.Key {
+					t.Errorf("%s %v priority %d: Enter %+v, Wait %s %q %v", l.Prefix(), d, prio, e, ex, key, err)
+				}
+				if bound[e.BCC] != e.Queue {
+					t.Errorf("%s %v priority %d: BCC %q binds %q, want %q", l.Prefix(), d, prio, e.BCC, bound[e.BCC], e.Queue)
+				}
+				high := l.Split && prio >= topology.HighPriority
+				if want := l.Level(e.Level); high {
+					if e.Queue != l.HighLevel(e.Level) {
+						t.Errorf("%s %v priority %d: queue %q, want the high one of level %d", l.Prefix(), d, prio, e.Queue, e.Level)
+					}
+				} else if e.Queue != want {
+					t.Errorf("%s %v priority %d: queue %q, want %q", l.Prefix(), d, prio, e.Queue, want)
+				}
+			}
+		}
+	}
+}
