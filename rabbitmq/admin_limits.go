@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -109,40 +108,9 @@ func newLimitListing(qs []mgmt.Queue, cs []mgmt.Consumer) *limitListing {
 	return l
 }
 
-// hashedKey is the k of a key lease name (keyLeaseName) of a value that
-// is not used as it is.
-var hashedKey = regexp.MustCompile(`^x\.[0-9a-f]{32}$`)
-
-// keyQueueOf returns the queue whose limit key lease queue name is: the
-// q of "queuey.lease.key.<q>.<k>", with k as keyLeaseName makes it. A k
-// of "x." and 32 hex digits is the hashed key of q, unless only
-// "<q>.x" (whose plain key of 32 hex digits has the same name) is a
-// queue on the broker.
-func (l *limitListing) keyQueueOf(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, leaseQueuePrefix+keyLeasePrefix)
-	if !ok {
-		return "", false
-	}
-	dot := strings.LastIndexByte(rest, '.')
-	if dot <= 0 {
-		return "", false
-	}
-	plainQ, k := rest[:dot], rest[dot+1:]
-	// "<q>.x.<32 hex digits>": the dot before the x is at i.
-	if i := len(rest) - len("x.") - 32 - 1; i > 0 && rest[i] == '.' && hashedKey.MatchString(rest[i+1:]) {
-		hashedQ := rest[:i]
-		_, hashedExists := l.byName[hashedQ]
-		_, plainExists := l.byName[plainQ]
-		if hashedExists || !plainExists {
-			return hashedQ, true
-		}
-		return plainQ, true
-	}
-	if !plainKey.MatchString(k) {
-		return "", false
-	}
-	return plainQ, true
-}
+// keyQueueOf returns the queue whose limit key lease queue is name
+// (keyQueueName).
+func (l *limitListing) keyQueueOf(name string) (string, bool) { return keyQueueName(name) }
 
 // limited returns the queues whose limits the listing holds, sorted by
 // name: a Limit or a Rate by its token and ledger queues, a LimitKey by

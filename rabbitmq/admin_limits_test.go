@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ import (
 //   - keys: key "a" held (its lease message unacked by the active
 //     consumer of its single-active-consumer queue) with 2 more
 //     consumers waiting; a hashed key idle (its lease message ready, no
-//     consumer); and "queuey.lease.key.<q>.b.c", the key "c" of queue
+//     consumer); and "queuey.lease.key.<n+2>.<q>.b.c", the key "c" of queue
 //     "<q>.b", which is not q's.
 //
 // Each queue is of type typ. It returns the state LimitStates should
@@ -40,11 +41,12 @@ import (
 func limitQueues(t *testing.T, q string, typ runtime.QueueType) admin.LimitState {
 	t.Helper()
 	sum := sha256.Sum256([]byte("a key with spaces"))
-	hashed := "queuey.lease.key." + q + ".x." + hex.EncodeToString(sum[:16])
+	n := strconv.Itoa(len(q))
+	hashed := "queuey.lease.key." + n + "." + q + ".x." + hex.EncodeToString(sum[:16])
 	names := []string{
-		"queuey.limit." + q, "queuey.limit." + q + ".ledger",
-		"queuey.rate." + q, "queuey.rate." + q + ".ledger", "queuey.rate." + q + ".m",
-		"queuey.lease.key." + q + ".a", hashed, "queuey.lease.key." + q + ".b.c",
+		"queuey.limit." + q, "queuey.limit-ledger." + q,
+		"queuey.rate." + q, "queuey.rate-ledger." + q, "queuey.rate-m." + q,
+		"queuey.lease.key." + n + "." + q + ".a", hashed, "queuey.lease.key." + strconv.Itoa(len(q)+2) + "." + q + ".b.c",
 	}
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(amqpURL())
@@ -80,19 +82,19 @@ func limitQueues(t *testing.T, q string, typ runtime.QueueType) admin.LimitState
 	}
 	limit, rate := "queuey.limit."+q, "queuey.rate."+q
 	declare(limit, nil)
-	declare(limit+".ledger", nil)
+	declare(names[1], nil)
 	declare(rate, nil)
-	declare(rate+".ledger", nil)
-	declare(rate+".m", amqp.Table{"x-message-ttl": int64(time.Minute / time.Millisecond), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": rate})
+	declare(names[3], nil)
+	declare(names[4], amqp.Table{"x-message-ttl": int64(time.Minute / time.Millisecond), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": rate})
 	sac := amqp.Table{"x-single-active-consumer": true}
 	for _, n := range names[5:] {
 		declare(n, sac)
 	}
 	publish(limit, "token", 2)
-	publish(limit+".ledger", "2", 1)
+	publish(names[1], "2", 1)
 	publish(rate, "token", 1)
-	publish(rate+".ledger", "3", 1)
-	publish(rate+".m", "token", 2)
+	publish(names[3], "3", 1)
+	publish(names[4], "token", 2)
 	for _, n := range names[5:] {
 		publish(n, "", 1)
 	}
@@ -101,8 +103,8 @@ func limitQueues(t *testing.T, q string, typ runtime.QueueType) admin.LimitState
 		if n := queueLen(t, ch, limit); n != 2 {
 			return fmt.Errorf("%s holds %d, want 2", limit, n)
 		}
-		if n := queueLen(t, ch, rate+".m"); n != 2 {
-			return fmt.Errorf("%s holds %d, want 2", rate+".m", n)
+		if n := queueLen(t, ch, names[4]); n != 2 {
+			return fmt.Errorf("%s holds %d, want 2", names[4], n)
 		}
 		return nil
 	}, "the limit's queues filled")
@@ -132,7 +134,7 @@ func limitQueues(t *testing.T, q string, typ runtime.QueueType) admin.LimitState
 		}
 	}
 	// Key "a" is held by the first of three consumers.
-	key := "queuey.lease.key." + q + ".a"
+	key := names[5]
 	var got <-chan amqp.Delivery
 	for i := range 3 {
 		c := rawChannel(t)

@@ -133,9 +133,9 @@ func (l *limits) start(q runtime.QueueConfig) (limit, rate *tokenSet) {
 // set returns q's token set of kind, made and its reconciler started on
 // first use.
 func (l *limits) set(kind tokenKind, q runtime.QueueConfig, n int) *tokenSet {
-	token := limitTokenQueue(q.Name)
+	token, ledger, lock := limitTokenQueue(q.Name), limitLedgerQueue(q.Name), limitLockQueue(q.Name)
 	if kind == kindRate {
-		token = rateTokenQueue(q.Name)
+		token, ledger, lock = rateTokenQueue(q.Name), rateLedgerQueue(q.Name), rateLockQueue(q.Name)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -151,7 +151,7 @@ func (l *limits) set(kind tokenKind, q runtime.QueueConfig, n int) *tokenSet {
 	}
 	s := &tokenSet{
 		kind: kind, queue: q.Name, n: n,
-		token: token, ledger: token + ledgerSuffix, lock: token + lockSuffix,
+		token: token, ledger: ledger, lock: lock,
 		tokenArgs: args(), ledgerArg: args(),
 		kick: make(chan struct{}, 1), reconciled: make(chan struct{}),
 	}

@@ -13,15 +13,27 @@ import (
 func TestLimitQueueNames(t *testing.T) {
 	limitToken, limitLedger, rateToken, rateLedger, all := rabbitmq.LimitQueues("orders")
 	want := []string{
-		"queuey.limit.orders", "queuey.limit.orders.ledger", "queuey.limit.orders.lock",
-		"queuey.rate.orders", "queuey.rate.orders.ledger", "queuey.rate.orders.lock",
-		"queuey.rate.orders.s", "queuey.rate.orders.m", "queuey.rate.orders.h",
+		"queuey.limit.orders", "queuey.limit-ledger.orders", "queuey.limit-lock.orders",
+		"queuey.rate.orders", "queuey.rate-ledger.orders", "queuey.rate-lock.orders",
+		"queuey.rate-s.orders", "queuey.rate-m.orders", "queuey.rate-h.orders",
 	}
 	if strings.Join(all, " ") != strings.Join(want, " ") {
 		t.Fatalf("limit queues = %q, want %q", all, want)
 	}
 	if limitToken != want[0] || limitLedger != want[1] || rateToken != want[3] || rateLedger != want[4] {
 		t.Fatalf("names = %q %q %q %q", limitToken, limitLedger, rateToken, rateLedger)
+	}
+	// No two queues' limits share a broker queue, whatever their names'
+	// ends: "a.ledger" is a name of its own, never a part of "a"'s.
+	seen := map[string]string{}
+	for _, q := range []string{"a", "a.ledger", "a.lock", "a.s", "a.m", "a.h", "ledger.a", "s.a"} {
+		_, _, _, _, names := rabbitmq.LimitQueues(q)
+		for _, name := range names {
+			if other, ok := seen[name]; ok {
+				t.Errorf("queues %q and %q both name %q", other, q, name)
+			}
+			seen[name] = q
+		}
 	}
 	_, _, _, _, all = rabbitmq.LimitQueues(strings.Repeat("q", runtime.MaxQueueNameLen))
 	for _, name := range all {
@@ -31,16 +43,17 @@ func TestLimitQueueNames(t *testing.T) {
 	}
 }
 
-// TestLimitKeyLeaseNames: a key of up to 64 of [A-Za-z0-9_-] names its
-// lease as it is; any other is hashed; the longest fit.
+// TestLimitKeyLeaseNames: a key of up to 60 of [A-Za-z0-9_-] names its
+// lease as it is, after the queue's length and name; any other is hashed;
+// the longest fit.
 func TestLimitKeyLeaseNames(t *testing.T) {
 	for _, tc := range []struct{ key, want string }{
-		{"cust-42_A", "queuey.lease.key.orders.cust-42_A"},
-		{strings.Repeat("k", 64), "queuey.lease.key.orders." + strings.Repeat("k", 64)},
+		{"cust-42_A", "queuey.lease.key.6.orders.cust-42_A"},
+		{strings.Repeat("k", 60), "queuey.lease.key.6.orders." + strings.Repeat("k", 60)},
 		// sha256 of each, first 16 bytes in hex.
-		{"", "queuey.lease.key.orders.x.e3b0c44298fc1c149afbf4c8996fb924"},
-		{"a/b", "queuey.lease.key.orders.x.c14cddc033f64b9dea80ea675cf280a0"},
-		{strings.Repeat("k", 65), ""},
+		{"", "queuey.lease.key.6.orders.x.e3b0c44298fc1c149afbf4c8996fb924"},
+		{"a/b", "queuey.lease.key.6.orders.x.c14cddc033f64b9dea80ea675cf280a0"},
+		{strings.Repeat("k", 61), ""},
 	} {
 		got := rabbitmq.KeyLeaseQueue("orders", tc.key)
 		if !strings.HasPrefix(got, rabbitmq.KeyLeaseQueuePrefix("orders")) {
@@ -49,7 +62,7 @@ func TestLimitKeyLeaseNames(t *testing.T) {
 		if tc.want != "" && got != tc.want {
 			t.Errorf("key %q: lease queue %q, want %q", tc.key, got, tc.want)
 		}
-		if tc.want == "" && !strings.HasPrefix(got, "queuey.lease.key.orders.x.") {
+		if tc.want == "" && !strings.HasPrefix(got, "queuey.lease.key.6.orders.x.") {
 			t.Errorf("key %q: lease queue %q, want a hashed name", tc.key, got)
 		}
 	}

@@ -18,10 +18,11 @@ const (
 	// LimitMax is the largest QueueConfig.Limit and Rate.N: each is a
 	// count of tokens the broker holds as messages.
 	LimitMax = 10000
-	// LimitKeyMaxLen is the longest limit key value, in bytes, that is
-	// used as it is; a longer one (or one with other characters than a
-	// queue name takes) is hashed.
-	LimitKeyMaxLen = 64
+	// LimitKeyMaxLen is the longest limit key value, in bytes, that
+	// RabbitMQ names a key's lease queue by as it is; a longer one, an
+	// empty one, or one with other characters than [A-Za-z0-9_-] is
+	// hashed.
+	LimitKeyMaxLen = 60
 )
 
 // Rate is a rate limit: at most N of a queue's jobs start in any period

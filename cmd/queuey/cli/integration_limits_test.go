@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ import (
 // waiting for it.
 func limitQueues(t *testing.T, url, q string) {
 	t.Helper()
-	limit, rate, key := "queuey.limit."+q, "queuey.rate."+q, "queuey.lease.key."+q+".customer-7"
-	names := []string{limit, limit + ".ledger", rate, rate + ".ledger", rate + ".s", key}
+	limit, rate, key := "queuey.limit."+q, "queuey.rate."+q, "queuey.lease.key."+strconv.Itoa(len(q))+"."+q+".customer-7"
+	limitLedger, rateLedger, rateReturn := "queuey.limit-ledger."+q, "queuey.rate-ledger."+q, "queuey.rate-s."+q
+	names := []string{limit, limitLedger, rate, rateLedger, rateReturn, key}
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(url)
 		if err != nil {
@@ -40,7 +42,7 @@ func limitQueues(t *testing.T, url, q string) {
 	for _, n := range names {
 		var args amqp.Table
 		switch n {
-		case rate + ".s":
+		case rateReturn:
 			args = amqp.Table{"x-message-ttl": int64(1000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": rate}
 		case key:
 			args = amqp.Table{"x-single-active-consumer": true}
@@ -49,7 +51,7 @@ func limitQueues(t *testing.T, url, q string) {
 			t.Fatalf("declare %s: %v", n, err)
 		}
 	}
-	for n, count := range map[string]int{limit: 3, limit + ".ledger": 1, rate: 5, rate + ".ledger": 1, key: 1} {
+	for n, count := range map[string]int{limit: 3, limitLedger: 1, rate: 5, rateLedger: 1, key: 1} {
 		for range count {
 			if err := ch.PublishWithContext(ctxT(t), "", n, false, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("token")}); err != nil {
 				t.Fatal(err)
