@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -180,33 +181,16 @@ func checkEveryJobOnce(t *testing.T, l *procLedger, ids []string) {
 	}
 }
 
-// deleteLimitQueues deletes, when t ends, the broker queues that hold q's
-// global limits (Limit's and Rate's tokens and ledgers, the Rate's return
-// queue for its period, the leases of the given limit key values).
+// deleteLimitQueues deletes, when t ends, the broker queues that hold
+// q's global limits, with the leases of the given limit key values.
 func deleteLimitQueues(t *testing.T, q runtime.QueueConfig, keys ...string) {
 	t.Helper()
 	t.Cleanup(func() {
-		conn, err := amqp.Dial(amqpURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		names := []string{
-			"queuey.limit." + q.Name, "queuey.limit." + q.Name + ".ledger",
-			"queuey.rate." + q.Name, "queuey.rate." + q.Name + ".ledger",
-			"queuey.rate." + q.Name + ".s", "queuey.rate." + q.Name + ".m", "queuey.rate." + q.Name + ".h",
-		}
+		_, _, _, _, names := rabbitmq.LimitQueues(q.Name)
 		for _, k := range keys {
-			names = append(names, "queuey.lease.key."+q.Name+"."+k)
+			names = append(names, rabbitmq.KeyLeaseQueue(q.Name, k))
 		}
-		for _, name := range names {
-			ch, err := conn.Channel()
-			if err != nil {
-				return
-			}
-			_, _ = ch.QueueDelete(name, false, false, false)
-			_ = ch.Close()
-		}
+		brokertest.DeleteQueues(amqpURL(), names...)
 	})
 }
 
@@ -341,8 +325,8 @@ func TestRateAcrossProcesses(t *testing.T) {
 		t.Errorf("%d jobs started in the second from %v, want fewer than %d (rate %d/s, and a round of tokens for the workers' lag)", most, from.Format(time.RFC3339Nano), 2*n, n)
 	}
 	ch := rawChannel(t)
-	tokens := "queuey.rate." + q.Name
-	if got := ledgerBody(t, ch, tokens+".ledger"); got != strconv.Itoa(n) {
+	_, _, tokens, ledger, _ := rabbitmq.LimitQueues(q.Name)
+	if got := ledgerBody(t, ch, ledger); got != strconv.Itoa(n) {
 		t.Errorf("ledger says %q tokens, want %d", got, n)
 	}
 	// A token may be between the return queue and the token queue, being
@@ -456,7 +440,7 @@ func TestLimitTokensBackAfterKill(t *testing.T) {
 					q.MaxPriority = runtime.NoPriority
 				}
 			})
-			tokens := "queuey.limit." + q.Name
+			tokens, ledger, _, _, _ := rabbitmq.LimitQueues(q.Name)
 			c, l := startProcs(t, 1, childConfig{Handle: []runtime.QueueConfig{q}, Block: true})
 			enqueueTicks(t, p, q, make([]tick, limit+3))
 			l.untilStarted(t, limit, wait)
@@ -490,7 +474,7 @@ func TestLimitTokensBackAfterKill(t *testing.T) {
 			if n := queueLen(t, ch, tokens); n != limit {
 				t.Errorf("%d tokens ready once they came back, want %d", n, limit)
 			}
-			if got := ledgerBody(t, ch, "queuey.limit."+q.Name+".ledger"); got != strconv.Itoa(limit) {
+			if got := ledgerBody(t, ch, ledger); got != strconv.Itoa(limit) {
 				t.Errorf("ledger says %q tokens, want %d", got, limit)
 			}
 			t.Logf("%s: all %d tokens back %v after SIGKILL (polled every 20ms)", typ, limit, back.Round(time.Millisecond))
