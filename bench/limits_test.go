@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"flag"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/testenv/brokertest"
@@ -18,7 +21,7 @@ import (
 // nothing, and how close a Limit and a Rate shared by three workers come
 // to what they allow.
 //
-//	go test -run '^$' -bench 'Limit|Rate' -benchtime 1x ./bench/
+//	make bench-limits
 
 // limitJobs is how many jobs BenchmarkLimitOverhead runs each way per
 // round.
@@ -57,6 +60,161 @@ func BenchmarkLimitOverhead(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d jobs doing nothing, concurrency 50: no limit %.0f jobs/s, %.0f broker-µs/job; limit=1000 %.0f jobs/s, %.0f broker-µs/job; ratio (limit/none) %.2f; medians of %d",
 		*limitJobs, nr, nc, lr, lc, lr/nr, len(none))
+}
+
+// BenchmarkLimitPermits: the limiter alone, no jobs: 50 goroutines of one
+// backend each take and give back a permit of limit=1000 (never reached)
+// 100 times, -rounds times; reports permits/s and broker CPU per permit,
+// medians of the rounds. The tokens are minted before the clock starts.
+func BenchmarkLimitPermits(b *testing.B) {
+	const (
+		goroutines = 50
+		each       = 100
+	)
+	requireBroker(b)
+	var spans []e2e.Span
+	for i := 0; b.Loop(); i++ {
+		for r := range *rounds {
+			spans = append(spans, permitsRun(b, uniqueBenchName("limit-permits", i*100+r), goroutines, each))
+		}
+	}
+	rate := e2e.MedianOf(spans, e2e.Span.Rate)
+	cpu := e2e.MedianOf(spans, func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) })
+	b.ReportMetric(rate, "permits/s")
+	b.ReportMetric(cpu, "broker-µs/permit")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("%d goroutines taking and giving back a permit of limit=1000: %.0f permits/s, %.0f broker-µs/permit; medians of %d", goroutines, rate, cpu, len(spans))
+}
+
+// permitsRun is one run of BenchmarkLimitPermits on queue name.
+func permitsRun(b *testing.B, name string, goroutines, each int) e2e.Span {
+	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
+	defer cancel()
+	be := dialBroker(b, ctx, rabbitmq.Options{})
+	defer be.Close()
+	q := runtime.DefaultQueueConfig(name)
+	q.Kind, q.Limit = runtime.KindOf[limitJob](), 1000
+	defer brokertest.DeleteQueues(amqpURL(), limitQueueNames(name)...)
+	mint(b, ctx, be, q)
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	mark := broker.Start()
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				p, err := be.AcquirePermit(ctx, q, "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				p.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	span := mark.Stop(goroutines * each)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return span
+}
+
+// BenchmarkLimitPermitsFloor is the broker's floor under
+// BenchmarkLimitPermits, with no queuey code: plain amqp091-go doing what
+// a permit of a Limit does, on a queue of 1,000 messages, from 50
+// goroutines each on a channel of its own with prefetch 1, 100 times
+// each: consume, take the delivery, cancel, reject it with requeue.
+// Reports permits/s and broker CPU per permit, medians of -rounds runs.
+func BenchmarkLimitPermitsFloor(b *testing.B) {
+	const (
+		goroutines = 50
+		each       = 100
+	)
+	requireBroker(b)
+	var spans []e2e.Span
+	for i := 0; b.Loop(); i++ {
+		for r := range *rounds {
+			spans = append(spans, permitsFloorRun(b, uniqueBenchName("limit-floor", i*100+r), goroutines, each))
+		}
+	}
+	rate := e2e.MedianOf(spans, e2e.Span.Rate)
+	cpu := e2e.MedianOf(spans, func(s e2e.Span) float64 { return s.PerJob(s.ServerCPU) })
+	b.ReportMetric(rate, "permits/s")
+	b.ReportMetric(cpu, "broker-µs/permit")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("plain amqp091-go, %d channels each consuming, taking, cancelling and rejecting a message: %.0f/s, %.0f broker-µs each; medians of %d", goroutines, rate, cpu, len(spans))
+}
+
+// permitsFloorRun is one run of BenchmarkLimitPermitsFloor on queue name.
+func permitsFloorRun(b *testing.B, name string, goroutines, each int) e2e.Span {
+	conn, err := amqp.Dial(amqpURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	defer brokertest.DeleteQueues(amqpURL(), name)
+	ch, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	for range 1000 {
+		if err := ch.Publish("", name, false, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("token")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := ch.QueueDeclarePassive(name, true, false, false, false, nil); err != nil { // after the publishes
+		b.Fatal(err)
+	}
+	chans := make([]*amqp.Channel, goroutines)
+	for g := range chans {
+		if chans[g], err = conn.Channel(); err != nil {
+			b.Fatal(err)
+		}
+		if err := chans[g].Qos(1, 0, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	mark := broker.Start()
+	for g, c := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tag := fmt.Sprintf("floor-%d-%d", g, i)
+				msgs, err := c.Consume(name, tag, false, false, false, false, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				d := <-msgs
+				if err := c.Cancel(tag, false); err != nil {
+					errs <- err
+					return
+				}
+				for range msgs {
+				}
+				if err := d.Reject(true); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	span := mark.Stop(goroutines * each)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return span
 }
 
 // overheadRun is one run of BenchmarkLimitOverhead on queue name.
@@ -110,11 +268,7 @@ func overheadRun(b *testing.B, name string, limit int) e2e.Span {
 // permit asked for starts the reconcile, and is granted once the tokens
 // exist (all of them: one transaction mints them).
 func mint(b *testing.B, ctx context.Context, be *rabbitmq.Backend, q runtime.QueueConfig) {
-	l, ok := any(be).(runtime.Limiter)
-	if !ok {
-		b.Fatal("the RabbitMQ backend is no runtime.Limiter")
-	}
-	pm, err := l.AcquirePermit(ctx, q.WithDefaults(), "")
+	pm, err := be.AcquirePermit(ctx, q.WithDefaults(), "")
 	if err != nil {
 		b.Fatal(err)
 	}
