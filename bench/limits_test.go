@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,6 +68,7 @@ func BenchmarkLimitOverhead(b *testing.B) {
 // backend each take and give back a permit of limit=1000 (never reached)
 // 100 times, -rounds times; reports permits/s and broker CPU per permit,
 // medians of the rounds. The tokens are minted before the clock starts.
+// -wire logs the frames each way per permit (the mint's among them).
 func BenchmarkLimitPermits(b *testing.B) {
 	const (
 		goroutines = 50
@@ -90,7 +93,11 @@ func BenchmarkLimitPermits(b *testing.B) {
 func permitsRun(b *testing.B, name string, goroutines, each int) e2e.Span {
 	ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 	defer cancel()
-	be := dialBroker(b, ctx, rabbitmq.Options{})
+	url, logWire := tapped(b, "limit permits")
+	be, err := rabbitmq.Dial(ctx, url, rabbitmq.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ManagementURL: brokertest.ManagementURL()})
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer be.Close()
 	q := runtime.DefaultQueueConfig(name)
 	q.Kind, q.Limit = runtime.KindOf[limitJob](), 1000
@@ -119,7 +126,7 @@ func permitsRun(b *testing.B, name string, goroutines, each int) e2e.Span {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	return span
+	return logWire(span)
 }
 
 // BenchmarkLimitPermitsFloor is the broker's floor under
@@ -127,7 +134,8 @@ func permitsRun(b *testing.B, name string, goroutines, each int) e2e.Span {
 // a permit of a Limit does, on a queue of 1,000 messages, from 50
 // goroutines each on a channel of its own with prefetch 1, 100 times
 // each: consume, take the delivery, cancel, reject it with requeue.
-// Reports permits/s and broker CPU per permit, medians of -rounds runs.
+// Reports permits/s and broker CPU per permit, medians of -rounds runs;
+// -wire logs the frames each way per permit.
 func BenchmarkLimitPermitsFloor(b *testing.B) {
 	const (
 		goroutines = 50
@@ -150,7 +158,8 @@ func BenchmarkLimitPermitsFloor(b *testing.B) {
 
 // permitsFloorRun is one run of BenchmarkLimitPermitsFloor on queue name.
 func permitsFloorRun(b *testing.B, name string, goroutines, each int) e2e.Span {
-	conn, err := amqp.Dial(amqpURL())
+	url, logWire := tapped(b, "limit permits floor")
+	conn, err := amqp.Dial(url)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -214,7 +223,7 @@ func permitsFloorRun(b *testing.B, name string, goroutines, each int) e2e.Span {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	return span
+	return logWire(span)
 }
 
 // overheadRun is one run of BenchmarkLimitOverhead on queue name.
