@@ -129,3 +129,16 @@ func Reconciles(b *Backend, q string) bool {
 	defer b.limits.mu.Unlock()
 	return b.limits.sets[limitTokenQueue(q)] != nil || b.limits.sets[rateTokenQueue(q)] != nil
 }
+
+// DropLimitConnection closes b's limits connection at the broker's end of
+// the client, as a network loss would: its channels, the permits they
+// hold and a mint lock it holds go with it; the next use dials again.
+func DropLimitConnection(b *Backend) error {
+	b.limitConn.mu.Lock()
+	conn := b.limitConn.conn
+	b.limitConn.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("no limits connection")
+	}
+	return conn.Close()
+}

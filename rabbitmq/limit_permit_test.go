@@ -533,3 +533,37 @@ func TestLimitReconciledByConsumeNotDeclare(t *testing.T) {
 		t.Fatal("the producer reconciles the queue's limits")
 	}
 }
+
+// TestLimitConnectionLost: permits whose connection is lost give their
+// tokens back at once; their Release then does nothing; the backend takes
+// permits again over a new connection.
+func TestLimitConnectionLost(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(string(typ), func(t *testing.T) {
+			const n = 3
+			q := limitedQueue(t, typ, n, runtime.Rate{})
+			token, ledgerQ := limitNames(q)
+			b := dial(t, rabbitmq.Options{})
+			var held []runtime.Permit
+			for range n {
+				held = append(held, acquire(t, b, q, ""))
+			}
+			if err := rabbitmq.DropLimitConnection(b); err != nil {
+				t.Fatal(err)
+			}
+			eventually.True(t, wait, func() bool { return ready(t, token) == n }, "the lost permits' tokens back")
+			for _, p := range held {
+				p.Release()
+			}
+			for range n {
+				defer acquire(t, b, q, "").Release()
+			}
+			if got := ready(t, token); got != 0 {
+				t.Fatalf("%d tokens ready while %d are held, want 0: a lost permit's Release gave one back twice", got, n)
+			}
+			if got := ledger(t, ledgerQ); got != n {
+				t.Fatalf("ledger = %d, want %d", got, n)
+			}
+		})
+	}
+}
