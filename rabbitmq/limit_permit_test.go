@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -565,5 +566,43 @@ func TestLimitConnectionLost(t *testing.T) {
 				t.Fatalf("ledger = %d, want %d", got, n)
 			}
 		})
+	}
+}
+
+// TestLimitQueueWithDeliveryLimit: a quorum limit queue that exists
+// without x-delivery-limit (declared on RabbitMQ 3) is used as it is;
+// on RabbitMQ 4, where it then has a delivery limit of 20, a warning
+// says so and how to lift it.
+func TestLimitQueueWithDeliveryLimit(t *testing.T) {
+	q := limitedQueue(t, runtime.QueueQuorum, 2, runtime.Rate{})
+	_, ledgerQ := limitNames(q)
+	ch := rawChannel(t)
+	if _, err := ch.QueueDeclare(ledgerQ, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(records, 64)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	for range 3 {
+		acquire(t, b, q, "").Release()
+	}
+	reconciled(t, q, b)
+	if got := ledger(t, ledgerQ); got != 2 {
+		t.Fatalf("ledger = %d, want 2", got)
+	}
+	if !strings.HasPrefix(b.ServerVersion(), "4.") {
+		return
+	}
+	for {
+		select {
+		case rec := <-logs:
+			if rec.Level == slog.LevelWarn && strings.Contains(rec.Message, "delivery limit") {
+				if got := attr(rec, "limit_queue"); got != ledgerQ {
+					t.Fatalf("warning names %v, want %q", got, ledgerQ)
+				}
+				return
+			}
+		default:
+			t.Fatal("no warning of the ledger's delivery limit")
+		}
 	}
 }
