@@ -57,7 +57,23 @@ import (
 // first needed: the reconciles' transactional channels, and one channel
 // per waiting or holding job (kept for reuse once released). A connection
 // has at most channel_max channels (2,047 by default), so a backend holds
-// at most about that many permits at once.
+// at most about that many permits at once; more wait for a channel.
+//
+// Limits of this design, each of them shown by no test here:
+//   - Workers that run one queue with two values of a Limit (a rollout)
+//     leave the value of the last to reconcile. A worker that lowers a
+//     Limit holds the mint lock until enough tokens came free to retire;
+//     one that raises it meanwhile waits for the lock.
+//   - A ledger queue deleted while its token queue stays makes the next
+//     reconcile mint N again beside the tokens there. A Rate's token
+//     queue deleted while tokens wait out their period in a return queue
+//     is minted again to N, and the tokens that come back add to it.
+//   - A connection lost while its permits' jobs run lets other jobs take
+//     their tokens: until those jobs end, more than N run.
+//   - On RabbitMQ 3.10, a consume of a quorum token queue that meets the
+//     queue's deletion can crash the consuming channel, and its
+//     connection with it (a broker fault): the permits on that connection
+//     are lost as above, and the waits go on over a new connection.
 
 // keyLeaseExpires is the x-expires of a limit key's lease queue: a key
 // unused that long has its queue deleted by the broker.
