@@ -59,7 +59,7 @@ import (
 // has at most channel_max channels (2,047 by default), so a backend holds
 // at most about that many permits at once; more wait for a channel.
 //
-// Limits of this design, each of them shown by no test here:
+// What global limits do not hold:
 //   - Workers that run one queue with two values of a Limit (a rollout)
 //     leave the value of the last to reconcile. A worker that lowers a
 //     Limit holds the mint lock until enough tokens came free to retire;
