@@ -128,6 +128,10 @@ bench-peers: broker ## queuey against river, asynq, watermill-amqp and plain amq
 bench-versions: broker broker4 ## queuey and the plain amqp091-go loop on RabbitMQ 3.x and 4.0 in one sitting, then on classic queue versions 1 and 2 on 3.x: rates, ratios, broker CPU per job
 	env QUEUEY_BENCH_BROKERS='amqp://guest:guest@127.0.0.1:5672/ amqp://guest:guest@127.0.0.1:5673/' $(GO) test -run '^$$' -bench '^(BenchmarkBrokers|BenchmarkQueueVersion)$$' -benchtime 1x -count=1 -timeout 60m ./bench/
 
+.PHONY: bench-limits
+bench-limits: broker ## global limits: what limit=1000 costs a queue of jobs that do nothing (jobs/s and broker CPU per job, against no limit), permits/s of the limiter alone beside the broker's floor, and how close limit=10 and rate=50/s shared by three workers come to what they allow
+	$(GO) test -run '^$$' -bench '^(BenchmarkLimitOverhead|BenchmarkLimitPermits|BenchmarkLimitPermitsFloor|BenchmarkLimitAcrossWorkers|BenchmarkRateAcrossWorkers)$$' -benchtime 1x -count=1 -timeout 30m ./bench/
+
 .PHONY: bench-memory
 bench-memory: ## benchmarks of the in-memory backend only (no broker needed)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./runtime/

@@ -121,3 +121,24 @@ func AwaitReconciled(ctx context.Context, b *Backend, q string) error {
 // KeyLeaseQueuePrefix is keyLeaseQueuePrefix: what the lease queues of
 // queue q's limit keys are named with first.
 func KeyLeaseQueuePrefix(q string) string { return keyLeaseQueuePrefix(q) }
+
+// Reconciles reports whether b runs a reconcile of queue q's Limit or
+// Rate: whether it consumed q or asked for a permit of it.
+func Reconciles(b *Backend, q string) bool {
+	b.limits.mu.Lock()
+	defer b.limits.mu.Unlock()
+	return b.limits.sets[limitTokenQueue(q)] != nil || b.limits.sets[rateTokenQueue(q)] != nil
+}
+
+// DropLimitConnection closes b's limits connection at the broker's end of
+// the client, as a network loss would: its channels, the permits they
+// hold and a mint lock it holds go with it; the next use dials again.
+func DropLimitConnection(b *Backend) error {
+	b.limitConn.mu.Lock()
+	conn := b.limitConn.conn
+	b.limitConn.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("no limits connection")
+	}
+	return conn.Close()
+}

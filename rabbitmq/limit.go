@@ -30,9 +30,10 @@ import (
 // the rate's return queue, whose message TTL is Per and which
 // dead-letters it back into the token queue, and acks it. So a token is
 // spent at most once per Per: at most N grants in any window of Per, as
-// the broker's clock measures it (the caller sees a grant a network
-// round trip after the broker spent it, so grants as a client times them
-// can come that much closer).
+// the broker's clock measures them from the moment it enqueues the spent
+// token. The caller sees its grant once the commit is done, a round trip
+// and the commit's disk write later (tens of milliseconds on RabbitMQ 4),
+// so grants as a client times them can come that much closer together.
 //
 // A LimitKey's value is a lease (lease.go) named after the queue and the
 // value, whose queue expires after keyLeaseExpires unused.
@@ -56,7 +57,23 @@ import (
 // first needed: the reconciles' transactional channels, and one channel
 // per waiting or holding job (kept for reuse once released). A connection
 // has at most channel_max channels (2,047 by default), so a backend holds
-// at most about that many permits at once.
+// at most about that many permits at once; more wait for a channel.
+//
+// What global limits do not hold:
+//   - Workers that run one queue with two values of a Limit (a rollout)
+//     leave the value of the last to reconcile. A worker that lowers a
+//     Limit holds the mint lock until enough tokens came free to retire;
+//     one that raises it meanwhile waits for the lock.
+//   - A ledger queue deleted while its token queue stays makes the next
+//     reconcile mint N again beside the tokens there. A Rate's token
+//     queue deleted while tokens wait out their period in a return queue
+//     is minted again to N, and the tokens that come back add to it.
+//   - A connection lost while its permits' jobs run lets other jobs take
+//     their tokens: until those jobs end, more than N run.
+//   - On RabbitMQ 3.10, a consume of a quorum token queue that meets the
+//     queue's deletion can crash the consuming channel, and its
+//     connection with it (a broker fault): the permits on that connection
+//     are lost as above, and the waits go on over a new connection.
 
 // keyLeaseExpires is the x-expires of a limit key's lease queue: a key
 // unused that long has its queue deleted by the broker.

@@ -79,7 +79,7 @@ func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
 	if err != nil {
 		return err
 	}
-	if err := declareLimitQueue(ch, s.ledger, s.ledgerArg, s.queue); err != nil {
+	if err := l.declareLimitQueue(ctx, s, s.ledger, s.ledgerArg); err != nil {
 		return err
 	}
 	if err := ch.Qos(1, 0, false); err != nil {
@@ -108,7 +108,7 @@ func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
 		// leave the ledger's tokens unminted. Mint publishes into a queue
 		// deleted since the check are lost; the waiting jobs, cancelled by
 		// the deletion, ask for another reconcile, which mints again.
-		if err := declareLimitQueue(ch, s.token, s.tokenArgs, s.queue); err != nil {
+		if err := l.declareLimitQueue(ctx, s, s.token, s.tokenArgs); err != nil {
 			return err
 		}
 	}
@@ -126,20 +126,28 @@ func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
 	case minted > s.n:
 		// The ledger goes back to its queue while tokens retire, for the
 		// admin API to read; each retirement takes it again.
-		if err := putBack(ch, s, m); err != nil {
+		if err := putBack(ctx, ch, s, m); err != nil {
 			return err
 		}
 		return l.retire(ctx, ch, s, minted)
 	}
 	if ok {
-		return putBack(ch, s, m)
+		return putBack(ctx, ch, s, m)
 	}
 	return nil
 }
 
-// putBack returns ledger message m of s to its queue, on ch in tx mode.
-func putBack(ch *amqp.Channel, s *tokenSet, m amqp.Delivery) error {
-	if err := ch.Reject(m.DeliveryTag, true); err != nil {
+// putBack puts the count of ledger message m of s back into its queue,
+// on ch in tx mode: as a new message, published with the ack of m, not m
+// returned, which a quorum queue with a delivery limit would count, and
+// drop past the limit.
+func putBack(ctx context.Context, ch *amqp.Channel, s *tokenSet, m amqp.Delivery) error {
+	msg := ledgerMsg(0)
+	msg.Body = m.Body
+	if err := ch.PublishWithContext(ctx, "", s.ledger, false, false, msg); err != nil {
+		return brokerError(fmt.Sprintf("put back ledger of %q", s.ledger), err)
+	}
+	if err := ch.Ack(m.DeliveryTag, false); err != nil {
 		return brokerError(fmt.Sprintf("put back ledger of %q", s.ledger), err)
 	}
 	if err := ch.TxCommit(); err != nil {
@@ -152,13 +160,54 @@ func putBack(ch *amqp.Channel, s *tokenSet, m amqp.Delivery) error {
 // again a quorum token queue that was deleted.
 const quorumRedeclareDelay = 2 * time.Second
 
-// declareLimitQueue declares queue name of the limits of queue q, durable
-// with args, on ch.
-func declareLimitQueue(ch *amqp.Channel, name string, args amqp.Table, q string) error {
-	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
-		if isCode(err, amqp.PreconditionFailed) {
-			return fmt.Errorf("queue %q: %s: delete it (and the other queues of this limit) so that it is declared again as queue %q now asks: %w", name, brokerReply(err), q, errQueueArgs)
+// declareLimitQueue declares queue name of s's limit, durable with args,
+// on a channel of its own (a refused declare closes its channel). A
+// quorum queue that exists without the x-delivery-limit of -1 that
+// RabbitMQ 4 is asked for (declared on RabbitMQ 3, or with a limit of
+// its own) is taken as it is, with a warning: there the broker drops a
+// token returned that many times, and the limit shrinks.
+func (l *limits) declareLimitQueue(ctx context.Context, s *tokenSet, name string, args amqp.Table) error {
+	err := l.declareOn(ctx, name, args)
+	if err == nil || !isCode(err, amqp.PreconditionFailed) {
+		return err
+	}
+	arg, current, present, ok := inequivalent(err)
+	if !ok || arg != topology.ArgDeliveryLimit {
+		return fmt.Errorf("queue %q: %s: delete it (and the other queues of this limit) so that it is declared again as queue %q now asks: %w", name, brokerReply(err), s.queue, errQueueArgs)
+	}
+	asIs := amqp.Table{}
+	for k, v := range args {
+		if k != topology.ArgDeliveryLimit {
+			asIs[k] = v
 		}
+	}
+	limit := strconv.Itoa(topology.DefaultDeliveryLimit4) + " (RabbitMQ 4's default)"
+	if present {
+		n, perr := strconv.Atoi(current)
+		if perr != nil {
+			return err
+		}
+		asIs[topology.ArgDeliveryLimit] = int32(n)
+		limit = current
+	}
+	if err := l.declareOn(ctx, name, asIs); err != nil {
+		return err
+	}
+	l.log.Warn("queuey: a global limit's quorum queue has a delivery limit: the broker drops a token returned that many times, and the limit shrinks; "+
+		"to lift it, delete the limit's token and ledger queues while none of the queue's jobs runs, so that they are declared and minted again, or set delivery-limit -1 on them by policy",
+		"queue", s.queue, "limit_queue", name, "delivery_limit", limit)
+	return nil
+}
+
+// declareOn declares queue name, durable with args, on a channel of its
+// own.
+func (l *limits) declareOn(ctx context.Context, name string, args amqp.Table) error {
+	ch, err := l.conn.channel(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ch.Close() }()
+	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 		return brokerError(fmt.Sprintf("declare %q", name), err)
 	}
 	return nil

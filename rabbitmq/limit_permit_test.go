@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -496,5 +497,112 @@ func TestLimitTransactions(t *testing.T) {
 				t.Fatalf("committed: ledger %d, want 3", got)
 			}
 		})
+	}
+}
+
+// TestLimitReconciledByConsumeNotDeclare: a producer's Declare of a
+// limited queue mints nothing; a worker's Consume of it mints its Limit
+// and Rate in the background.
+func TestLimitReconciledByConsumeNotDeclare(t *testing.T) {
+	q := limitedQueue(t, runtime.QueueClassic, 4, runtime.Rate{N: 6, Per: time.Minute})
+	q.Kind = runtime.KindOf[job]()
+	producer, worker := dial(t, rabbitmq.Options{}), dial(t, rabbitmq.Options{})
+	if err := producer.Declare(ctxT(t), q); err != nil {
+		t.Fatal(err)
+	}
+	if rabbitmq.Reconciles(producer, q.Name) {
+		t.Fatal("a Declare started a reconcile of the queue's limits")
+	}
+	if err := worker.Declare(ctxT(t), q); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := worker.Consume(ctxT(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	reconciled(t, q, worker)
+	token, ledgerQ, rateToken, rateLedger, _ := limitQueuesOf(q)
+	if got := ledger(t, ledgerQ); got != 4 {
+		t.Fatalf("limit ledger = %d, want 4", got)
+	}
+	if got := ledger(t, rateLedger); got != 6 {
+		t.Fatalf("rate ledger = %d, want 6", got)
+	}
+	eventually.True(t, wait, func() bool { return ready(t, token) == 4 && ready(t, rateToken) == 6 }, "4 limit and 6 rate tokens")
+	if rabbitmq.Reconciles(producer, q.Name) {
+		t.Fatal("the producer reconciles the queue's limits")
+	}
+}
+
+// TestLimitConnectionLost: permits whose connection is lost give their
+// tokens back at once; their Release then does nothing; the backend takes
+// permits again over a new connection.
+func TestLimitConnectionLost(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(string(typ), func(t *testing.T) {
+			const n = 3
+			q := limitedQueue(t, typ, n, runtime.Rate{})
+			token, ledgerQ := limitNames(q)
+			b := dial(t, rabbitmq.Options{})
+			var held []runtime.Permit
+			for range n {
+				held = append(held, acquire(t, b, q, ""))
+			}
+			if err := rabbitmq.DropLimitConnection(b); err != nil {
+				t.Fatal(err)
+			}
+			eventually.True(t, wait, func() bool { return ready(t, token) == n }, "the lost permits' tokens back")
+			for _, p := range held {
+				p.Release()
+			}
+			for range n {
+				defer acquire(t, b, q, "").Release()
+			}
+			if got := ready(t, token); got != 0 {
+				t.Fatalf("%d tokens ready while %d are held, want 0: a lost permit's Release gave one back twice", got, n)
+			}
+			if got := ledger(t, ledgerQ); got != n {
+				t.Fatalf("ledger = %d, want %d", got, n)
+			}
+		})
+	}
+}
+
+// TestLimitQueueWithDeliveryLimit: a quorum limit queue that exists
+// without x-delivery-limit (declared on RabbitMQ 3) is used as it is;
+// on RabbitMQ 4, where it then has a delivery limit of 20, a warning
+// says so and how to lift it.
+func TestLimitQueueWithDeliveryLimit(t *testing.T) {
+	q := limitedQueue(t, runtime.QueueQuorum, 2, runtime.Rate{})
+	_, ledgerQ := limitNames(q)
+	ch := rawChannel(t)
+	if _, err := ch.QueueDeclare(ledgerQ, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(records, 64)
+	b := dial(t, rabbitmq.Options{Logger: slog.New(logs)})
+	for range 3 {
+		acquire(t, b, q, "").Release()
+	}
+	reconciled(t, q, b)
+	if got := ledger(t, ledgerQ); got != 2 {
+		t.Fatalf("ledger = %d, want 2", got)
+	}
+	if !strings.HasPrefix(b.ServerVersion(), "4.") {
+		return
+	}
+	for {
+		select {
+		case rec := <-logs:
+			if rec.Level == slog.LevelWarn && strings.Contains(rec.Message, "delivery limit") {
+				if got := attr(rec, "limit_queue"); got != ledgerQ {
+					t.Fatalf("warning names %v, want %q", got, ledgerQ)
+				}
+				return
+			}
+		default:
+			t.Fatal("no warning of the ledger's delivery limit")
+		}
 	}
 }

@@ -30,14 +30,22 @@ type childConfig struct {
 	Queue    runtime.QueueConfig
 	Schedule *runtime.Schedule
 	// Handle are queues the worker handles: each job's handler prints
-	// "start <queue> <job id> <unix ns>" on stdout, then works for Work.
+	// "start <queue> <job id> <unix ns>" on stdout, then works for Work
+	// (or, with Block, until its context ends), then prints "end <queue>
+	// <job id> <unix ns>". The times are the wall clock's, which every
+	// process on the machine shares, so a test can merge the lines of
+	// several processes into one ledger.
 	Handle []runtime.QueueConfig
 	Work   time.Duration
+	Block  bool
 }
 
 // tick is the job a schedule of a worker process enqueues: it names the
-// process that fired it.
-type tick struct{ PID int }
+// process that fired it. Key is the field a queue's LimitKey names.
+type tick struct {
+	PID int
+	Key string
+}
 
 // childMain runs a worker until SIGTERM, then exits 0.
 func childMain(raw string) int {
@@ -64,12 +72,17 @@ func childMain(raw string) int {
 		runtime.Handle(w, q, func(ctx context.Context, j tick) error {
 			info, _ := runtime.InfoFromContext(ctx)
 			out <- fmt.Sprintf("start %s %s %d", q.Name, info.ID, time.Now().UnixNano())
-			t := time.NewTimer(cfg.Work)
-			defer t.Stop()
+			var work <-chan time.Time
+			if !cfg.Block {
+				t := time.NewTimer(cfg.Work)
+				defer t.Stop()
+				work = t.C
+			}
 			select {
-			case <-t.C:
+			case <-work:
 			case <-ctx.Done():
 			}
+			out <- fmt.Sprintf("end %s %s %d", q.Name, info.ID, time.Now().UnixNano())
 			return nil
 		})
 	}
