@@ -289,8 +289,8 @@ func mint(b *testing.B, ctx context.Context, be *rabbitmq.Backend, q runtime.Que
 func limitQueueNames(name string) []string {
 	return []string{
 		name, name + ".dead",
-		"queuey.limit." + name, "queuey.limit." + name + ".ledger",
-		"queuey.rate." + name, "queuey.rate." + name + ".ledger", "queuey.rate." + name + ".s",
+		"queuey.limit." + name, "queuey.limit-ledger." + name,
+		"queuey.rate." + name, "queuey.rate-ledger." + name, "queuey.rate-s." + name,
 	}
 }
 
