@@ -40,8 +40,10 @@ type Backend struct {
 	pubConn  *connection  // publishes and queue declares
 	cons     *consumePool // consumers' channels, spread over connections
 	topoConn *connection  // delay exchange declares; dialled on first use
-	// limitConn holds global limits' channels; dialled on first use.
-	limitConn *connection
+	// limitConn holds global limits' permits, and ledgerConn their
+	// mint locks, ledgers and declares; each dialled on first use.
+	limitConn  *connection
+	ledgerConn *connection
 
 	book      *queueBook
 	enc       encoder
@@ -103,16 +105,17 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 // only when a plugin-mode queue is declared.
 func assemble(opts Options, version topology.Version, urls []string, pubConn, conConn *connection) *Backend {
 	b := &Backend{
-		opts:      opts,
-		log:       opts.Logger,
-		life:      newLifetime(),
-		pubConn:   pubConn,
-		cons:      newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
-		topoConn:  newConnection(urls, opts.ConnectionName+" topology", opts.Logger),
-		limitConn: newConnection(urls, opts.ConnectionName+" limits", opts.Logger),
-		book:      newQueueBook(),
-		pub:       newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
-		decl:      newDeclarer(pubConn),
+		opts:       opts,
+		log:        opts.Logger,
+		life:       newLifetime(),
+		pubConn:    pubConn,
+		cons:       newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
+		topoConn:   newConnection(urls, opts.ConnectionName+" topology", opts.Logger),
+		limitConn:  newConnection(urls, opts.ConnectionName+" limits", opts.Logger),
+		ledgerConn: newConnection(urls, opts.ConnectionName+" limit ledgers", opts.Logger),
+		book:       newQueueBook(),
+		pub:        newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
+		decl:       newDeclarer(pubConn),
 	}
 	names := opts.names()
 	warn := &warnings{log: opts.Logger}
@@ -132,7 +135,7 @@ func assemble(opts Options, version topology.Version, urls []string, pubConn, co
 	}
 	b.pauses = newPauses(&pauses{life: b.life, log: opts.Logger, conn: conConn, pubConn: pubConn, pool: b.cons, pub: b.pub})
 	b.leases = leases{life: b.life, conn: conConn, pub: b.pub}
-	b.limits = newLimits(b.life, opts.Logger, b.limitConn, version, b.leases)
+	b.limits = newLimits(b.life, opts.Logger, b.limitConn, b.ledgerConn, version, b.leases)
 	b.ops = &ops{
 		life: b.life, opts: opts, names: names, conn: conConn, pub: b.pub, decl: b.decl, enc: b.enc,
 		book: b.book, api: api, pauses: b.pauses, version: version,
@@ -158,7 +161,7 @@ func (b *Backend) Close() error {
 		b.consumers.closeAcks()
 		// Then connections: a declare stuck on a blocked connection
 		// holds its declarer's lock until its connection closes.
-		err = errors.Join(b.pubConn.close(), b.cons.close(), b.topoConn.close(), b.limitConn.close())
+		err = errors.Join(b.pubConn.close(), b.cons.close(), b.topoConn.close(), b.limitConn.close(), b.ledgerConn.close())
 		b.limits.wait()
 		b.decl.close()
 		b.topo.close()

@@ -93,9 +93,17 @@ const maxIdleLimitChannels = 64
 // limits holds the global limits of a backend: the token sets of the
 // limited queues it runs and the channels of its permits.
 type limits struct {
-	life    lifetime
-	log     *slog.Logger
+	life lifetime
+	log  *slog.Logger
+	// conn holds the permits' channels, so the tokens jobs hold; ledger
+	// the rest: the mint locks, the ledgers, the declares and checks.
+	// An error the broker answers with on a connection closes all of
+	// it, and with it the tokens it holds while their jobs run on: what
+	// can fail so, such as a ledger read while its quorum queue's
+	// leader is down (a connection error on RabbitMQ 3.10), stays off
+	// the connection that holds tokens.
 	conn    *connection
+	ledger  *connection
 	version topology.Version
 	leases  leases
 	wg      sync.WaitGroup // the reconcilers
@@ -107,8 +115,8 @@ type limits struct {
 	returns map[string]bool      // rate return queues declared
 }
 
-func newLimits(life lifetime, log *slog.Logger, conn *connection, version topology.Version, l leases) *limits {
-	return &limits{life: life, log: log, conn: conn, version: version, leases: l, sets: map[string]*tokenSet{}, returns: map[string]bool{}}
+func newLimits(life lifetime, log *slog.Logger, conn, ledger *connection, version topology.Version, l leases) *limits {
+	return &limits{life: life, log: log, conn: conn, ledger: ledger, version: version, leases: l, sets: map[string]*tokenSet{}, returns: map[string]bool{}}
 }
 
 // tokenKind is what a set of tokens limits.

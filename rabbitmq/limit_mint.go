@@ -63,7 +63,7 @@ func (l *limits) reconciler(s *tokenSet) {
 // ones one by one as jobs release them, each change in one transaction
 // with the ledger's.
 func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
-	ch, err := l.conn.channel(ctx)
+	ch, err := l.ledger.channel(ctx)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,31 @@ func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
 	if err != nil {
 		return err
 	}
-	if absent && ok && s.tokenArgs[topology.ArgQueueType] == string(runtime.QueueQuorum) {
+	recreated := absent && ok // the token queue was deleted: the ledger has its count
+	switch {
+	case !ok && !absent:
+		// The ledger's message is written before the token queue is
+		// first declared (below), so tokens may exist: another
+		// connection holds the ledger's message, or the ledger was
+		// deleted. Minting now could mint a second set.
+		return fmt.Errorf("ledger %q holds no count while token queue %q exists: another connection holds its message, or it was deleted; nothing is minted until it holds one (if it was deleted, delete %q too, while none of queue %q's jobs runs, so that both are made again): %w", s.ledger, s.token, s.token, s.queue, errLedgerEmpty)
+	case !ok:
+		// The first reconcile of s: the ledger says 0 before the token
+		// queue is declared, so that a token queue never exists with
+		// its ledger empty but where something holds the ledger.
+		if err := ch.PublishWithContext(ctx, "", s.ledger, false, false, ledgerMsg(0)); err != nil {
+			return brokerError(fmt.Sprintf("write ledger %q", s.ledger), err)
+		}
+		if err := ch.TxCommit(); err != nil {
+			return brokerError(fmt.Sprintf("write ledger %q", s.ledger), err)
+		}
+		if m, ok, minted, err = l.readLedger(ctx, ch, s, true); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("ledger %q: empty right after its first count was written: %w", s.ledger, errLedgerEmpty)
+		}
+	}
+	if recreated && s.tokenArgs[topology.ArgQueueType] == string(runtime.QueueQuorum) {
 		// The token queue was deleted. On RabbitMQ 3.10, a channel that
 		// had a consumer on a quorum queue can crash, taking its
 		// connection with it, when a queue of the same name is declared
@@ -121,7 +145,7 @@ func (l *limits) reconcile(ctx context.Context, s *tokenSet) error {
 		if err := l.mint(ctx, ch, s, s.n-have, m, ok); err != nil {
 			return err
 		}
-		l.log.Info("queuey: minted global "+string(s.kind)+" tokens", "queue", s.queue, "tokens", s.n-have, "was", minted, "now", s.n, "token_queue_recreated", absent && ok)
+		l.log.Info("queuey: minted global "+string(s.kind)+" tokens", "queue", s.queue, "tokens", s.n-have, "was", minted, "now", s.n, "token_queue_recreated", recreated)
 		return nil
 	case minted > s.n:
 		// The ledger goes back to its queue while tokens retire, for the
@@ -202,7 +226,7 @@ func (l *limits) declareLimitQueue(ctx context.Context, s *tokenSet, name string
 // declareOn declares queue name, durable with args, on a channel of its
 // own.
 func (l *limits) declareOn(ctx context.Context, name string, args amqp.Table) error {
-	ch, err := l.conn.channel(ctx)
+	ch, err := l.ledger.channel(ctx)
 	if err != nil {
 		return err
 	}
@@ -213,13 +237,17 @@ func (l *limits) declareOn(ctx context.Context, name string, args amqp.Table) er
 	return nil
 }
 
+// errLedgerEmpty is a reconcile's that finds a ledger without its count
+// where it cannot tell how many tokens exist.
+var errLedgerEmpty = errors.New("ledger empty")
+
 // errQueueArgs is a limit queue's, found declared otherwise than asked.
 var errQueueArgs = errors.New("a limit's queue exists with other arguments")
 
 // absent reports whether queue name does not exist, asking on a channel
 // of its own (the broker closes the channel that asks for a missing one).
 func (l *limits) absent(ctx context.Context, name string) (bool, error) {
-	ch, err := l.conn.channel(ctx)
+	ch, err := l.ledger.channel(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -243,7 +271,7 @@ func (l *limits) unlock(ctx context.Context, s *tokenSet, ch *amqp.Channel) {
 			return
 		}
 	}
-	c, err := l.conn.channel(ctx)
+	c, err := l.ledger.channel(ctx)
 	if err != nil {
 		return
 	}
@@ -344,8 +372,8 @@ func (l *limits) retire(ctx context.Context, ch *amqp.Channel, s *tokenSet, mint
 }
 
 // ledgerReads is how many times readLedger looks for a ledger message
-// that may be held for a moment by a reader (the admin API), 100 ms
-// apart, before it takes the ledger for absent.
+// that may be held for a moment by a reader, about 200 ms apart, before
+// it reports the ledger empty.
 const ledgerReads = 5
 
 // readLedger takes s's ledger message on ch, unacked, and reads its count:

@@ -318,7 +318,7 @@ func (l *limits) declareReturn(ctx context.Context, s *tokenSet, ret string, per
 		args["x-dead-letter-strategy"] = "at-least-once"
 		args["x-overflow"] = "reject-publish"
 	}
-	ch, err := l.conn.channel(ctx)
+	ch, err := l.ledger.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("queue %q: declare rate return queue %q: %w", s.queue, ret, err)
 	}
