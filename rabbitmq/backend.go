@@ -29,7 +29,8 @@ var (
 // and hands each call to them: connections (conn_*.go), confirmed
 // publishing (pub_*.go), declares (decl_*.go), waits (wait_*.go),
 // consuming and settling (sub_*.go), pausing (pause*.go), leases
-// (lease.go) and the operators' reads (admin_*.go).
+// (lease.go), global limits (limit*.go) and the operators' reads
+// (admin_*.go).
 type Backend struct {
 	opts Options
 	log  *slog.Logger
@@ -39,6 +40,8 @@ type Backend struct {
 	pubConn  *connection  // publishes and queue declares
 	cons     *consumePool // consumers' channels, spread over connections
 	topoConn *connection  // delay exchange declares; dialled on first use
+	// limitConn holds global limits' channels; dialled on first use.
+	limitConn *connection
 
 	book      *queueBook
 	enc       encoder
@@ -50,6 +53,7 @@ type Backend struct {
 	consumers *consumers
 	pauses    *pauses
 	leases    leases
+	limits    *limits
 	ops       *ops
 	moving    migratingQueues // queues whose publishes go to their temporary queue
 }
@@ -99,15 +103,16 @@ func Dial(ctx context.Context, url string, opts Options) (*Backend, error) {
 // only when a plugin-mode queue is declared.
 func assemble(opts Options, version topology.Version, urls []string, pubConn, conConn *connection) *Backend {
 	b := &Backend{
-		opts:     opts,
-		log:      opts.Logger,
-		life:     newLifetime(),
-		pubConn:  pubConn,
-		cons:     newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
-		topoConn: newConnection(urls, opts.ConnectionName+" topology", opts.Logger),
-		book:     newQueueBook(),
-		pub:      newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
-		decl:     newDeclarer(pubConn),
+		opts:      opts,
+		log:       opts.Logger,
+		life:      newLifetime(),
+		pubConn:   pubConn,
+		cons:      newConsumePool(conConn, urls, opts.ConnectionName+" consume", opts.Logger),
+		topoConn:  newConnection(urls, opts.ConnectionName+" topology", opts.Logger),
+		limitConn: newConnection(urls, opts.ConnectionName+" limits", opts.Logger),
+		book:      newQueueBook(),
+		pub:       newPublisher(pubConn, opts.PublishChannels, opts.MaxMessageSize, opts.Logger),
+		decl:      newDeclarer(pubConn),
 	}
 	names := opts.names()
 	warn := &warnings{log: opts.Logger}
@@ -127,6 +132,7 @@ func assemble(opts Options, version topology.Version, urls []string, pubConn, co
 	}
 	b.pauses = newPauses(&pauses{life: b.life, log: opts.Logger, conn: conConn, pubConn: pubConn, pool: b.cons, pub: b.pub})
 	b.leases = leases{life: b.life, conn: conConn, pub: b.pub}
+	b.limits = newLimits(b.life, opts.Logger, b.limitConn, version, b.leases)
 	b.ops = &ops{
 		life: b.life, opts: opts, names: names, conn: conConn, pub: b.pub, decl: b.decl, enc: b.enc,
 		book: b.book, api: api, pauses: b.pauses, version: version,
@@ -152,7 +158,8 @@ func (b *Backend) Close() error {
 		b.consumers.closeAcks()
 		// Then connections: a declare stuck on a blocked connection
 		// holds its declarer's lock until its connection closes.
-		err = errors.Join(b.pubConn.close(), b.cons.close(), b.topoConn.close())
+		err = errors.Join(b.pubConn.close(), b.cons.close(), b.topoConn.close(), b.limitConn.close())
+		b.limits.wait()
 		b.decl.close()
 		b.topo.close()
 		b.pub.awaitLoops()

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -82,3 +83,41 @@ func LeaseQueue(name string) string { return leaseQueue(name) }
 // PausedMarker is pausedMarker: the queue whose existence marks queue
 // paused.
 func PausedMarker(queue string) string { return pausedMarker(queue) }
+
+// LimitQueues returns the names of every queue that holds queue q's
+// global limits, for tests to inspect and delete: the Limit's token,
+// ledger and lock queues, the Rate's, and the Rate's return queues.
+func LimitQueues(q string) (limitToken, limitLedger, rateToken, rateLedger string, all []string) {
+	all = []string{limitTokenQueue(q), limitLedgerQueue(q), limitLockQueue(q), rateTokenQueue(q), rateLedgerQueue(q), rateLockQueue(q)}
+	for _, per := range []time.Duration{time.Second, time.Minute, time.Hour} {
+		all = append(all, rateReturnQueue(q, per))
+	}
+	return limitTokenQueue(q), limitLedgerQueue(q), rateTokenQueue(q), rateLedgerQueue(q), all
+}
+
+// KeyLeaseQueue is keyLeaseQueue: the lease queue of limit key value key
+// of queue q.
+func KeyLeaseQueue(q, key string) string { return keyLeaseQueue(q, key) }
+
+// AwaitReconciled waits until b has reconciled queue q's Limit and Rate
+// (those it runs) once, or ctx ends.
+func AwaitReconciled(ctx context.Context, b *Backend, q string) error {
+	for _, token := range []string{limitTokenQueue(q), rateTokenQueue(q)} {
+		b.limits.mu.Lock()
+		s := b.limits.sets[token]
+		b.limits.mu.Unlock()
+		if s == nil {
+			continue
+		}
+		select {
+		case <-s.reconciled:
+		case <-ctx.Done():
+			return fmt.Errorf("%s of %q not reconciled: %w", s.kind, q, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// KeyLeaseQueuePrefix is keyLeaseQueuePrefix: what the lease queues of
+// queue q's limit keys are named with first.
+func KeyLeaseQueuePrefix(q string) string { return keyLeaseQueuePrefix(q) }

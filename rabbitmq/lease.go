@@ -65,6 +65,16 @@ func (b *Backend) AcquireLease(ctx context.Context, name string) (runtime.HeldLe
 
 // acquire is Backend.AcquireLease.
 func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, error) {
+	h, err := l.acquireArgs(ctx, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// acquireArgs is acquire with more arguments of the lease queue than
+// x-single-active-consumer (a limit key's x-expires).
+func (l leases) acquireArgs(ctx context.Context, name string, args amqp.Table) (*ownedLease, error) {
 	queue := leaseQueue(name)
 	if err := l.life.refuse(fmt.Sprintf("lease %q", name)); err != nil {
 		return nil, err
@@ -76,7 +86,7 @@ func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, er
 	if err != nil {
 		return nil, fmt.Errorf("lease %q: %w", name, err)
 	}
-	h, err := l.contend(ctx, ch, queue)
+	h, err := l.contend(ctx, ch, queue, args)
 	if err != nil {
 		_ = ch.Close()
 		return nil, err
@@ -84,11 +94,15 @@ func (l leases) acquire(ctx context.Context, name string) (runtime.HeldLease, er
 	return h, nil
 }
 
-func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string) (*ownedLease, error) {
-	q, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-single-active-consumer": true})
+func (l leases) contend(ctx context.Context, ch *amqp.Channel, queue string, extra amqp.Table) (*ownedLease, error) {
+	args := amqp.Table{"x-single-active-consumer": true}
+	for k, v := range extra {
+		args[k] = v
+	}
+	q, err := ch.QueueDeclare(queue, true, false, false, false, args)
 	if err != nil {
 		if isCode(err, amqp.PreconditionFailed) {
-			return nil, fmt.Errorf("%w: lease queue %q exists without x-single-active-consumer; delete it so that it is declared again", runtime.ErrQueueMismatch, queue)
+			return nil, fmt.Errorf("%w: lease queue %q exists with other arguments than %v (%s); delete it so that it is declared again", runtime.ErrQueueMismatch, queue, args, brokerReply(err))
 		}
 		return nil, brokerError(fmt.Sprintf("declare lease queue %q", queue), err)
 	}

@@ -28,8 +28,25 @@ import (
 // exclusive use or missing even after it was declared again, no channel
 // left) is runtime.ErrCannotConsume as well. The runtime.OrphanCheck ctx
 // carries, if any, is asked before a redelivery is counted as an attempt.
+//
+// The first Consume of a queue with a Limit or a Rate starts the
+// background reconcile of its tokens (see AcquirePermit), with the Limit
+// and Rate of q, or of the declared config where q has none.
 func (b *Backend) Consume(ctx context.Context, q runtime.QueueConfig) (runtime.Subscription, error) {
-	return b.consumers.subscribe(ctx, q)
+	s, err := b.consumers.subscribe(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if declared, derr := b.book.config(q.Name); derr == nil {
+		if q.Limit > 0 {
+			declared.Limit = q.Limit
+		}
+		if !q.Rate.IsZero() {
+			declared.Rate = q.Rate
+		}
+		b.limits.start(declared)
+	}
+	return s, nil
 }
 
 // consumers starts subscriptions and keeps the open ones, whose done work
