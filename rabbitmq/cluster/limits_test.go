@@ -145,7 +145,7 @@ func TestLimitTokensSurviveLeaderKill(t *testing.T) {
 	}
 	t.Logf("limited queue: %v; %v", stats, tally)
 	if stats.MaxRunning > killLimit {
-		t.Errorf("%d jobs of the limited queue ran at once, want at most %d: %v", stats.MaxRunning, killLimit, stats)
+		t.Errorf("%d jobs of the limited queue ran at once, %v after the kill, want at most %d: %v", stats.MaxRunning, stats.MaxAt.Sub(killed).Round(time.Millisecond), killLimit, stats)
 	}
 	if len(rateBegins) > 0 {
 		// 5 for each second begun, and 5 for the skew of the workers'
@@ -238,4 +238,122 @@ func runsOn(runs *brokertest.Runs, worker string) int {
 		}
 	}
 	return n
+}
+
+// TestLimitRetireSurvivesLedgerLeaderKill lowers a quorum queue's Limit
+// from 7 to 4 while its ledger is led by a node of its own, and kills
+// that node while the worker that lowers it retires tokens: each
+// retirement changes the token queue and the ledger in one transaction,
+// and the kill falls among them. Once the node is back, every job has
+// run, and at rest the token queue holds exactly 4 tokens and the ledger
+// says 4.
+func TestLimitRetireSurvivesLedgerLeaderKill(t *testing.T) {
+	clustertest.Require(t)
+	const (
+		from, to = 7, 4
+		jobs     = 150
+		work     = 600 * time.Millisecond
+		tokens   = 1 // the node that mints, and leads the token queue
+		ledgers  = 2 // the node that leads the ledger, and is killed
+		workers  = 3 // the node the workers use first
+	)
+	q := limitedQueue(t, "retire")
+	q.Limit = from
+	names := brokertest.LimitQueuesOf(q.Name)
+	ctx := ctxT(t, 10*wait)
+
+	// The ledger, declared empty through node 2, is led by node 2; the
+	// token queue, declared as node 1 mints, by node 1.
+	if _, err := clustertest.Channel(t, ledgers).QueueDeclare(names.LimitLedger, true, false, false, false, map[string]any{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	minter := clustertest.Dial(t, tokens, rabbitmq.Options{})
+	p, err := minter.AcquirePermit(ctx, q, "")
+	if err != nil {
+		t.Fatalf("first permit through node %d: %v", tokens, err)
+	}
+	p.Release()
+	if err := minter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := clustertest.Leader(t, workers, names.LimitTokens); l != tokens {
+		t.Fatalf("token queue led by node %d, want %d", l, tokens)
+	}
+	if l := clustertest.Leader(t, workers, names.LimitLedger); l != ledgers {
+		t.Fatalf("ledger led by node %d, want %d", l, ledgers)
+	}
+
+	prod, err := runtime.NewProducer(ctx, clustertest.Dial(t, workers, rabbitmq.Options{}), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := clustertest.NewLedger()
+	ids, err := runtime.EnqueueMany(ctx, prod, q, make([]job, jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		ledger.Confirmed(id)
+	}
+	var runs brokertest.Runs
+	var stops []func()
+	start := func(name string, n int, q runtime.QueueConfig) {
+		b := clustertest.Dial(t, n, rabbitmq.Options{Nodes: clustertest.URLsAfter(n)})
+		w := runtime.NewWorker(b, runtime.WithShutdownTimeout(10*time.Second))
+		runtime.Handle(w, q, limitedWork(&runs, ledger, name, work))
+		stop := brokertest.Run(t, w)
+		stops = append(stops, func() { stop(); _ = b.Close() })
+	}
+	start("limit 7, node 3", workers, q)
+	start("limit 7, node 1", tokens, q)
+	eventually.True(t, wait, func() bool { return runs.Stats().Running == from }, "7 jobs hold tokens")
+
+	lowered := q
+	lowered.Limit = to
+	mark := runs.Mark()
+	start("limit 4, node 3", workers, lowered)
+	eventually.True(t, wait, func() bool {
+		for _, b := range runs.BegunAfter(mark) {
+			if b.Worker == "limit 4, node 3" {
+				return true
+			}
+		}
+		return false
+	}, "the worker of limit 4 runs a job")
+	killed := clustertest.Kill(t, ledgers)
+	t.Logf("killed node %d at %s, leader of %s, as the worker of limit %d began retiring tokens (%v after it started)", ledgers, killed.UTC().Format("15:04:05.000"), names.LimitLedger, to, killed.Sub(mark).Round(time.Millisecond))
+	clustertest.Start(t, ledgers)
+	clustertest.AwaitOnline(t, workers, names.LimitLedger)
+	clustertest.AwaitOnline(t, workers, names.LimitTokens)
+	t.Logf("node %d rejoined %v after the kill", ledgers, time.Since(killed).Round(time.Millisecond))
+
+	tally, err := ledger.WaitSettled(ctxT(t, 3*wait))
+	if err != nil {
+		t.Fatalf("%v: %v", tally, err)
+	}
+	stats := runs.Stats()
+	for _, stop := range stops {
+		stop()
+	}
+	t.Logf("%v; %v", stats, tally)
+	if stats.MaxRunning > from {
+		t.Errorf("%d jobs ran at once, %v after the kill, want at most %d", stats.MaxRunning, stats.MaxAt.Sub(killed).Round(time.Millisecond), from)
+	}
+	url := clustertest.URL(workers)
+	eventually.Nil(t, wait, func() error {
+		n, err := brokertest.Ready(url, names.LimitTokens)
+		if err == nil && n != to {
+			err = fmt.Errorf("%s holds %d tokens ready, want %d", names.LimitTokens, n, to)
+		}
+		return err
+	}, "the tokens retired down to the lowered limit")
+	count, msgs, err := brokertest.ReadLedger(url, names.LimitLedger)
+	switch {
+	case err != nil:
+		t.Errorf("ledger: %v", err)
+	case count != to || msgs != 1:
+		t.Errorf("ledger %s holds %d messages counting %d, want one counting %d", names.LimitLedger, msgs, count, to)
+	default:
+		t.Logf("%s: %d tokens, and its ledger says %d", names.LimitTokens, to, count)
+	}
 }

@@ -149,6 +149,7 @@ type Runs struct {
 	mark       time.Time
 	running    int // every run going on
 	maxRunning int
+	maxAt      time.Time
 	after      int // runs going on that began after mark
 	maxAfter   int
 	begins     []RunBegin
@@ -168,7 +169,9 @@ func (r *Runs) Begin(worker string) (end func()) {
 	now := time.Now()
 	r.begins = append(r.begins, RunBegin{At: now, Worker: worker})
 	r.running++
-	r.maxRunning = max(r.maxRunning, r.running)
+	if r.running > r.maxRunning {
+		r.maxRunning, r.maxAt = r.running, now
+	}
 	counted := !r.mark.IsZero()
 	if counted {
 		r.after++
@@ -197,12 +200,13 @@ func (r *Runs) Mark() time.Time {
 
 // RunStats is what Runs saw.
 type RunStats struct {
-	Running    int // runs going on now
-	MaxRunning int // the most at once, over every run
-	After      int // runs going on now that began after the mark
-	MaxAfter   int // the most at once of the runs that began after the mark
-	Begun      int // runs begun
-	BegunAfter int // runs begun after the mark
+	Running    int       // runs going on now
+	MaxRunning int       // the most at once, over every run
+	MaxAt      time.Time // when MaxRunning was first reached
+	After      int       // runs going on now that began after the mark
+	MaxAfter   int       // the most at once of the runs that began after the mark
+	Begun      int       // runs begun
+	BegunAfter int       // runs begun after the mark
 }
 
 func (s RunStats) String() string {
@@ -214,7 +218,7 @@ func (s RunStats) String() string {
 func (r *Runs) Stats() RunStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := RunStats{Running: r.running, MaxRunning: r.maxRunning, After: r.after, MaxAfter: r.maxAfter, Begun: len(r.begins)}
+	s := RunStats{Running: r.running, MaxRunning: r.maxRunning, MaxAt: r.maxAt, After: r.after, MaxAfter: r.maxAfter, Begun: len(r.begins)}
 	for _, b := range r.begins {
 		if !r.mark.IsZero() && b.At.After(r.mark) {
 			s.BegunAfter++
