@@ -121,3 +121,11 @@ func AwaitReconciled(ctx context.Context, b *Backend, q string) error {
 // KeyLeaseQueuePrefix is keyLeaseQueuePrefix: what the lease queues of
 // queue q's limit keys are named with first.
 func KeyLeaseQueuePrefix(q string) string { return keyLeaseQueuePrefix(q) }
+
+// Reconciles reports whether b runs a reconcile of queue q's Limit or
+// Rate: whether it consumed q or asked for a permit of it.
+func Reconciles(b *Backend, q string) bool {
+	b.limits.mu.Lock()
+	defer b.limits.mu.Unlock()
+	return b.limits.sets[limitTokenQueue(q)] != nil || b.limits.sets[rateTokenQueue(q)] != nil
+}

@@ -30,9 +30,10 @@ import (
 // the rate's return queue, whose message TTL is Per and which
 // dead-letters it back into the token queue, and acks it. So a token is
 // spent at most once per Per: at most N grants in any window of Per, as
-// the broker's clock measures it (the caller sees a grant a network
-// round trip after the broker spent it, so grants as a client times them
-// can come that much closer).
+// the broker's clock measures them from the moment it enqueues the spent
+// token. The caller sees its grant once the commit is done, a round trip
+// and the commit's disk write later (tens of milliseconds on RabbitMQ 4),
+// so grants as a client times them can come that much closer together.
 //
 // A LimitKey's value is a lease (lease.go) named after the queue and the
 // value, whose queue expires after keyLeaseExpires unused.

@@ -206,6 +206,11 @@ func limitNames(q runtime.QueueConfig) (token, ledgerQ string) {
 	return token, ledgerQ
 }
 
+// limitQueuesOf is rabbitmq.LimitQueues of q's name.
+func limitQueuesOf(q runtime.QueueConfig) (limitToken, limitLedger, rateToken, rateLedger string, all []string) {
+	return rabbitmq.LimitQueues(q.Name)
+}
+
 // TestLimitMintedOnce: five workers that start at once mint the Limit's
 // tokens once: the ledger says N and the token queue holds N.
 func TestLimitMintedOnce(t *testing.T) {
@@ -491,5 +496,40 @@ func TestLimitTransactions(t *testing.T) {
 				t.Fatalf("committed: ledger %d, want 3", got)
 			}
 		})
+	}
+}
+
+// TestLimitReconciledByConsumeNotDeclare: a producer's Declare of a
+// limited queue mints nothing; a worker's Consume of it mints its Limit
+// and Rate in the background.
+func TestLimitReconciledByConsumeNotDeclare(t *testing.T) {
+	q := limitedQueue(t, runtime.QueueClassic, 4, runtime.Rate{N: 6, Per: time.Minute})
+	q.Kind = runtime.KindOf[job]()
+	producer, worker := dial(t, rabbitmq.Options{}), dial(t, rabbitmq.Options{})
+	if err := producer.Declare(ctxT(t), q); err != nil {
+		t.Fatal(err)
+	}
+	if rabbitmq.Reconciles(producer, q.Name) {
+		t.Fatal("a Declare started a reconcile of the queue's limits")
+	}
+	if err := worker.Declare(ctxT(t), q); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := worker.Consume(ctxT(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	reconciled(t, q, worker)
+	token, ledgerQ, rateToken, rateLedger, _ := limitQueuesOf(q)
+	if got := ledger(t, ledgerQ); got != 4 {
+		t.Fatalf("limit ledger = %d, want 4", got)
+	}
+	if got := ledger(t, rateLedger); got != 6 {
+		t.Fatalf("rate ledger = %d, want 6", got)
+	}
+	eventually.True(t, wait, func() bool { return ready(t, token) == 4 && ready(t, rateToken) == 6 }, "4 limit and 6 rate tokens")
+	if rabbitmq.Reconciles(producer, q.Name) {
+		t.Fatal("the producer reconciles the queue's limits")
 	}
 }
