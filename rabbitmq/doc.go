@@ -38,11 +38,18 @@
 //     which its single active consumer owns (lease.go).
 //   - A marker is the queue whose existence says that a queue is paused
 //     (pause.go).
+//   - A token is one place of a global limit (a Limit's or a Rate's), a
+//     message in the limit's token queue; the ledger is the one message
+//     that says how many were minted, and the mint lock the exclusive
+//     queue whose holder alone changes them (limit.go, limit_names.go).
+//     A permit is what a job holds while it runs: its key's lease and a
+//     Limit token.
 //
 // Each component owns its state and has its files: connections (conn_),
 // confirmed publishing (pub_), declares (decl_), waits (wait_), consuming
 // and settling (sub_, and the coalescing of acks in internal/acker),
-// pausing (pause), leases (lease) and the operators' reads (admin_).
+// pausing (pause), leases (lease), global limits (limit) and the
+// operators' reads (admin_).
 // Backend (backend.go) wires them.
 //
 // # Connections
@@ -57,7 +64,9 @@
 // (half its negotiated channel_max, at most 1,000 each), more consuming
 // connections are dialled, each redialled over the nodes on its own after a
 // loss, so one worker can consume thousands of queues; one left with no
-// channel for 5 seconds is closed, the first excepted. Queues are declared
+// channel for 5 seconds is closed, the first excepted. A backend that
+// runs a queue with a global limit dials one more connection for it,
+// whose channels hold its permits and mint its tokens. Queues are declared
 // on channels of their own, since a refused declare closes its channel.
 // One more connection, dialled only when a plugin-mode queue is declared,
 // carries delay exchange declares: a broker without the plugin answers the
@@ -66,8 +75,10 @@
 // The broker shows the connections by name, Options.ConnectionName ("queuey"
 // by default) and a suffix: "queuey publish" (publishes and queue declares),
 // "queuey consume" (subscriptions, and reads of dead letters; the further
-// consuming connections are "queuey consume 2", "queuey consume 3", ...) and
-// "queuey topology" (delay exchange declares and bindings, plugin mode only).
+// consuming connections are "queuey consume 2", "queuey consume 3", ...),
+// "queuey topology" (delay exchange declares and bindings, plugin mode only)
+// and "queuey limits" (global limits' permits and mints, only for a queue
+// with a Limit or a Rate).
 //
 // A queue the broker refuses to let us consume (access refused, in
 // exclusive use) is runtime.ErrCannotConsume, which Worker.Run returns; a

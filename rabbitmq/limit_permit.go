@@ -23,7 +23,10 @@ var _ runtime.Limiter = (*Backend)(nil)
 // key's lease first, then a Limit token, then spends a Rate token, and on
 // a failure gives back what it took. The first permit of a queue (or the
 // first Consume of it) starts the background reconcile of its tokens, once
-// per backend; until some worker has minted them, AcquirePermit waits.
+// per backend, to that call's Limit and Rate.N; until some worker has
+// minted them, AcquirePermit waits. A permit lives on the backend's
+// connections: when one is lost, the broker gives its places to the next
+// waiting jobs, and Release of it does nothing.
 func (b *Backend) AcquirePermit(ctx context.Context, q runtime.QueueConfig, key string) (runtime.Permit, error) {
 	return b.limits.acquire(ctx, q, key)
 }
@@ -256,12 +259,24 @@ func (l *limits) spend(ctx context.Context, s *tokenSet, per time.Duration) erro
 		if err != nil {
 			return err
 		}
-		if err := l.commitSpend(ctx, ch, s, ret, d); err == nil {
-			l.putBack(ch, true)
-			return nil
+		// The commit publishes, which a connection blocked by a resource
+		// alarm holds back: a wait that ends meanwhile closes the channel
+		// without waiting for it. Either the commit was applied and the
+		// token spent, or the token goes back with the channel.
+		done := make(chan error, 1)
+		go func() { done <- l.commitSpend(ctx, ch, s, ret, d) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				l.putBack(ch, true)
+				return nil
+			}
+			_ = ch.Close()
+		case <-ctx.Done():
+			go func() { _ = ch.Close(); <-done }()
+		case <-l.life.done():
+			go func() { _ = ch.Close(); <-done }()
 		}
-		// Nothing was applied: the token goes back with the channel.
-		_ = ch.Close()
 		if err := l.stopped(ctx, s); err != nil {
 			return err
 		}

@@ -94,8 +94,9 @@ type Options struct {
 	// (ErrManagementMismatch; see Backend.CheckManagement).
 	ManagementURL string
 	// ConnectionName is shown in the broker's management UI, suffixed with
-	// " publish", " consume" and, once a plugin-mode queue is declared,
-	// " topology". Empty means "queuey".
+	// " publish", " consume", once a plugin-mode queue is declared,
+	// " topology", and once a queue with a global limit is consumed or
+	// asks for a permit, " limits". Empty means "queuey".
 	ConnectionName string
 	// Nodes are more AMQP URLs of the same cluster. Dial tries its url
 	// first, then these in order; a lost connection is dialled again over
