@@ -1,7 +1,8 @@
 // Tests of the RabbitMQ backend on the three-node cluster of
 // scripts/cluster.sh, which TestMain starts unless it runs: the
 // conformance suite, clients failing over while the nodes they use are
-// killed, and waits in quorum hold queues while nodes die.
+// killed, waits in quorum hold queues while nodes die, and global limits'
+// tokens while the nodes that lead their queues die.
 // They talk to the cluster's nodes only, never to the main broker.
 package cluster_test
 
