@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queuey/queuey/internal/testenv/brokertest"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
@@ -22,6 +23,9 @@ func TestLimitQueueNames(t *testing.T) {
 	}
 	if limitToken != want[0] || limitLedger != want[1] || rateToken != want[3] || rateLedger != want[4] {
 		t.Fatalf("names = %q %q %q %q", limitToken, limitLedger, rateToken, rateLedger)
+	}
+	if got := brokertest.LimitQueuesOf("orders").All(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("brokertest.LimitQueuesOf names %q, want %q as the backend does", got, want)
 	}
 	// No two queues' limits share a broker queue, whatever their names'
 	// ends: "a.ledger" is a name of its own, never a part of "a"'s.

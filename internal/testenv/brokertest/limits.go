@@ -28,16 +28,17 @@ type LimitQueues struct {
 }
 
 // LimitQueuesOf returns the names of the queues that hold queue q's
-// global limits.
+// global limits (package rabbitmq's tests check that it names them as
+// the backend does).
 func LimitQueuesOf(q string) LimitQueues {
 	l := LimitQueues{
 		LimitTokens: "queuey.limit." + q,
 		RateTokens:  "queuey.rate." + q,
 	}
-	l.LimitLedger, l.LimitLock = l.LimitTokens+".ledger", l.LimitTokens+".lock"
-	l.RateLedger, l.RateLock = l.RateTokens+".ledger", l.RateTokens+".lock"
-	l.RateReturn = l.RateTokens + ".s"
-	l.RateReturns = []string{l.RateTokens + ".s", l.RateTokens + ".m", l.RateTokens + ".h"}
+	l.LimitLedger, l.LimitLock = "queuey.limit-ledger."+q, "queuey.limit-lock."+q
+	l.RateLedger, l.RateLock = "queuey.rate-ledger."+q, "queuey.rate-lock."+q
+	l.RateReturn = "queuey.rate-s." + q
+	l.RateReturns = []string{"queuey.rate-s." + q, "queuey.rate-m." + q, "queuey.rate-h." + q}
 	return l
 }
 
