@@ -335,7 +335,7 @@ func TestRateAcrossProcesses(t *testing.T) {
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
 	for held := 0; held != n; {
-		held = queueLen(t, ch, tokens) + queueLen(t, ch, tokens+".s")
+		held = queueLen(t, ch, tokens) + queueLen(t, ch, brokertest.LimitQueuesOf(q.Name).RateReturn)
 		switch {
 		case held > n:
 			t.Fatalf("%d tokens after the run, want %d", held, n)
