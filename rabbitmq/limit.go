@@ -113,10 +113,12 @@ type limits struct {
 	idle    []*amqp.Channel      // prefetch 1, nothing held
 	idleTx  []*amqp.Channel      // in tx mode, prefetch 1, nothing held
 	returns map[string]bool      // rate return queues declared
+	// returnsOf are the returned publishes of each tx channel.
+	returnsOf map[*amqp.Channel]<-chan amqp.Return
 }
 
 func newLimits(life lifetime, log *slog.Logger, conn, ledger *connection, version topology.Version, l leases) *limits {
-	return &limits{life: life, log: log, conn: conn, ledger: ledger, version: version, leases: l, sets: map[string]*tokenSet{}, returns: map[string]bool{}}
+	return &limits{life: life, log: log, conn: conn, ledger: ledger, version: version, leases: l, sets: map[string]*tokenSet{}, returns: map[string]bool{}, returnsOf: map[*amqp.Channel]<-chan amqp.Return{}}
 }
 
 // tokenKind is what a set of tokens limits.
@@ -226,8 +228,29 @@ func (l *limits) channel(ctx context.Context, tx bool) (*amqp.Channel, error) {
 			_ = ch.Close()
 			return nil, brokerError("limits: select transactions", err)
 		}
+		// A rate's spend publishes mandatory; the broker returns an
+		// unroutable one before its commit's reply, and amqp091-go hands
+		// the return over before that reply (see commitSpend).
+		returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+		l.mu.Lock()
+		l.returnsOf[ch] = returns
+		l.mu.Unlock()
+		go func() {
+			<-ch.NotifyClose(make(chan *amqp.Error, 1))
+			l.mu.Lock()
+			delete(l.returnsOf, ch)
+			l.mu.Unlock()
+		}()
 	}
 	return ch, nil
+}
+
+// spendReturns returns the channel of tx channel ch's returned
+// publishes, nil when ch has closed.
+func (l *limits) spendReturns(ch *amqp.Channel) <-chan amqp.Return {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.returnsOf[ch]
 }
 
 // putBack keeps ch, holding nothing, for reuse, or closes it.

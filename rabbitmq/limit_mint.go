@@ -262,11 +262,15 @@ func (l *limits) absent(ctx context.Context, name string) (bool, error) {
 	return false, brokerError(fmt.Sprintf("check %q", name), err)
 }
 
-// unlock releases s's mint lock: it deletes the exclusive queue, on ch or,
-// when ch was closed, on a channel of its own (a lost connection took the
-// lock with it already).
+// unlock releases s's mint lock: it puts back what ch holds of the ledger
+// (dropping what it did not commit), then deletes the exclusive queue, on
+// ch or, when ch was closed, on a channel of its own (a lost connection
+// took the lock with it already). The ledger's message is back before the
+// lock goes, so the next holder of the lock finds it.
 func (l *limits) unlock(ctx context.Context, s *tokenSet, ch *amqp.Channel) {
 	if !ch.IsClosed() {
+		_ = ch.TxRollback()
+		_ = ch.Recover(true)
 		if _, err := ch.QueueDelete(s.lock, false, false, false); err == nil {
 			return
 		}
@@ -277,6 +281,47 @@ func (l *limits) unlock(ctx context.Context, s *tokenSet, ch *amqp.Channel) {
 	}
 	defer func() { _ = c.Close() }()
 	_, _ = c.QueueDelete(s.lock, false, false, false)
+}
+
+// onlyLedger makes m, of count n, the one message of s's ledger: it takes
+// any other the ledger holds, keeps the one of the highest count unacked
+// and acks the rest, in a transaction of its own. A ledger holds two
+// messages only where a holder's connection ended as another took the
+// mint lock (a worker killed with its lock and the ledger's message):
+// both are counts this ledger held, and the highest is the latest, as
+// only a commit that acks the old message lowers it.
+func (l *limits) onlyLedger(ch *amqp.Channel, s *tokenSet, m amqp.Delivery, n int) (amqp.Delivery, bool, int, error) {
+	var extra []uint64
+	for {
+		o, ok, err := ch.Get(s.ledger, false)
+		if err != nil {
+			return m, false, 0, brokerError(fmt.Sprintf("read ledger %q", s.ledger), err)
+		}
+		if !ok {
+			break
+		}
+		k, err := ledgerCount(o.Body)
+		if err != nil {
+			return m, false, 0, fmt.Errorf("ledger %q: %w", s.ledger, err)
+		}
+		if k > n {
+			m, n, o = o, k, m
+		}
+		extra = append(extra, o.DeliveryTag)
+	}
+	if len(extra) == 0 {
+		return m, true, n, nil
+	}
+	for _, tag := range extra {
+		if err := ch.Ack(tag, false); err != nil {
+			return m, false, 0, brokerError(fmt.Sprintf("drop extra counts of ledger %q", s.ledger), err)
+		}
+	}
+	if err := ch.TxCommit(); err != nil {
+		return m, false, 0, brokerError(fmt.Sprintf("drop extra counts of ledger %q", s.ledger), err)
+	}
+	l.log.Warn("queuey: a global limit's ledger held more than one count; kept the highest", "queue", s.queue, "ledger", s.ledger, "count", n, "dropped", len(extra))
+	return m, true, n, nil
 }
 
 // ledgerCount reads a ledger message's body: the count of tokens minted.
@@ -391,7 +436,7 @@ func (l *limits) readLedger(ctx context.Context, ch *amqp.Channel, s *tokenSet, 
 			if err != nil {
 				return m, false, 0, fmt.Errorf("ledger %q: %w", s.ledger, err)
 			}
-			return m, true, n, nil
+			return l.onlyLedger(ch, s, m, n)
 		}
 		if !tokens || i == ledgerReads-1 || !l.pause(ctx, 200*time.Millisecond) {
 			break

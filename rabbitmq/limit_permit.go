@@ -271,6 +271,14 @@ func (l *limits) spend(ctx context.Context, s *tokenSet, per time.Duration) erro
 				l.putBack(ch, true)
 				return nil
 			}
+			if errors.Is(err, errReturnGone) {
+				l.putBack(ch, true)
+				l.log.Warn("queuey: a rate's return queue was gone; its token is back in the token queue, and the return queue is declared again", "queue", s.queue, "return_queue", ret)
+				if err := l.declareReturn(ctx, s, ret, per); err != nil {
+					return err
+				}
+				continue
+			}
 			_ = ch.Close()
 		case <-ctx.Done():
 			go func() { _ = ch.Close(); <-done }()
@@ -283,11 +291,19 @@ func (l *limits) spend(ctx context.Context, s *tokenSet, per time.Duration) erro
 	}
 }
 
+// errReturnGone is commitSpend's when the return queue was gone: the
+// token is back in its token queue, and the return queue must be
+// declared again.
+var errReturnGone = errors.New("rate return queue gone")
+
 // commitSpend moves token d of s to return queue ret in a transaction on
-// ch.
+// ch. The publish is mandatory: where ret is gone (deleted by hand), the
+// broker returns it before the commit's reply, and the token, acked by
+// the commit, is published back into the token queue at once
+// (errReturnGone); a connection lost between the two loses it.
 func (l *limits) commitSpend(ctx context.Context, ch *amqp.Channel, s *tokenSet, ret string, d amqp.Delivery) error {
 	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: d.ContentType, Body: d.Body}
-	if err := ch.PublishWithContext(ctx, "", ret, false, false, msg); err != nil {
+	if err := ch.PublishWithContext(ctx, "", ret, true, false, msg); err != nil {
 		return brokerError(fmt.Sprintf("spend a token into %q", ret), err)
 	}
 	if err := ch.Ack(d.DeliveryTag, false); err != nil {
@@ -296,7 +312,21 @@ func (l *limits) commitSpend(ctx context.Context, ch *amqp.Channel, s *tokenSet,
 	if err := ch.TxCommit(); err != nil {
 		return brokerError(fmt.Sprintf("commit a token of %q spent", s.token), err)
 	}
-	return nil
+	select {
+	case <-l.spendReturns(ch):
+	default:
+		return nil
+	}
+	l.mu.Lock()
+	delete(l.returns, ret)
+	l.mu.Unlock()
+	if err := ch.PublishWithContext(ctx, "", s.token, false, false, msg); err != nil {
+		return brokerError(fmt.Sprintf("put a token back into %q", s.token), err)
+	}
+	if err := ch.TxCommit(); err != nil {
+		return brokerError(fmt.Sprintf("put a token back into %q", s.token), err)
+	}
+	return errReturnGone
 }
 
 // declareReturn declares return queue ret of s for period per, once per

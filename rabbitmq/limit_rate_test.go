@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queuey/queuey/internal/testenv/eventually"
+	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
 )
 
@@ -101,5 +103,28 @@ func TestRatePermits(t *testing.T) {
 				t.Fatalf("rate ledger = %d, want %d", got, n)
 			}
 		})
+	}
+}
+
+// TestRateReturnQueueDeleted: a rate's return queue deleted by hand loses
+// the tokens in it, and no more: the next spend's publish comes back
+// unroutable, its token goes back into the token queue, and the return
+// queue is declared again, so starts go on with the tokens left.
+func TestRateReturnQueueDeleted(t *testing.T) {
+	const n = 3
+	q := limitedQueue(t, runtime.QueueClassic, 0, runtime.Rate{N: n, Per: time.Second})
+	b := dialN(t, 1)[0]
+	acquire(t, b, q, "").Release() // one token waits out its second in the return queue
+	_, _, token, _, all := rabbitmq.LimitQueues(q.Name)
+	ret := all[6] // the return queue of a second
+	deleteQueues(ret)
+	// The tokens left are spent one after another; each spend after the
+	// deletion must land, or come back into the token queue.
+	for range 2 * (n - 1) {
+		acquire(t, b, q, "").Release()
+	}
+	eventually.True(t, wait, func() bool { return ready(t, token) == n-1 }, fmt.Sprintf("%d tokens back in %q", n-1, token))
+	if got := ready(t, token) + ready(t, ret); got != n-1 {
+		t.Fatalf("%d tokens after the return queue was deleted with one in it, want %d", got, n-1)
 	}
 }

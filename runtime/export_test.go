@@ -30,3 +30,7 @@ func SetMismatchRetries(tb interface{ Cleanup(func()) }, ds []time.Duration) {
 	mismatchRetries = ds
 	tb.Cleanup(func() { mismatchRetries = old })
 }
+
+// SetPermitWait sets how long w's jobs wait for a permit before they go
+// back to their queue unrun (DefaultPermitWait).
+func (w *Worker) SetPermitWait(d time.Duration) { w.permitWait = d }

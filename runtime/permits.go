@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -100,6 +101,13 @@ func keyFormat(k reflect.Kind) func(reflect.Value) string {
 	return nil
 }
 
+// DefaultPermitWait is how long a job waits for its permit, holding its
+// delivery, before it goes back to its queue unrun (Delivery.Release) to
+// be delivered again: well within RabbitMQ's consumer_timeout (30 minutes
+// by default), past which the broker would close the consumer's channel
+// and deliver its jobs again, each counted as an attempt.
+const DefaultPermitWait = 10 * time.Minute
+
 // Waits after a Limiter failed, before it is asked again: doubling from
 // permitRetryMin to permitRetryMax.
 const (
@@ -108,14 +116,18 @@ const (
 )
 
 // permit waits for the permit d's job needs to run, and returns it (nil
-// for a queue without limits) and true; or false when the wait ended
-// first (the worker stops, the queue pauses, the subscription ended or
-// the backend closed), having kept d to go back unrun.
+// for a queue without limits, or for a job whose run still goes on here,
+// which its run settles without running it again) and true; or false
+// when the wait ended first (the worker stops, the queue pauses, the
+// subscription ended or the backend closed), having kept d to go back
+// unrun, or when it lasted the worker's permit wait, having released d.
 func (h *handlers) permit(d Delivery) (Permit, bool) {
 	c := h.c
-	if c.limiter == nil {
+	if c.limiter == nil || c.orphans.has(d.Envelope()) {
 		return nil, true
 	}
+	ctx, cancel := context.WithTimeout(h.waitCtx, c.w.permitWait)
+	defer cancel()
 	key := ""
 	if c.keyOf != nil {
 		k, ok := c.keyOf(d.Envelope().Payload)
@@ -126,28 +138,45 @@ func (h *handlers) permit(d Delivery) (Permit, bool) {
 	}
 	wait := permitRetryMin
 	for {
-		p, err := c.limiter.AcquirePermit(h.waitCtx, c.queue, key)
+		p, err := c.limiter.AcquirePermit(ctx, c.queue, key)
 		switch {
 		case err == nil:
 			return p, true
-		case h.waitCtx.Err() != nil:
-			h.keep(d)
-			return nil, false
-		case errors.Is(err, ErrClosed):
-			h.keep(d)
+		case ctx.Err() != nil, errors.Is(err, ErrClosed):
+			h.endPermitWait(d, errors.Is(err, ErrClosed))
 			return nil, false
 		}
-		c.w.log.Warn("queuey: could not take a permit of the queue's global limits; the job waits and asks again", "queue", c.queue.Name, "job_id", d.Envelope().ID, "error", err, "after", wait)
+		if wait == permitRetryMin {
+			c.w.log.Warn("queuey: could not take a permit of the queue's global limits; the job waits and asks again", "queue", c.queue.Name, "job_id", d.Envelope().ID, "error", err)
+		} else {
+			c.w.log.Debug("queuey: could not take a permit of the queue's global limits; the job waits and asks again", "queue", c.queue.Name, "job_id", d.Envelope().ID, "error", err, "after", wait)
+		}
 		t := time.NewTimer(wait)
 		select {
-		case <-h.waitCtx.Done():
+		case <-ctx.Done():
 			t.Stop()
-			h.keep(d)
+			h.endPermitWait(d, false)
 			return nil, false
 		case <-t.C:
 		}
 		wait = min(2*wait, permitRetryMax)
 	}
+}
+
+// endPermitWait gives d back, its wait for a permit over unrun: kept for
+// the stop to release when the worker stops, the queue pauses, the
+// subscription ended or the backend closed; released at once when it
+// waited the worker's longest.
+func (h *handlers) endPermitWait(d Delivery, closed bool) {
+	c := h.c
+	if closed || h.waitCtx.Err() != nil {
+		h.keep(d)
+		return
+	}
+	c.w.log.Info("queuey: a job waited its longest for a permit of the queue's global limits; it goes back to the queue unrun", "queue", c.queue.Name, "job_id", d.Envelope().ID, "waited", c.w.permitWait)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.waitCtx), releaseTimeout)
+	defer cancel()
+	h.release(ctx, d)
 }
 
 // releaser returns a function that releases p (when not nil) the first

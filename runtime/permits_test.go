@@ -3,8 +3,12 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/queuey/queuey/runtime"
 )
@@ -73,4 +77,77 @@ func TestParseRate(t *testing.T) {
 			t.Errorf("ParseRate(%q) = %v, want an error", s, r)
 		}
 	}
+}
+
+// TestPermitWaitBounded: a job that waits longer than the worker's permit
+// wait goes back to its queue unrun, so that no broker's consumer timeout
+// takes its delivery back counted as a run; it runs later at attempt 1.
+func TestPermitWaitBounded(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	b := runtime.NewMemoryBackend(runtime.MemoryLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	defer b.Close()
+	q := runtime.DefaultQueueConfig("limits.wait")
+	q.Limit, q.Prefetch, q.Concurrency = 1, 2, 2
+	p, err := runtime.NewProducer(context.Background(), b, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	runs := make(chan [2]int, 10)
+	w := runtime.NewWorker(b)
+	w.SetPermitWait(100 * time.Millisecond)
+	runtime.Handle(w, q, func(ctx context.Context, j keyed) error {
+		info, _ := runtime.InfoFromContext(ctx)
+		runs <- [2]int{j.Count, info.Attempt}
+		if j.Count == 0 {
+			<-hold
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for i := range 2 {
+		if _, err := runtime.Enqueue(context.Background(), p, q, keyed{Count: i}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if r := <-runs; r[0] != 0 {
+				t.Fatalf("first run is job %d, want 0", r[0])
+			}
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }(), "waited its longest for a permit") {
+		select {
+		case r := <-runs:
+			t.Fatalf("job %d ran while job 0 held the only permit", r[0])
+		case <-deadline:
+			t.Fatal("the waiting job was never sent back")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(hold)
+	select {
+	case r := <-runs:
+		if r != [2]int{1, 1} {
+			t.Fatalf("after job 0: job %d at attempt %d, want job 1 at attempt 1", r[0], r[1])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job that waited never ran")
+	}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

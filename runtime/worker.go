@@ -75,6 +75,7 @@ type Worker struct {
 	backend         Backend
 	log             *slog.Logger
 	shutdownTimeout time.Duration
+	permitWait      time.Duration // DefaultPermitWait but in tests
 	maxDeferrals    int // 0: no cap
 	observers       []Observer
 	producer        *Producer // enqueues the ticks of schedules
@@ -109,6 +110,7 @@ func NewWorker(b Backend, opts ...WorkerOption) *Worker {
 		backend:         b,
 		log:             b.Logger(),
 		shutdownTimeout: DefaultShutdownTimeout,
+		permitWait:      DefaultPermitWait,
 		maxDeferrals:    DefaultMaxDeferrals,
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
