@@ -76,7 +76,7 @@ type Worker struct {
 	log             *slog.Logger
 	shutdownTimeout time.Duration
 	permitWait      time.Duration // DefaultPermitWait but in tests
-	maxDeferrals    int // 0: no cap
+	maxDeferrals    int           // 0: no cap
 	observers       []Observer
 	producer        *Producer // enqueues the ticks of schedules
 
