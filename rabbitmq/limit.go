@@ -113,6 +113,7 @@ type limits struct {
 	idle    []*amqp.Channel      // prefetch 1, nothing held
 	idleTx  []*amqp.Channel      // in tx mode, prefetch 1, nothing held
 	returns map[string]bool      // rate return queues declared
+	closed  bool                 // wait has begun: no reconciler starts
 	// returnsOf are the returned publishes of each tx channel.
 	returnsOf map[*amqp.Channel]<-chan amqp.Return
 }
@@ -183,7 +184,7 @@ func (l *limits) set(kind tokenKind, q runtime.QueueConfig, n int) *tokenSet {
 		kick: make(chan struct{}, 1), reconciled: make(chan struct{}),
 	}
 	l.sets[token] = s
-	if !l.life.over() {
+	if !l.life.over() && !l.closed {
 		l.wg.Add(1)
 		go l.reconciler(s)
 	}
@@ -273,8 +274,14 @@ func (l *limits) putBack(ch *amqp.Channel, tx bool) {
 }
 
 // wait waits for the reconcilers to end, once the backend is closed and
-// its connections are.
-func (l *limits) wait() { l.wg.Wait() }
+// its connections are. set starts a reconciler under l.mu only while
+// closed is not set, so none starts once wait has set it.
+func (l *limits) wait() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
+}
 
 // pause waits d, jittered, or until ctx ends or the backend closes; it
 // reports whether the wait ran out.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuey/queuey/internal/testenv/eventually"
 	"github.com/queuey/queuey/rabbitmq"
 	"github.com/queuey/queuey/runtime"
@@ -92,5 +94,32 @@ func TestLimitLedgerHeldMintsNothing(t *testing.T) {
 				t.Fatalf("token queue holds %d after the ledger came back, want %d", got, n)
 			}
 		})
+	}
+}
+
+// TestLimitLedgerTwoCounts: a ledger found holding two counts (its
+// holder was killed with the mint lock as another took it) keeps the
+// highest and drops the other, minting nothing more.
+func TestLimitLedgerTwoCounts(t *testing.T) {
+	const n = 3
+	q := limitedQueue(t, runtime.QueueClassic, n, runtime.Rate{})
+	first := dialN(t, 1)[0]
+	acquire(t, first, q, "").Release()
+	reconciled(t, q, first)
+	token, ledgerQ := limitNames(q)
+	eventually.True(t, wait, func() bool { return ready(t, token) == n }, fmt.Sprintf("token queue holds %d", n))
+	// An older count beside the ledger's.
+	ch := rawChannel(t)
+	if err := ch.PublishWithContext(ctxT(t), "", ledgerQ, false, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	second := dialN(t, 1)[0]
+	acquire(t, second, q, "").Release()
+	reconciled(t, q, second)
+	if got := ledger(t, ledgerQ); got != n { // ledger fails on a second message
+		t.Fatalf("ledger = %d, want %d", got, n)
+	}
+	if got := ready(t, token); got != n {
+		t.Fatalf("token queue holds %d, want %d", got, n)
 	}
 }

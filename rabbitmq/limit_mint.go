@@ -269,8 +269,10 @@ func (l *limits) absent(ctx context.Context, name string) (bool, error) {
 // lock goes, so the next holder of the lock finds it.
 func (l *limits) unlock(ctx context.Context, s *tokenSet, ch *amqp.Channel) {
 	if !ch.IsClosed() {
-		_ = ch.TxRollback()
-		_ = ch.Recover(true)
+		// Tag 0 with multiple: every delivery ch holds.
+		if ch.TxRollback() == nil && ch.Nack(0, true, true) == nil {
+			_ = ch.TxCommit()
+		}
 		if _, err := ch.QueueDelete(s.lock, false, false, false); err == nil {
 			return
 		}
