@@ -116,6 +116,7 @@ func permitsRun(b *testing.B, name string, goroutines, each int) e2e.Span {
 					errs <- err
 					return
 				}
+				p.(runtime.PermitStarter).Started()
 				p.Release()
 			}
 		}()

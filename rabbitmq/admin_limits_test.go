@@ -273,12 +273,15 @@ func TestLimitStatesOfPermits(t *testing.T) {
 
 			a.Release()
 			b.Release()
-			// The waiters get theirs: key a's and then a token each.
-			for range 2 {
-				within(t, waiters, "a waiting permit").Release()
-			}
+			// The waiters get theirs: key a's and then a token each. One
+			// begins its run, spending a start; the other is released
+			// unrun, giving its start back.
+			within(t, waiters, "a waiting permit").Release()
+			p := within(t, waiters, "a waiting permit")
+			p.(runtime.PermitStarter).Started()
+			p.Release()
 			want = admin.LimitState{
-				Queue: q.Name, Limit: 2, Rate: runtime.Rate{N: 5, Per: time.Minute}, RateReady: 1,
+				Queue: q.Name, Limit: 2, Rate: runtime.Rate{N: 5, Per: time.Minute}, RateReady: 2,
 			}
 			eventually.Nil(t, wait, states, "the limits with every permit released")
 		})

@@ -31,16 +31,31 @@ func (b *Backend) AcquirePermit(ctx context.Context, q runtime.QueueConfig, key 
 	return b.limits.acquire(ctx, q, key)
 }
 
-// permit is what AcquirePermit grants: the key's lease and the Limit's
-// token it holds, either nil when q has none.
+// permit is what AcquirePermit grants: the key's lease, the Limit's
+// token and the Rate's token it holds, each nil when q has none.
 type permit struct {
-	once  sync.Once
-	key   *ownedLease
-	token *heldToken
+	once    sync.Once
+	key     *ownedLease
+	token   *heldToken
+	rate    *rateToken
+	started sync.Once
 }
 
-// Release gives back the token, then the key's lease. A second call does
-// nothing.
+var _ runtime.PermitStarter = (*permit)(nil)
+
+// Started spends the Rate's token, as the run begins: the spend reaches
+// the broker after the run's start, so the token comes back no sooner
+// than Rate.Per after it, by the worker's clock too.
+func (p *permit) Started() {
+	p.started.Do(func() {
+		if p.rate != nil {
+			p.rate.spend()
+		}
+	})
+}
+
+// Release gives back the token, then the key's lease, and the Rate's
+// token unspent when the run never began. A second call does nothing.
 func (p *permit) Release() {
 	p.once.Do(func() {
 		if p.token != nil {
@@ -49,7 +64,69 @@ func (p *permit) Release() {
 		if p.key != nil {
 			_ = p.key.Release()
 		}
+		p.started.Do(func() {
+			if p.rate != nil {
+				p.rate.giveBack()
+			}
+		})
 	})
+}
+
+// rateToken is a Rate token delivered on ch, a channel in tx mode, held
+// unacked until the run begins.
+type rateToken struct {
+	l   *limits
+	s   *tokenSet
+	ch  *amqp.Channel
+	d   amqp.Delivery
+	ret string        // the return queue
+	per time.Duration // the Rate's period
+}
+
+// spend moves the token to its return queue (commitSpend), in the
+// background: the run goes on meanwhile. Where the commit fails, the
+// token goes back with the channel at once, and one start more may
+// follow within the period.
+func (r *rateToken) spend() {
+	l := r.l
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		_ = r.ch.Close()
+		return
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := l.life.until(context.Background())
+		defer cancel()
+		err := l.commitSpend(ctx, r.ch, r.s, r.ret, r.d)
+		switch {
+		case err == nil:
+			l.putBack(r.ch, true)
+		case errors.Is(err, errReturnGone):
+			l.putBack(r.ch, true)
+			l.log.Warn("queuey: a rate's return queue was gone; its token is back in the token queue, and the return queue is declared again", "queue", r.s.queue, "return_queue", r.ret)
+			if err := l.declareReturn(ctx, r.s, r.ret, r.per); err != nil && !l.life.over() {
+				l.log.Warn("queuey: could not declare a rate's return queue again", "queue", r.s.queue, "return_queue", r.ret, "error", err)
+			}
+		default:
+			_ = r.ch.Close()
+			if !l.life.over() {
+				l.log.Warn("queuey: could not spend a rate's token; it went back with its channel", "queue", r.s.queue, "error", err)
+			}
+		}
+	}()
+}
+
+// giveBack returns the token unspent, the run never having begun.
+func (r *rateToken) giveBack() {
+	if r.ch.Reject(r.d.DeliveryTag, true) != nil || r.ch.TxCommit() != nil {
+		_ = r.ch.Close()
+		return
+	}
+	r.l.putBack(r.ch, true)
 }
 
 // heldToken is a Limit token delivered on ch and held unacked.
@@ -93,10 +170,17 @@ func (l *limits) acquire(ctx context.Context, q runtime.QueueConfig, key string)
 		p.token = t
 	}
 	if rate != nil {
-		if err := l.spend(ctx, rate, q.Rate.Per); err != nil {
+		ret := rateReturnQueue(rate.queue, q.Rate.Per)
+		if err := l.declareReturn(ctx, rate, ret, q.Rate.Per); err != nil {
 			p.Release()
 			return nil, err
 		}
+		ch, d, err := l.receive(ctx, rate, true)
+		if err != nil {
+			p.Release()
+			return nil, err
+		}
+		p.rate = &rateToken{l: l, s: rate, ch: ch, d: d, ret: ret, per: q.Rate.Per}
 	}
 	return p, nil
 }
@@ -244,51 +328,6 @@ func (l *limits) giveBack(ch *amqp.Channel, tag string, msgs <-chan amqp.Deliver
 		}
 	}
 	l.putBack(ch, tx)
-}
-
-// spend waits for a Rate token of s and spends it: in one transaction, it
-// publishes the token to the return queue of per, from which it comes
-// back to the token queue after per, and acks it.
-func (l *limits) spend(ctx context.Context, s *tokenSet, per time.Duration) error {
-	ret := rateReturnQueue(s.queue, per)
-	if err := l.declareReturn(ctx, s, ret, per); err != nil {
-		return err
-	}
-	for {
-		ch, d, err := l.receive(ctx, s, true)
-		if err != nil {
-			return err
-		}
-		// The commit publishes, which a connection blocked by a resource
-		// alarm holds back: a wait that ends meanwhile closes the channel
-		// without waiting for it. Either the commit was applied and the
-		// token spent, or the token goes back with the channel.
-		done := make(chan error, 1)
-		go func() { done <- l.commitSpend(ctx, ch, s, ret, d) }()
-		select {
-		case err := <-done:
-			if err == nil {
-				l.putBack(ch, true)
-				return nil
-			}
-			if errors.Is(err, errReturnGone) {
-				l.putBack(ch, true)
-				l.log.Warn("queuey: a rate's return queue was gone; its token is back in the token queue, and the return queue is declared again", "queue", s.queue, "return_queue", ret)
-				if err := l.declareReturn(ctx, s, ret, per); err != nil {
-					return err
-				}
-				continue
-			}
-			_ = ch.Close()
-		case <-ctx.Done():
-			go func() { _ = ch.Close(); <-done }()
-		case <-l.life.done():
-			go func() { _ = ch.Close(); <-done }()
-		}
-		if err := l.stopped(ctx, s); err != nil {
-			return err
-		}
-	}
 }
 
 // errReturnGone is commitSpend's when the return queue was gone: the

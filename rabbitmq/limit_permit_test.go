@@ -62,13 +62,14 @@ func dialN(t *testing.T, n int) []*rabbitmq.Backend {
 }
 
 // acquire takes a permit of q from b, failing t when it takes longer than
-// wait.
+// wait, and begins its run, as a worker does (a Rate's start is spent).
 func acquire(t *testing.T, b *rabbitmq.Backend, q runtime.QueueConfig, key string) runtime.Permit {
 	t.Helper()
 	p, err := b.AcquirePermit(ctxT(t), q, key)
 	if err != nil {
 		t.Fatalf("acquire a permit of %q (key %q): %v", q.Name, key, err)
 	}
+	p.(runtime.PermitStarter).Started()
 	return p
 }
 

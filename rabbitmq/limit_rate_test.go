@@ -54,6 +54,7 @@ func TestRatePermits(t *testing.T) {
 							return
 						}
 						now := time.Now()
+						p.(runtime.PermitStarter).Started()
 						p.Release()
 						mu.Lock()
 						grants = append(grants, now)

@@ -288,20 +288,14 @@ func TestLimitAcrossProcesses(t *testing.T) {
 // processes handle, 300 jobs: every job runs once, and the ledger of
 // their starts keeps to the rate as far as the workers' clocks can tell.
 //
-// The rate holds on the broker's clock: a token is spent (moved to the
-// return queue, whose TTL is the period) before the job that took it
-// starts, and the job's start line is stamped after that, by as much as
-// the worker process lags (a network round trip, and whatever the
-// machine's load adds: 100ms and more on a loaded 2-core machine). So a
-// window of one second of start lines can hold the 50 starts of one
-// round of the tokens and some of the next, and a test that counted 51
-// at most would fail on load alone. What holds whatever the lag, up to
-// the bounds below: no window of half a second holds more than 50 starts
-// (sound for lags under 500ms: the starts of such a window were spent
-// within less than a second) and no window of a second holds 100 (lags
-// under a second); and after the run there are 50 tokens, as the ledger
-// says. The most in any second of start lines is logged, with the
-// sustained rate after the first second's 50.
+// A job's token is spent as its run begins, after the start line's
+// stamp is due (the worker calls the handler and spends in the
+// background), so a token comes back no sooner than a second after the
+// start it allowed, by the workers' clock too: no second of start lines
+// holds more than 50, and 51 allows for the one case where the spend
+// reaches the broker before the handler stamps its line. After the run
+// there are 50 tokens, as the ledger says. The sustained rate after the
+// first second's 50 is logged.
 func TestRateAcrossProcesses(t *testing.T) {
 	const (
 		n    = 50
@@ -317,12 +311,9 @@ func TestRateAcrossProcesses(t *testing.T) {
 	checkEveryJobOnce(t, l, ids)
 
 	rs := l.sorted()
-	if most, from := mostInWindow(rs, time.Second/2); most > n {
-		t.Errorf("%d jobs started in the half second from %v, want at most %d (rate %d/s)", most, from.Format(time.RFC3339Nano), n, n)
-	}
 	most, from := mostInWindow(rs, time.Second)
-	if most >= 2*n {
-		t.Errorf("%d jobs started in the second from %v, want fewer than %d (rate %d/s, and a round of tokens for the workers' lag)", most, from.Format(time.RFC3339Nano), 2*n, n)
+	if most > n+1 {
+		t.Errorf("%d jobs started in the second from %v, want at most %d (+1) (rate %d/s)", most, from.Format(time.RFC3339Nano), n, n)
 	}
 	ch := rawChannel(t)
 	_, _, tokens, ledger, _ := rabbitmq.LimitQueues(q.Name)

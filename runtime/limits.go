@@ -114,10 +114,19 @@ type Limiter interface {
 	// when q has no LimitKey) may start under q's Limit, Rate and
 	// LimitKey, and returns the permit that holds its place; or returns
 	// ctx's error when ctx ends first, or the backend's failure. A Rate's
-	// share is spent as the permit is granted and comes back on its own
-	// after Rate.Per; the rest is held until Release. q is resolved
-	// (WithDefaults) and valid.
+	// share is spent as the permit is granted, or, by a PermitStarter, as
+	// the run begins, and comes back on its own after Rate.Per; the rest
+	// is held until Release. q is resolved (WithDefaults) and valid.
 	AcquirePermit(ctx context.Context, q QueueConfig, key string) (Permit, error)
+}
+
+// PermitStarter is for backend implementers: an optional capability of a
+// Permit that holds a Rate's start unspent until its run begins. A worker
+// calls Started as it calls the handler, so that the start is spent after
+// the run began and comes back no sooner than Rate.Per after it; a Permit
+// released without Started (its run never began) gives the start back.
+type PermitStarter interface {
+	Started()
 }
 
 // Permit is for backend implementers: what Limiter.AcquirePermit grants.

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/queuey/queuey/internal/clock"
 )
 
-var _ Limiter = (*MemoryBackend)(nil)
+var (
+	_ Limiter       = (*MemoryBackend)(nil)
+	_ PermitStarter = (*memPermit)(nil)
+)
 
 // The memory backend holds global limits in process, for every worker
 // over it: a Limit is a count of places, a Rate a count of starts each of
@@ -91,25 +95,37 @@ func (b *MemoryBackend) AcquirePermit(ctx context.Context, q QueueConfig, key st
 			p.Release()
 			return nil, err
 		}
-		// The start is spent: it comes back after Per.
-		b.mu.Lock()
-		if !b.closed {
-			// t is set before the function can run: it takes b.mu first.
-			var t clock.Timer
-			t = b.clk.AfterFunc(q.Rate.Per, func() {
-				b.mu.Lock()
-				defer b.unlock()
-				delete(b.limitTimers, t)
-				l.rate.releaseLocked()
-			})
-			if b.limitTimers == nil {
-				b.limitTimers = map[clock.Timer]struct{}{}
-			}
-			b.limitTimers[t] = struct{}{}
-		}
-		b.mu.Unlock()
+		p.rate, p.per = &l.rate, q.Rate.Per
 	}
 	return p, nil
+}
+
+// Started spends the permit's start of the Rate, as its run begins: it
+// comes back Per later.
+func (p *memPermit) Started() {
+	b := p.b
+	b.mu.Lock()
+	defer b.unlock()
+	if p.rate == nil || p.spent || p.done {
+		return
+	}
+	p.spent = true
+	if b.closed {
+		return
+	}
+	rate := p.rate
+	// t is set before the function can run: it takes b.mu first.
+	var t clock.Timer
+	t = b.clk.AfterFunc(p.per, func() {
+		b.mu.Lock()
+		defer b.unlock()
+		delete(b.limitTimers, t)
+		rate.releaseLocked()
+	})
+	if b.limitTimers == nil {
+		b.limitTimers = map[clock.Timer]struct{}{}
+	}
+	b.limitTimers[t] = struct{}{}
 }
 
 // limitLocked returns q's limit state, made on first use, with the counts
@@ -211,6 +227,9 @@ type memPermit struct {
 	key    string
 	keySem *memSem
 	limit  *memSem
+	rate   *memSem       // the Rate's start, held until Started spends it
+	per    time.Duration // the Rate's period
+	spent  bool          // Started spent the start
 	done   bool
 }
 
@@ -224,6 +243,9 @@ func (p *memPermit) Release() {
 	p.done = true
 	if p.limit != nil {
 		p.limit.releaseLocked()
+	}
+	if p.rate != nil && !p.spent {
+		p.rate.releaseLocked() // the run never began: the start goes back
 	}
 	if p.keySem != nil {
 		p.keySem.releaseLocked()

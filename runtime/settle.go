@@ -107,6 +107,9 @@ func (c *queueRunner) process(base context.Context, gate *settleGate, requeues *
 	var run observedRun
 	ctx := c.observe(&run, base, d, env)
 	defer run.abandonIfUnreported()
+	if s, ok := permit.(PermitStarter); ok {
+		s.Started()
+	}
 	err := c.call(ctx, env)
 	release()
 	run.ran(err)
