@@ -44,13 +44,14 @@ func publishRawTo(ctx context.Context, b runtime.Backend, queue string, body []b
 
 // cleaningBackend deletes the queues declared through it, their dead-letter
 // queues, their quorum hold queues (which never expire), their delay
-// exchanges and the lease queues it contended on, if any, when the test
-// ends; classic hold queues expire on their own.
+// exchanges, the lease queues it contended on and the queues of the
+// global limits it granted permits of, if any, when the test ends;
+// classic hold queues expire on their own.
 type cleaningBackend struct {
 	*rabbitmq.Backend
 	mu     sync.Mutex
 	names  []string
-	leases []string // lease queues
+	leases []string // lease queues, and the limits' queues
 }
 
 func newCleaningBackend(t *testing.T) runtime.Backend {
@@ -86,6 +87,17 @@ func newCleaningBackend(t *testing.T) runtime.Backend {
 	})
 	c.Backend = dial(t, rabbitmq.Options{})
 	return c
+}
+
+func (c *cleaningBackend) AcquirePermit(ctx context.Context, q runtime.QueueConfig, key string) (runtime.Permit, error) {
+	_, _, _, _, all := rabbitmq.LimitQueues(q.Name)
+	c.mu.Lock()
+	c.leases = append(c.leases, all...)
+	if q.LimitKey != "" {
+		c.leases = append(c.leases, rabbitmq.KeyLeaseQueue(q.Name, key))
+	}
+	c.mu.Unlock()
+	return c.Backend.AcquirePermit(ctx, q, key)
 }
 
 func (c *cleaningBackend) AcquireLease(ctx context.Context, name string) (runtime.HeldLease, error) {
