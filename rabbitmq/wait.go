@@ -37,6 +37,9 @@ type waiter struct {
 	holdDecl  holdDeclares       // which hold queues need a declare of their own
 	delayers  map[runtime.DelayMode]delayer
 	ladders   *ladders // delay ladders declared
+	// ladderOf is the ladder of each queue type, made once: read, never
+	// written, after newWaiter.
+	ladderOf map[runtime.QueueType]topology.Ladder
 }
 
 func newWaiter(w *waiter) *waiter {
@@ -46,6 +49,10 @@ func newWaiter(w *waiter) *waiter {
 		runtime.DelayLadder: ladderDelayer{w: w},
 	}
 	w.ladders = newLadders()
+	w.ladderOf = map[runtime.QueueType]topology.Ladder{}
+	for _, t := range []runtime.QueueType{runtime.QueueClassic, runtime.QueueQuorum} {
+		w.ladderOf[t] = topology.NewLadder(t, w.granularity, w.version)
+	}
 	return w
 }
 

@@ -66,6 +66,9 @@ func (l *ladders) declared(t runtime.QueueType) bool {
 
 // ladder returns the delay ladder of q's waits.
 func (d ladderDelayer) ladder(q runtime.QueueConfig) topology.Ladder {
+	if l, ok := d.w.ladderOf[q.QueueType]; ok {
+		return l
+	}
 	return topology.NewLadder(q.QueueType, d.w.granularity, d.w.version)
 }
 

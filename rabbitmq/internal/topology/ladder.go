@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +74,8 @@ type Ladder struct {
 	// (HighPriority and above) in level queues of their own: a quorum
 	// ladder on a broker whose quorum queues have priorities (4.x).
 	Split bool
+
+	prefix string // Prefix, made once by NewLadder: every wait names its levels
 }
 
 // HighPriority is the least priority that a RabbitMQ 4.x quorum queue
@@ -89,17 +92,35 @@ func NewLadder(t runtime.QueueType, g time.Duration, v Version) Ladder {
 	if t == "" {
 		t = runtime.QueueClassic
 	}
-	return Ladder{Type: t, Granularity: g, Levels: waits.Levels(g), Split: t == runtime.QueueQuorum && v.QuorumPriorities()}
+	return Ladder{
+		Type: t, Granularity: g, Levels: waits.Levels(g), Split: t == runtime.QueueQuorum && v.QuorumPriorities(),
+		prefix: ladderPrefix(t, g),
+	}
 }
 
 // Prefix is the start of every name of the ladder,
 // "queuey.ladder.<type>.<g>ms".
 func (l Ladder) Prefix() string {
-	return fmt.Sprintf("%s%s.%dms", names.LadderPrefix, l.Type, l.Granularity.Milliseconds())
+	if l.prefix != "" {
+		return l.prefix
+	}
+	return ladderPrefix(l.Type, l.Granularity)
+}
+
+func ladderPrefix(t runtime.QueueType, g time.Duration) string {
+	return names.LadderPrefix + string(t) + "." + strconv.FormatInt(g.Milliseconds(), 10) + "ms"
 }
 
 // Level names level L's exchange and queue, "<prefix>.LL".
-func (l Ladder) Level(level int) string { return fmt.Sprintf("%s.%02d", l.Prefix(), level) }
+func (l Ladder) Level(level int) string { return l.Prefix() + "." + twoDigits(level) }
+
+// twoDigits writes n, at least zero, in at least two digits: %02d.
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
 
 // HighLevel names the queue of level L's waits of high priority on a split
 // ladder, "<prefix>.LL.hi".
@@ -119,9 +140,9 @@ func (l Ladder) EnterExchange() string { return l.Prefix() + ".enter" }
 // it matches no binding of the levels or of Deliver.
 func (l Ladder) EnterKey(level int, high bool) string {
 	if high {
-		return fmt.Sprintf("%02dh", level)
+		return twoDigits(level) + "h"
 	}
-	return fmt.Sprintf("%02d", level)
+	return twoDigits(level)
 }
 
 // Unrouted names the fanout exchange, alternate exchange of Deliver, and
