@@ -100,7 +100,7 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) err
 			return tooLong(f.name, len(f.v))
 		}
 	}
-	if err := checkTable(msg.Headers, "header"); err != nil {
+	if err := checkTable(msg.Headers, ""); err != nil {
 		return err
 	}
 	if err := msg.Headers.Validate(); err != nil {
@@ -109,20 +109,26 @@ func CheckPublishing(exchange, key string, msg *amqp.Publishing, lim Limits) err
 	return checkSize(msg, lim)
 }
 
-func checkTable(t amqp.Table, what string) error {
+// checkTable refuses a name in t longer than a short string: t is the
+// message's headers when in is "", else a table within header in.
+func checkTable(t amqp.Table, in string) error {
 	for k, v := range t {
 		if len(k) > MaxShortString {
+			what := "header"
+			if in != "" {
+				what = fmt.Sprintf("name in header %q", in)
+			}
 			return tooLong(fmt.Sprintf("%s name %q", what, errs.Clip(k)), len(k))
 		}
 		switch x := v.(type) {
 		case amqp.Table:
-			if err := checkTable(x, fmt.Sprintf("name in header %q", k)); err != nil {
+			if err := checkTable(x, k); err != nil {
 				return err
 			}
 		case []any:
 			for _, e := range x {
 				if t, ok := e.(amqp.Table); ok {
-					if err := checkTable(t, fmt.Sprintf("name in header %q", k)); err != nil {
+					if err := checkTable(t, k); err != nil {
 						return err
 					}
 				}

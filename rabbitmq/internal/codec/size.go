@@ -168,6 +168,9 @@ func checkSize(msg *amqp.Publishing, lim Limits) error {
 				runtime.ErrTooLarge, message(msg), n, room, lim.FrameMax, less, largest)
 		}
 	}
+	if !lim.bodyOver(len(msg.Body)) {
+		return nil
+	}
 	return lim.checkBody(message(msg), "body", len(msg.Body))
 }
 
@@ -176,13 +179,21 @@ func checkSize(msg *amqp.Publishing, lim Limits) error {
 // too. It spares encoding, and holding twice in memory, a job that
 // CheckPublishing would refuse.
 func CheckPayload(env *runtime.Envelope, lim Limits) error {
+	if !lim.bodyOver(len(env.Payload)) {
+		return nil
+	}
 	return lim.checkBody(fmt.Sprintf("job %q", errs.Clip(env.ID)), "payload", len(env.Payload))
 }
+
+// bodyOver reports whether a body, or a part of one, of n bytes is over
+// the broker's max message size. Callers ask it before naming the message
+// for checkBody's error, which costs more than the check.
+func (l Limits) bodyOver(n int) bool { return l.MaxBody > 0 && n > l.MaxBody }
 
 // checkBody refuses n bytes of what (the body, or a part of it) of message
 // which when they are more than the broker's max message size.
 func (l Limits) checkBody(which, what string, n int) error {
-	if l.MaxBody > 0 && n > l.MaxBody {
+	if l.bodyOver(n) {
 		return fmt.Errorf("%w: %s: its %s is %d bytes, over the broker's max message size of %d (rabbitmq.Options.MaxMessageSize, which must match the broker's max_message_size)",
 			runtime.ErrTooLarge, which, what, n, l.MaxBody)
 	}
