@@ -194,6 +194,9 @@ func vetHandlerError(err error) (vetted error) {
 	if err == nil {
 		return nil
 	}
+	if de, ok := err.(*DeferError); ok && de != nil {
+		return err // Defer(d) itself: its methods are this package's
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			vetted = fmt.Errorf("handler returned an error of type %T whose methods panicked: %v", err, r)
