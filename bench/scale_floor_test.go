@@ -25,6 +25,10 @@ import (
 //     clock first, as hold queues are (a TTL, a dead-letter route, an
 //     expiry): what defer/distinct cannot go below.
 //   - publish/one: the same 1,000 into one queue.
+//   - defer/classic, defer/quorum: 1,000 one-delay deferrals' broker work
+//     (benchFloorDefer), under BenchmarkScaleWaits' defer/shared rows;
+//     defer/enter/classic and defer/enter/quorum the same with each wait
+//     published the way a ladder wait is.
 //   - declare/1000/max_priority=0 and =10: 1,000 new durable queues
 //     declared over 64 channels at once; queues per second.
 //   - start/N/per-channel=K: N existing queues consumed (qos, then
@@ -39,6 +43,10 @@ func BenchmarkScaleFloor(b *testing.B) {
 	b.Run("publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, false) })
 	b.Run("declare+publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, true) })
 	b.Run("publish/one", func(b *testing.B) { benchFloorPublish(b, 1, false) })
+	for _, qt := range []string{"classic", "quorum"} {
+		b.Run("defer/"+qt, func(b *testing.B) { benchFloorDefer(b, qt, false) })
+		b.Run("defer/enter/"+qt, func(b *testing.B) { benchFloorDefer(b, qt, true) })
+	}
 	for _, mp := range []int{0, 10} {
 		b.Run(fmt.Sprintf("declare/1000/max_priority=%d", mp), func(b *testing.B) {
 			reportRate(b, "floor-declare", 1000, "queues/s", func(b *testing.B, prefix string) time.Duration {
