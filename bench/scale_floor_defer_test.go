@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuey/queuey/bench/e2e"
 	"github.com/queuey/queuey/internal/testenv/brokertest"
 )
 
@@ -25,7 +26,7 @@ import (
 // 1,000s dead-lettering to an exchange; at least once and reject-publish
 // where quorum), and acked once its confirm is back, the acks of
 // deliveries confirmed together in one frame. Deferrals settled per
-// second, and the broker's CPU per deferral.
+// second, and the broker's and this process's CPU per deferral.
 //
 // With enter, each wait goes the way a ladder wait does
 // (docs/delays.md): to a direct exchange with a routing key as long as a
@@ -38,19 +39,21 @@ func benchFloorDefer(b *testing.B, qt string, enter bool) {
 	requireBroker(b)
 	const msgs = scaleDefers
 	var total time.Duration
-	var brokerCPU float64
+	var brokerCPU, clientCPU float64
 	for i := 0; b.Loop(); i++ {
 		name := uniqueBenchName("floor-defer-"+qt, i)
-		elapsed, cpu := floorDeferOnce(b, name, qt, msgs, enter)
+		elapsed, span := floorDeferOnce(b, name, qt, msgs, enter)
 		total += elapsed
-		brokerCPU += cpu
+		brokerCPU += span.PerJob(span.ServerCPU)
+		clientCPU += span.PerJob(span.ClientCPU)
 	}
 	b.ReportMetric(float64(b.N*msgs)/total.Seconds(), "deferrals/s")
 	b.ReportMetric(brokerCPU/float64(b.N), "broker-µs/wait")
+	b.ReportMetric(clientCPU/float64(b.N), "client-µs/wait")
 	b.ReportMetric(0, "ns/op")
 }
 
-func floorDeferOnce(b *testing.B, name, qt string, msgs int, enter bool) (time.Duration, float64) {
+func floorDeferOnce(b *testing.B, name, qt string, msgs int, enter bool) (time.Duration, e2e.Span) {
 	b.Helper()
 	work, wait := name, name+".wait"
 	defer brokertest.DeleteQueues(amqpURL(), work, wait)
@@ -171,7 +174,7 @@ func floorDeferOnce(b *testing.B, name, qt string, msgs int, enter bool) (time.D
 	if failed != nil {
 		b.Fatal(failed)
 	}
-	return elapsed, span.PerJob(span.ServerCPU)
+	return elapsed, span
 }
 
 // jobLike returns the n-th of the messages benchFloorDefer's work queue

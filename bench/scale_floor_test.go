@@ -25,6 +25,8 @@ import (
 //     clock first, as hold queues are (a TTL, a dead-letter route, an
 //     expiry): what defer/distinct cannot go below.
 //   - publish/one: the same 1,000 into one queue.
+//   - publish/one/job-like: the same with messages like queuey's jobs
+//     (jobLike) instead of 64 bytes with no properties.
 //   - defer/classic, defer/quorum: 1,000 one-delay deferrals' broker work
 //     (benchFloorDefer), under BenchmarkScaleWaits' defer/shared rows;
 //     defer/enter/classic and defer/enter/quorum the same with each wait
@@ -40,9 +42,10 @@ import (
 //
 // Queues are deleted afterwards, outside the clock.
 func BenchmarkScaleFloor(b *testing.B) {
-	b.Run("publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, false) })
-	b.Run("declare+publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, true) })
-	b.Run("publish/one", func(b *testing.B) { benchFloorPublish(b, 1, false) })
+	b.Run("publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, false, bare) })
+	b.Run("declare+publish/distinct", func(b *testing.B) { benchFloorPublish(b, 1000, true, bare) })
+	b.Run("publish/one", func(b *testing.B) { benchFloorPublish(b, 1, false, bare) })
+	b.Run("publish/one/job-like", func(b *testing.B) { benchFloorPublish(b, 1, false, jobLike) })
 	for _, qt := range []string{"classic", "quorum"} {
 		b.Run("defer/"+qt, func(b *testing.B) { benchFloorDefer(b, qt, false) })
 		b.Run("defer/enter/"+qt, func(b *testing.B) { benchFloorDefer(b, qt, true) })
@@ -114,10 +117,17 @@ func floorDeclare(b *testing.B, names []string, args amqp.Table) time.Duration {
 	return time.Since(start)
 }
 
-// benchFloorPublish publishes 1,000 persistent messages, spread over
-// queues queues, confirmed, 64 in flight at most; with hold, the queues
-// are declared like hold queues, and inside the clock.
-func benchFloorPublish(b *testing.B, queues int, hold bool) {
+// bare returns a persistent message of 64 bytes with no properties, the
+// floor rows' message unless they say otherwise.
+func bare(int) amqp.Publishing {
+	return amqp.Publishing{DeliveryMode: amqp.Persistent, Body: make([]byte, 64)}
+}
+
+// benchFloorPublish publishes 1,000 persistent messages, msg(0) to
+// msg(999), spread over queues queues, confirmed, 64 in flight at most;
+// with hold, the queues are declared like hold queues, and inside the
+// clock.
+func benchFloorPublish(b *testing.B, queues int, hold bool, msg func(n int) amqp.Publishing) {
 	const msgs, window = 1000, 64
 	reportRate(b, "floor-publish", msgs, "msgs/s", func(b *testing.B, prefix string) time.Duration {
 		names := floorNames(prefix, queues)
@@ -142,7 +152,10 @@ func benchFloorPublish(b *testing.B, queues int, hold bool) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), benchWait)
 		defer cancel()
-		body := make([]byte, 64)
+		batch := make([]amqp.Publishing, msgs)
+		for i := range batch {
+			batch[i] = msg(i)
+		}
 		inFlight := make(chan *amqp.DeferredConfirmation, window)
 		start := time.Now()
 		var failed, confirmErr error
@@ -156,8 +169,7 @@ func benchFloorPublish(b *testing.B, queues int, hold bool) {
 			}
 		})
 		for i := range msgs {
-			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", names[i%queues], true, false,
-				amqp.Publishing{DeliveryMode: amqp.Persistent, Body: body})
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", names[i%queues], true, false, batch[i])
 			if err != nil {
 				failed = err
 				break
