@@ -180,10 +180,7 @@ func floorDeferOnce(b *testing.B, name, qt string, msgs int, enter bool) (time.D
 // jobLike returns the n-th of the messages benchFloorDefer's work queue
 // holds: persistent, of the size of a queuey job of BenchmarkScaleWaits'
 // rows (the same properties, a body of the same length), with no queuey
-// code. The broker's cost per message follows its size: on 3.10.8 a
-// classic queue took 40 broker-µs to deliver and have acked each of 1,000
-// messages of 27 bytes with no properties, and 76 with a body of 120
-// bytes.
+// code.
 func jobLike(n int) amqp.Publishing {
 	return amqp.Publishing{
 		DeliveryMode: amqp.Persistent,
