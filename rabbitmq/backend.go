@@ -129,8 +129,8 @@ func assemble(opts Options, version topology.Version, urls []string, pubConn, co
 	})
 	b.consumers = &consumers{
 		life: b.life, log: opts.Logger, warn: warn, pool: b.cons, book: b.book, enc: b.enc, pub: b.pub, waits: b.waiter,
-		dead:  &deadPublisher{book: b.book, declares: b.declares, pub: b.pub, log: opts.Logger},
-		names: names, noDead: opts.NoDeadLetterQueues, redeclare: b.Declare,
+		dead: &deadPublisher{book: b.book, declares: b.declares, pub: b.pub, log: opts.Logger},
+		topo: b.topo, names: names, noDead: opts.NoDeadLetterQueues, redeclare: b.Declare,
 		open: map[*subscription]struct{}{},
 	}
 	b.pauses = newPauses(&pauses{life: b.life, log: opts.Logger, conn: conConn, pubConn: pubConn, pool: b.cons, pub: b.pub})

@@ -63,6 +63,7 @@ type consumers struct {
 	pub    *publisher
 	waits  *waiter
 	dead   *deadPublisher
+	topo   *declarer // passive declares of a stopping consumer's queue (readyLeft)
 	names  topology.Names
 	noDead bool // Options.NoDeadLetterQueues
 	// redeclare declares a queue again, with what goes with it

@@ -76,7 +76,11 @@ const (
 // awaitPrefetchSpent waits, acks held back, until the broker cannot send
 // this consumer another delivery: as many are unsettled as the prefetch
 // allows. On a queue with fewer jobs than that, it waits until none has
-// come for spentQuiet.
+// come for spentQuiet and the broker counts none ready on the queue: a
+// broker slowed down by load can let spentQuiet pass between deliveries
+// it still has to send, and a delivery that reaches the client library
+// after the cancel's answer is dropped there, to go back with the
+// channel's close counted as a run.
 func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 	s.stopping.Store(true)
 	quiet := time.NewTimer(spentQuiet)
@@ -91,7 +95,10 @@ func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 		case <-s.got:
 			quiet.Reset(spentQuiet)
 		case <-quiet.C:
-			return
+			if !s.readyLeft(ctx) {
+				return
+			}
+			quiet.Reset(spentQuiet)
 		case <-limit.C:
 			return
 		case <-s.done:
@@ -100,6 +107,22 @@ func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// readyLeft reports whether the broker counts jobs ready on the
+// subscription's queue (a passive declare, on a declaring channel of its
+// own), which it may still send this consumer. An error counts as none:
+// the wait it ends is bounded anyway.
+func (s *subscription) readyLeft(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, spentQuiet)
+	defer cancel()
+	ready := 0
+	err := s.cs.topo.do(ctx, "count ready jobs", func(ch *amqp.Channel) error {
+		q, err := ch.QueueDeclarePassive(s.q.Name, true, false, false, false, nil)
+		ready = q.Messages
+		return err
+	})
+	return err == nil && ready > 0
 }
 
 // stopTimeout bounds Stop and Close, which take no context: as long as a
