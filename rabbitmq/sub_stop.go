@@ -67,10 +67,12 @@ func (s *subscription) giveUp(ctx context.Context, op string) error {
 
 // Bounds on the wait of a stopping consumer for the deliveries its
 // prefetch lets the broker send: it ends once spentQuiet passes without
-// one, or after spentMax.
+// one while the broker counts no job ready on the queue, after spentMax
+// when it counts none then, and after spentReadyMax in any case.
 const (
-	spentQuiet = 150 * time.Millisecond
-	spentMax   = time.Second
+	spentQuiet    = 150 * time.Millisecond
+	spentMax      = time.Second
+	spentReadyMax = 5 * time.Second
 )
 
 // awaitPrefetchSpent waits, acks held back, until the broker cannot send
@@ -85,6 +87,7 @@ func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 	s.stopping.Store(true)
 	quiet := time.NewTimer(spentQuiet)
 	defer quiet.Stop()
+	start := time.Now()
 	limit := time.NewTimer(spentMax)
 	defer limit.Stop()
 	for {
@@ -100,7 +103,10 @@ func (s *subscription) awaitPrefetchSpent(ctx context.Context) {
 			}
 			quiet.Reset(spentQuiet)
 		case <-limit.C:
-			return
+			if time.Since(start) >= spentReadyMax || !s.readyLeft(ctx) {
+				return
+			}
+			limit.Reset(spentQuiet)
 		case <-s.done:
 			return
 		case <-ctx.Done():
