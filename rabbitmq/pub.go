@@ -27,6 +27,10 @@ type publisher struct {
 	// (404), failing whatever else is in flight on it.
 	waits    []*slot
 	nextWait atomic.Uint32
+	// ladder carries ladder waits, apart from enqueues for the same
+	// reason, and apart from hold and plugin waits, which want many
+	// channels (waitChannels).
+	ladder []*slot
 }
 
 func newPublisher(conn *connection, channels, maxBody int, log *slog.Logger) *publisher {
@@ -36,6 +40,9 @@ func newPublisher(conn *connection, channels, maxBody int, log *slog.Logger) *pu
 	}
 	for range waitChannels {
 		p.waits = append(p.waits, newSlot())
+	}
+	for range ladderChannels {
+		p.ladder = append(p.ladder, newSlot())
 	}
 	return p
 }
@@ -126,7 +133,7 @@ func (p *publisher) send(ctx context.Context, exchange, key string, mandatory bo
 // awaitLoops waits for every channel's return loop to end; the connection must
 // be closed first.
 func (p *publisher) awaitLoops() {
-	for _, s := range append(slices.Clone(p.slots), p.waits...) {
+	for _, s := range slices.Concat(p.slots, p.waits, p.ladder) {
 		if pc := s.cur.Load(); pc != nil {
 			<-pc.done
 		}
